@@ -1,0 +1,40 @@
+//! Argument parsing and dispatch. Each subcommand lives in its own file and
+//! returns an [`ExitCode`]; errors are printed with their whole context chain.
+
+mod store;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status for a command that could not do its work (bad input, a tool
+/// that failed). Verdicts such as a failed audit use their own codes.
+const EXIT_ERROR: u8 = 1;
+
+#[derive(Parser)]
+#[command(name = "cuwheel", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
+    #[command(subcommand)]
+    Store(store::StoreCommand),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Store(command) => store::run(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The Nix store formats, computed without asking Nix: hashes and their
+//! printed forms, NAR serialisation, store paths, and `.drv` files — plus a
+//! typed wrapper over the `nix` commands for what only Nix can do.
+//!
+//! Every later stage names store objects through this module (to plan, to
+//! tell what is already built, to explain what is shared), so each piece is
+//! cross-checked against Nix 2.8 itself in `tests/store_nix.rs`.
+
+pub mod base32;
+pub mod derivation;
+pub mod hash;
+pub mod nar;
+pub mod nix;
+pub mod path;
+
+pub use derivation::{Derivation, DerivationOutput};
+pub use hash::{Hash, HashAlgo};
+pub use path::{FileIngestion, StorePath};

@@ -1,0 +1,325 @@
+//! A thin, typed wrapper over the Nix 2.8 commands cuwheel calls: add a
+//! fixed-output file, instantiate, realise, query validity, show a
+//! derivation. In: store paths and files; out: store paths and parsed JSON,
+//! or a [`NixError`] that says what failed and what to do about it.
+//!
+//! Every call pins the settings the project depends on — a real sandbox
+//! that may not silently fall back to none, and no binary cache — so a
+//! host's `nix.conf` cannot weaken a build.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use super::path::{FileIngestion, StorePath};
+
+/// Settings passed to every Nix command (see the module doc for why).
+const PINNED_OPTIONS: &[(&str, &str)] = &[
+    ("sandbox", "true"),
+    ("sandbox-fallback", "false"),
+    ("substituters", ""),
+];
+
+#[derive(Debug, Error)]
+pub enum NixError {
+    #[error(
+        "cannot run `{program}`: {source}. Install Nix 2.8 or later (on Debian and Ubuntu: \
+         `apt-get install nix-bin`) and make sure `{program}` is on PATH"
+    )]
+    NotInstalled { program: String, source: io::Error },
+    #[error("`{command}` failed ({status}):\n{stderr}{hint}")]
+    Failed {
+        command: String,
+        status: String,
+        stderr: String,
+        hint: Hint,
+    },
+    #[error("`{command}` printed something cuwheel cannot read ({problem}):\n{output}")]
+    BadOutput {
+        command: String,
+        problem: String,
+        output: String,
+    },
+}
+
+/// What to do about a failure, when the failure is one we recognise.
+#[derive(Debug, Default)]
+pub struct Hint(Option<&'static str>);
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(hint) => write!(f, "\nhint: {hint}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Known failure texts of Nix 2.8 and the advice for each.
+const HINTS: &[(&str, &str)] = &[
+    (
+        "false-never-run",
+        "a pinned artifact is not in the store yet: run `cuwheel fetch` to add it",
+    ),
+    (
+        "hash mismatch in fixed-output derivation",
+        "a pinned artifact's content differs from the lock: re-run `cuwheel lock`, or fetch it again",
+    ),
+    (
+        "sandbox",
+        "the Nix sandbox is required: on Debian, nix.conf ships `sandbox = false`; cuwheel passes \
+         `--option sandbox true`, so check that this machine allows user/mount namespaces",
+    ),
+    (
+        "cannot connect to socket",
+        "no nix-daemon answers: run as root (which uses the store directly) or start nix-daemon",
+    ),
+    (
+        "Permission denied",
+        "this user cannot write the Nix store: run as root, start nix-daemon, or use a store of \
+         your own with `--store DIR`",
+    ),
+    (
+        "experimental Nix feature",
+        "this Nix needs `--extra-experimental-features 'nix-command flakes'`",
+    ),
+];
+
+fn hint_for(stderr: &str) -> Hint {
+    Hint(
+        HINTS
+            .iter()
+            .find(|(needle, _)| stderr.contains(needle))
+            .map(|(_, hint)| *hint),
+    )
+}
+
+/// One output of a derivation as `nix show-derivation` reports it.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+pub struct ShownOutput {
+    pub path: Option<String>,
+    #[serde(rename = "hashAlgo")]
+    pub hash_algo: Option<String>,
+    pub hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ShownDerivation {
+    pub outputs: BTreeMap<String, ShownOutput>,
+}
+
+/// The Nix commands, run against the system store or a store rooted at a
+/// directory of the caller's (`--store DIR`, which needs no daemon and no
+/// root: used by tests and for builds in a second, independent store).
+#[derive(Clone, Debug, Default)]
+pub struct Nix {
+    store: Option<PathBuf>,
+}
+
+impl Nix {
+    pub fn system() -> Nix {
+        Nix { store: None }
+    }
+
+    pub fn with_store_root(root: &Path) -> Nix {
+        Nix {
+            store: Some(root.to_owned()),
+        }
+    }
+
+    /// Where a store path's bytes are on this machine's file system.
+    pub fn real_path(&self, path: &StorePath) -> PathBuf {
+        let logical = PathBuf::from(path.to_absolute());
+        match &self.store {
+            Some(root) => root.join(logical.strip_prefix("/").expect("store paths are absolute")),
+            None => logical,
+        }
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        if program == "nix" {
+            cmd.args(["--extra-experimental-features", "nix-command flakes"]);
+        }
+        if let Some(root) = &self.store {
+            cmd.arg("--store").arg(root);
+        }
+        for (name, value) in PINNED_OPTIONS {
+            cmd.args(["--option", name, value]);
+        }
+        cmd
+    }
+
+    fn run(&self, mut cmd: Command) -> Result<String, NixError> {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let command = describe(&cmd);
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = cmd
+            .output()
+            .map_err(|source| NixError::NotInstalled { program, source })?;
+        let stderr = String::from_utf8_lossy(&stderr).into_owned();
+        if !status.success() {
+            let hint = hint_for(&stderr);
+            return Err(NixError::Failed {
+                command,
+                status: status.to_string(),
+                stderr,
+                hint,
+            });
+        }
+        String::from_utf8(stdout).map_err(|e| NixError::BadOutput {
+            command,
+            problem: "not UTF-8".into(),
+            output: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    fn store_paths(&self, cmd: Command) -> Result<Vec<StorePath>, NixError> {
+        let command = describe(&cmd);
+        let stdout = self.run(cmd)?;
+        stdout
+            .lines()
+            .filter(|l| !l.is_empty())
+            // nix-instantiate prints `<drv>!<output>` when a derivation's
+            // first output is not `out`; the `.drv` path is the part before.
+            .map(|l| l.split_once('!').map_or(l, |(path, _)| path))
+            .map(|l| {
+                l.parse().map_err(|e| NixError::BadOutput {
+                    command: command.clone(),
+                    problem: format!("'{l}' is not a store path: {e}"),
+                    output: stdout.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// `nix-store --add-fixed [--recursive] sha256 FILE`: the file's path in
+    /// the store, under the file's own name.
+    pub fn add_fixed(&self, file: &Path, ingestion: FileIngestion) -> Result<StorePath, NixError> {
+        let mut cmd = self.command("nix-store");
+        cmd.arg("--add-fixed");
+        if ingestion == FileIngestion::Recursive {
+            cmd.arg("--recursive");
+        }
+        cmd.arg("sha256").arg(file);
+        let command = describe(&cmd);
+        let mut paths = self.store_paths(cmd)?;
+        match (paths.pop(), paths.is_empty()) {
+            (Some(path), true) => Ok(path),
+            _ => Err(NixError::BadOutput {
+                command,
+                problem: "expected exactly one store path".into(),
+                output: String::new(),
+            }),
+        }
+    }
+
+    /// `nix-instantiate FILE [-A ATTR]`: the `.drv` paths it writes.
+    pub fn instantiate(&self, file: &Path, attr: Option<&str>) -> Result<Vec<StorePath>, NixError> {
+        let mut cmd = self.command("nix-instantiate");
+        cmd.arg(file);
+        if let Some(attr) = attr {
+            cmd.args(["-A", attr]);
+        }
+        self.store_paths(cmd)
+    }
+
+    /// `nix-store --realise DRV...`: builds and returns the output paths.
+    pub fn realise(&self, drvs: &[StorePath]) -> Result<Vec<StorePath>, NixError> {
+        let mut cmd = self.command("nix-store");
+        cmd.arg("--realise")
+            .args(drvs.iter().map(StorePath::to_absolute));
+        self.store_paths(cmd)
+    }
+
+    /// Which of `paths` are valid (present and registered) in the store.
+    pub fn valid_paths(&self, paths: &[StorePath]) -> Result<Vec<StorePath>, NixError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.command("nix-store");
+        cmd.args(["--check-validity", "--print-invalid"])
+            .args(paths.iter().map(StorePath::to_absolute));
+        let invalid = self.store_paths(cmd)?;
+        Ok(paths
+            .iter()
+            .filter(|p| !invalid.contains(p))
+            .cloned()
+            .collect())
+    }
+
+    /// `nix show-derivation DRV...`, keyed by `.drv` path.
+    pub fn show_derivation(
+        &self,
+        drvs: &[StorePath],
+    ) -> Result<BTreeMap<String, ShownDerivation>, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.arg("show-derivation")
+            .args(drvs.iter().map(StorePath::to_absolute));
+        let command = describe(&cmd);
+        let stdout = self.run(cmd)?;
+        serde_json::from_str(&stdout).map_err(|e| NixError::BadOutput {
+            command,
+            problem: e.to_string(),
+            output: stdout,
+        })
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program().to_owned())
+        .chain(cmd.get_args().map(|a| {
+            let a = a.to_string_lossy();
+            OsString::from(if a.is_empty() || a.contains(' ') {
+                format!("'{a}'")
+            } else {
+                a.into_owned()
+            })
+        }))
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_carry_advice() {
+        assert!(
+            hint_for("error: executing '/bin/false-never-run': No such file")
+                .to_string()
+                .contains("cuwheel fetch")
+        );
+        assert_eq!(hint_for("something else").to_string(), "");
+    }
+
+    #[test]
+    fn every_call_pins_the_sandbox() {
+        let cmd = Nix::system().command("nix-store");
+        let text = describe(&cmd);
+        assert!(
+            text.contains(
+                "--option sandbox true --option sandbox-fallback false --option substituters ''"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn missing_program_says_how_to_install() {
+        let err = Nix::system()
+            .run(Command::new("nix-definitely-not-installed"))
+            .unwrap_err();
+        assert!(err.to_string().contains("apt-get install nix-bin"), "{err}");
+    }
+}

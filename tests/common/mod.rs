@@ -1,0 +1,71 @@
+//! What the integration tests share: the prepared tool environment
+//! (`bash tests/prepare.sh`) and small process helpers.
+//!
+//! Cross-checks never skip: a missing tool is a failure that says how to
+//! prepare it, so CI cannot pass by silently testing nothing.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Tools and downloaded artifacts made by `tests/prepare.sh`.
+pub struct TestEnv {
+    pub root: PathBuf,
+}
+
+impl TestEnv {
+    pub fn get() -> TestEnv {
+        let root = match std::env::var_os("CUWHEEL_TEST_ENV") {
+            Some(dir) => PathBuf::from(dir),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-env"),
+        };
+        assert!(
+            root.join("ready").is_file(),
+            "the cross-check tools are not prepared in {}: run `bash tests/prepare.sh` first \
+             (or `bash tests/run.sh`, which prepares and then runs every test)",
+            root.display()
+        );
+        TestEnv { root }
+    }
+
+    /// The venv's `python`, which has pip and `tests/requirements.txt` installed.
+    pub fn python(&self) -> PathBuf {
+        self.root.join("venv/bin/python")
+    }
+
+    /// A console script installed in the venv (e.g. `auditwheel`).
+    pub fn venv_bin(&self, name: &str) -> PathBuf {
+        self.root.join("venv/bin").join(name)
+    }
+
+    /// Real wheels listed in `tests/fixtures/real-wheels.txt`.
+    pub fn wheels_dir(&self) -> PathBuf {
+        self.root.join("wheels")
+    }
+
+    /// A CUDA 13 toolkit tree (`bin/nvcc`, `include/`, `lib64/`) made from pip's nvidia wheels.
+    pub fn cuda_home(&self) -> PathBuf {
+        self.root.join("cuda")
+    }
+}
+
+/// Runs a command, panicking with its full output if it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The path of the `cuwheel` binary built for this test run.
+pub fn cuwheel_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Prepares what the cross-check tests run against, in target/test-env/ (or
+# $CUWHEEL_TEST_ENV): a Python venv with pinned tools, real wheels to audit,
+# and a CUDA 13 toolkit unpacked from pip's nvidia wheels. Everything comes
+# through pip's own client; nothing names a registry host. Idempotent: each
+# part is redone only when its pinned inputs change.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+env_dir=${CUWHEEL_TEST_ENV:-$repo/target/test-env}
+mkdir -p "$env_dir"
+rm -f "$env_dir/ready"
+
+# A part is up to date when its stamp holds the digest of its inputs.
+digest() { cat "$@" | sha256sum | cut -d' ' -f1; }
+up_to_date() { [ -f "$env_dir/$1.stamp" ] && [ "$(cat "$env_dir/$1.stamp")" = "$2" ]; }
+stamp() { echo "$2" >"$env_dir/$1.stamp"; }
+
+# --- venv with the tools in tests/requirements.txt
+want=$(digest "$repo/tests/requirements.txt" <(python3 --version))
+if ! up_to_date venv "$want"; then
+  echo "prepare: venv"
+  rm -rf "$env_dir/venv"
+  python3 -m venv "$env_dir/venv"
+  "$env_dir/venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+  if grep -qv '^\s*\(#\|$\)' "$repo/tests/requirements.txt"; then
+    "$env_dir/venv/bin/python" -m pip install -q --disable-pip-version-check -r "$repo/tests/requirements.txt"
+  fi
+  stamp venv "$want"
+fi
+pip_dl() { "$env_dir/venv/bin/python" -m pip download -q --disable-pip-version-check "$@"; }
+
+# --- real wheels to audit: one requirement per line of real-wheels.txt
+want=$(digest "$repo/tests/fixtures/real-wheels.txt")
+if ! up_to_date wheels "$want"; then
+  echo "prepare: real wheels"
+  rm -rf "$env_dir/wheels" && mkdir -p "$env_dir/wheels"
+  { grep -v '^\s*\(#\|$\)' "$repo/tests/fixtures/real-wheels.txt" || true; } | while read -r req; do
+    pip_dl --no-deps --only-binary=:all: --implementation cp --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --platform manylinux_2_5_x86_64 \
+      --platform manylinux1_x86_64 -d "$env_dir/wheels" "$req"
+  done
+  stamp wheels "$want"
+fi
+
+# --- CUDA 13 toolkit from pip's split nvidia wheels, merged as CUDA_HOME
+cuda_wheels="nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96"
+want=$(echo "$cuda_wheels" | sha256sum | cut -d' ' -f1)
+if ! up_to_date cuda "$want"; then
+  echo "prepare: CUDA 13 toolkit"
+  rm -rf "$env_dir/cuda" "$env_dir/cuda-wheels"
+  # shellcheck disable=SC2086
+  pip_dl --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+    --platform manylinux2014_x86_64 -d "$env_dir/cuda-wheels" $cuda_wheels
+  "$env_dir/venv/bin/python" - "$env_dir/cuda-wheels" "$env_dir/cuda" <<'PY'
+import os, sys, zipfile, pathlib
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+prefix = "nvidia/cu13/"
+for whl in sorted(src.glob("*.whl")):
+    with zipfile.ZipFile(whl) as z:
+        for info in z.infolist():
+            if not info.filename.startswith(prefix) or info.is_dir():
+                continue
+            out = dst / info.filename[len(prefix):]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(z.read(info))
+            if (info.external_attr >> 16) & 0o111 or "/bin/" in "/" + info.filename[len(prefix):]:
+                out.chmod(0o755)
+PY
+  ln -s lib "$env_dir/cuda/lib64"
+  ln -s libcudart.so.13 "$env_dir/cuda/lib/libcudart.so"
+  "$env_dir/cuda/bin/nvcc" --version | tail -1
+  rm -rf "$env_dir/cuda-wheels"
+  stamp cuda "$want"
+fi
+
+touch "$env_dir/ready"
+echo "prepare: ready in $env_dir"

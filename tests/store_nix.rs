@@ -756,7 +756,10 @@ fn nix_failures_are_typed_and_explained() {
     .unwrap();
     let drvs = nix.instantiate(&fod, None).unwrap();
     assert_eq!(nix.realise(&drvs).unwrap(), vec![added.clone()]);
-    assert_eq!(nix.valid_paths(std::slice::from_ref(&added)).unwrap(), vec![added]);
+    assert_eq!(
+        nix.valid_paths(std::slice::from_ref(&added)).unwrap(),
+        vec![added]
+    );
     // An expression that does not evaluate is an error that quotes Nix.
     let bad = dir.path().join("bad.nix");
     fs::write(&bad, "derivation { name = \"x\"; }").unwrap();

@@ -1,1 +1,27 @@
 //! The wheel format: names, versions, tags, METADATA/WHEEL/RECORD, a deterministic writer and a verifying reader.
+//!
+//! One file per specification: [`pep503`] project names, [`pep440`] versions,
+//! [`tags`] compatibility tags, [`filename`] wheel file names, [`metadata`]
+//! METADATA and WHEEL, [`record`] RECORD; [`writer`] writes a wheel
+//! deterministically and [`reader`] opens and verifies any wheel;
+//! [`member_path`] is the path rule both share.
+
+pub mod filename;
+pub mod member_path;
+pub mod metadata;
+pub mod pep440;
+pub mod pep503;
+pub mod reader;
+pub mod record;
+pub mod tags;
+pub mod writer;
+
+pub use filename::{BuildTag, FilenameError, WheelFilename};
+pub use member_path::check_member_path;
+pub use metadata::{CoreMetadata, MetadataError, MetadataFile, WheelInfo};
+pub use pep440::{LocalSegment, PreRelease, PreReleaseKind, Version, VersionError};
+pub use pep503::{NameError, ProjectName, normalize_name, wheel_name_form};
+pub use reader::{Member, ProblemKind, WheelArchive, WheelError, WheelProblem};
+pub use record::{FileHash, RecordEntry, RecordError, parse_record, write_record};
+pub use tags::{Tag, TagError, TagSet};
+pub use writer::{DEFLATE_LEVEL, SOURCE_DATE_EPOCH, WheelBuilder, WriteError, ZipTimestamp};

@@ -1,10 +1,12 @@
 //! cuwheel: turns one PyTorch CUDA extension into a matrix of hermetic,
 //! audited, bit-for-bit reproducible wheels built with Nix.
 //!
-//! One module per pipeline stage. `store` holds the Nix formats every stage
-//! uses to name things in the store without asking Nix; `wheel` the wheel
-//! format; `audit` the verdict on a built wheel.
+//! One module per pipeline stage: `spec` reads an extension's
+//! `[tool.cuwheel]` config and expands its matrix into checked cells; `store`
+//! holds the Nix formats every stage uses to name store objects without
+//! asking Nix; `wheel` the wheel format; `audit` the verdict on a wheel.
 
 pub mod audit;
+pub mod spec;
 pub mod store;
 pub mod wheel;

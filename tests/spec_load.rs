@@ -1,0 +1,241 @@
+//! `Spec::load` and `Spec::cells` on project trees written to a temporary
+//! directory: the files the config names are really looked up, and the
+//! errors are the typed ones a caller can inspect.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use cuwheel::spec::{CompatError, ConfigError, Rule, Spec};
+use tempfile::TempDir;
+
+/// The demo of issue 5: CUDA 13.0 with torch 2.11 and CUDA 12.4 with torch
+/// 2.9, three Pythons, both binding flavours.
+const DEMO: &str = r#"[project]
+name = "demo-ext"
+version = "0.1.0"
+
+[tool.cuwheel]
+module = "demo_ext._C"
+kernels = ["csrc/kernels/*.cu"]
+cuda-archs = ["8.0", "9.0+PTX"]
+baseline = "manylinux_2_31"
+include-dirs = ["csrc/include"]
+
+[tool.cuwheel.bindings]
+pybind11 = ["csrc/bindings.cpp"]
+torch-library = ["csrc/ops.cpp"]
+
+[tool.cuwheel.matrix]
+cuda = ["13.0", "12.4"]
+python = ["3.11", "3.13", "3.14"]
+torch = ["2.11", "2.9"]
+exclude = [
+  { cuda = "13.0", torch = "2.9" },
+  { cuda = "12.4", torch = "2.11" },
+]
+"#;
+
+const DEMO_FILES: [&str; 6] = [
+    "csrc/kernels/fused_add.cu",
+    "csrc/kernels/reduce.cu",
+    "csrc/kernels/scale.cu",
+    "csrc/include/common.h",
+    "csrc/bindings.cpp",
+    "csrc/ops.cpp",
+];
+
+/// A project with `pyproject` and an empty file at each of `files`.
+fn project(pyproject: &str, files: &[&str]) -> TempDir {
+    let root = tempfile::tempdir().unwrap();
+    fs::write(root.path().join("pyproject.toml"), pyproject).unwrap();
+    for file in files {
+        let path = root.path().join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "").unwrap();
+    }
+    root
+}
+
+fn demo_with(old: &str, new: &str) -> String {
+    assert!(DEMO.contains(old), "the demo has no {old:?}");
+    DEMO.replacen(old, new, 1)
+}
+
+fn config_error(root: &Path) -> ConfigError {
+    let error = Spec::load(root).expect_err("the project should be refused");
+    error
+        .downcast_ref::<ConfigError>()
+        .unwrap_or_else(|| panic!("not a ConfigError: {error:#}"))
+        .clone()
+}
+
+fn compat_error(pyproject: &str) -> CompatError {
+    let root = project(pyproject, &DEMO_FILES);
+    let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
+    spec.cells().expect_err("the matrix should be refused")
+}
+
+#[test]
+fn loads_the_demo_and_names_its_cells() {
+    let root = project(DEMO, &DEMO_FILES);
+    let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
+    let expected: Vec<PathBuf> = DEMO_FILES[..3].iter().map(PathBuf::from).collect();
+    assert_eq!(spec.kernel_sources, expected);
+    assert_eq!(spec.pyproject, root.path().join("pyproject.toml"));
+
+    let cells = spec.cells().unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = cells.iter().map(|cell| cell.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "cu124-abi3",
+            "cu124-py311",
+            "cu124-py313",
+            "cu124-py314",
+            "cu130-abi3",
+            "cu130-py311",
+            "cu130-py313",
+            "cu130-py314",
+        ]
+    );
+    let cu130_py313 = cells[6];
+    let version = cu130_py313.wheel_version(&spec.config.version);
+    let tag = cu130_py313.wheel_tag(&spec.config.baseline);
+    assert_eq!(
+        format!("{}-{version}-{tag}.whl", spec.config.name.wheel_form()),
+        "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
+    );
+    let cu124_abi3 = cells[0];
+    assert_eq!(
+        format!(
+            "{}-{}",
+            cu124_abi3.wheel_version(&spec.config.version),
+            cu124_abi3.wheel_tag(&spec.config.baseline)
+        ),
+        "0.1.0+pt29cu124-cp39-abi3-manylinux_2_31_x86_64"
+    );
+}
+
+#[test]
+fn a_kernel_pattern_matching_nothing_is_named() {
+    let root = project(
+        &demo_with("csrc/kernels/*.cu", "csrc/kernel/*.cu"),
+        &DEMO_FILES,
+    );
+    let error = config_error(root.path());
+    assert_eq!(error.problems.len(), 1, "{error}");
+    let problem = &error.problems[0];
+    assert_eq!(problem.at.key, "tool.cuwheel.kernels[0]");
+    assert_eq!(problem.at.line, 7);
+    assert_eq!(problem.problem, "`csrc/kernel/*.cu` matches no file");
+    assert!(error.to_string().contains("pyproject.toml:7:"), "{error}");
+}
+
+#[test]
+fn a_kernel_pattern_must_match_only_cu_files() {
+    let root = project(&demo_with("csrc/kernels/*.cu", "csrc/**/*"), &DEMO_FILES);
+    let error = config_error(root.path());
+    let problems: Vec<&str> = error.problems.iter().map(|p| p.problem.as_str()).collect();
+    assert!(
+        problems.contains(&"`csrc/**/*` matches csrc/include/common.h, which is not a .cu file"),
+        "{error}"
+    );
+    // The bindings it also matched are reported as doubly listed.
+    assert!(
+        problems.contains(&"csrc/bindings.cpp is also matched by a kernel pattern"),
+        "{error}"
+    );
+}
+
+#[test]
+fn missing_binding_sources_and_include_dirs_are_named() {
+    let files: Vec<&str> = DEMO_FILES
+        .iter()
+        .copied()
+        .filter(|file| !file.ends_with("ops.cpp") && !file.contains("include"))
+        .collect();
+    let root = project(DEMO, &files);
+    let error = config_error(root.path());
+    let found: Vec<(&str, &str)> = error
+        .problems
+        .iter()
+        .map(|p| (p.at.key.as_str(), p.problem.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "tool.cuwheel.include-dirs[0]",
+                "include directory csrc/include does not exist"
+            ),
+            (
+                "tool.cuwheel.bindings.torch-library[0]",
+                "binding source csrc/ops.cpp does not exist"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_missing_pyproject_says_where_it_looked() {
+    let root = tempfile::tempdir().unwrap();
+    let error = Spec::load(root.path()).unwrap_err();
+    let shown = format!("{error:#}");
+    assert!(shown.contains("pyproject.toml"), "{shown}");
+    assert!(error.downcast_ref::<ConfigError>().is_none());
+}
+
+#[test]
+fn config_errors_come_before_any_file_lookup() {
+    let root = project(&demo_with("\"8.0\"", "\"sm_80\""), &[]);
+    let error = config_error(root.path());
+    assert_eq!(error.problems.len(), 1, "{error}");
+    assert_eq!(error.problems[0].at.key, "tool.cuwheel.cuda-archs[0]");
+    assert_eq!(error.problems[0].fix, "write \"8.0\"");
+}
+
+#[test]
+fn impossible_cells_name_their_rules() {
+    // Without the second exclude, CUDA 12.4 meets torch 2.11 (built for 13.0);
+    // and Python 3.9 has no torch 2.9 or 2.11 wheels.
+    let text = demo_with("  { cuda = \"12.4\", torch = \"2.11\" },\n", "")
+        .replace("\"3.11\", \"3.13\"", "\"3.9\", \"3.13\"");
+    let error = compat_error(&text);
+    let rules: Vec<Rule> = error.violations.iter().map(|v| v.rule).collect();
+    assert_eq!(
+        rules,
+        [Rule::TorchPython, Rule::TorchPython, Rule::ToolkitMajor]
+    );
+    let toolkit_major = &error.violations[2];
+    let cells: Vec<String> = toolkit_major.cells.iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        cells,
+        [
+            "cu124-abi3-torch211",
+            "cu124-py39-torch211",
+            "cu124-py313-torch211",
+            "cu124-py314-torch211"
+        ]
+    );
+    let shown = error.to_string();
+    assert!(
+        shown.contains(
+            "rule toolkit-major: CUDA toolkit 12.4 cannot build for torch 2.11, whose PyPI wheels use CUDA 13.0"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("pyproject.toml: 6 cells"), "{shown}");
+}
+
+#[test]
+fn a_gcc_14_baseline_rules_out_cuda_12_4() {
+    let error = compat_error(&demo_with("manylinux_2_31", "manylinux_2_41"));
+    assert_eq!(error.violations.len(), 1, "{error}");
+    let violation = &error.violations[0];
+    assert_eq!(violation.rule, Rule::GccRange);
+    let cells: Vec<String> = violation.cells.iter().map(|c| c.to_string()).collect();
+    assert_eq!(
+        cells,
+        ["cu124-abi3", "cu124-py311", "cu124-py313", "cu124-py314"]
+    );
+}

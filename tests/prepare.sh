@@ -30,6 +30,27 @@ if ! up_to_date venv "$want"; then
 fi
 pip_dl() { "$env_dir/venv/bin/python" -m pip download -q --disable-pip-version-check "$@"; }
 
+# Merges the `nvidia/cu13/` trees of the wheels in $1 into $2 (what a
+# CUDA_HOME made of pip's split CUDA 13 wheels looks like), keeping bin/ runnable.
+unpack_cu13() {
+  "$env_dir/venv/bin/python" - "$1" "$2" <<'PY'
+import sys, zipfile, pathlib
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+prefix = "nvidia/cu13/"
+for whl in sorted(src.glob("*.whl")):
+    with zipfile.ZipFile(whl) as z:
+        for info in z.infolist():
+            if not info.filename.startswith(prefix) or info.is_dir():
+                continue
+            rel = info.filename[len(prefix):]
+            out = dst / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(z.read(info))
+            if (info.external_attr >> 16) & 0o111 or rel.startswith("bin/") or "/bin/" in rel:
+                out.chmod(0o755)
+PY
+}
+
 # --- real wheels to audit: one requirement per line of real-wheels.txt
 want=$(digest "$repo/tests/fixtures/real-wheels.txt")
 if ! up_to_date wheels "$want"; then
@@ -53,26 +74,27 @@ if ! up_to_date cuda "$want"; then
   # shellcheck disable=SC2086
   pip_dl --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
     --platform manylinux2014_x86_64 -d "$env_dir/cuda-wheels" $cuda_wheels
-  "$env_dir/venv/bin/python" - "$env_dir/cuda-wheels" "$env_dir/cuda" <<'PY'
-import os, sys, zipfile, pathlib
-src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-prefix = "nvidia/cu13/"
-for whl in sorted(src.glob("*.whl")):
-    with zipfile.ZipFile(whl) as z:
-        for info in z.infolist():
-            if not info.filename.startswith(prefix) or info.is_dir():
-                continue
-            out = dst / info.filename[len(prefix):]
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(z.read(info))
-            if (info.external_attr >> 16) & 0o111 or "/bin/" in "/" + info.filename[len(prefix):]:
-                out.chmod(0o755)
-PY
+  unpack_cu13 "$env_dir/cuda-wheels" "$env_dir/cuda"
   ln -s lib "$env_dir/cuda/lib64"
   ln -s libcudart.so.13 "$env_dir/cuda/lib/libcudart.so"
   "$env_dir/cuda/bin/nvcc" --version | tail -1
   rm -rf "$env_dir/cuda-wheels"
   stamp cuda "$want"
+fi
+
+# --- audit: cuobjdump, NVIDIA's own fat-binary lister, as the reference for
+# tests/audit_nvcc.rs (pip's nvidia-cuda-cuobjdump; the CUDA 13.0 toolkit wheels lack it)
+cuobjdump_wheel="nvidia-cuda-cuobjdump==13.2.51"
+want=$(echo "$cuobjdump_wheel" | sha256sum | cut -d' ' -f1)
+if ! up_to_date cuobjdump "$want"; then
+  echo "prepare: cuobjdump"
+  rm -rf "$env_dir/cuobjdump" "$env_dir/cuobjdump-wheel"
+  pip_dl --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+    --platform manylinux2014_x86_64 -d "$env_dir/cuobjdump-wheel" "$cuobjdump_wheel"
+  unpack_cu13 "$env_dir/cuobjdump-wheel" "$env_dir/cuobjdump"
+  "$env_dir/cuobjdump/bin/cuobjdump" --version | tail -1
+  rm -rf "$env_dir/cuobjdump-wheel"
+  stamp cuobjdump "$want"
 fi
 
 touch "$env_dir/ready"

@@ -14,43 +14,24 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::run_ok;
+use common::{Rng, run_ok};
 use cuwheel::store::derivation::{Derivation, DerivationOutput, OutputHashes};
 use cuwheel::store::hash::{Hash, HashAlgo};
 use cuwheel::store::nar;
 use cuwheel::store::nix::{Nix, NixError};
 use cuwheel::store::path::{self, FileIngestion, StorePath};
 
-/// A small deterministic generator (xorshift64*), so every run checks the same cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-    /// A file name: printable ASCII (no '/'), spaces, and non-ASCII letters.
-    fn name(&mut self) -> String {
-        const CHARS: &[char] = &[
-            'a', 'Z', '0', '.', '-', '_', ' ', '+', '=', '#', '\'', 'é', 'ß', '語', '~',
-        ];
-        let len = 1 + self.below(12) as usize;
-        let name: String = (0..len)
-            .map(|_| CHARS[self.below(CHARS.len() as u64) as usize])
-            .collect();
-        if name == "." || name == ".." {
-            "dot".into()
-        } else {
-            name
-        }
+/// A file name: printable ASCII (no '/'), spaces, and non-ASCII letters.
+fn random_name(rng: &mut Rng) -> String {
+    const CHARS: &[char] = &[
+        'a', 'Z', '0', '.', '-', '_', ' ', '+', '=', '#', '\'', 'é', 'ß', '語', '~',
+    ];
+    let len = 1 + rng.below(12);
+    let name: String = (0..len).map(|_| CHARS[rng.below(CHARS.len())]).collect();
+    if name == "." || name == ".." {
+        "dot".into()
+    } else {
+        name
     }
 }
 
@@ -60,20 +41,19 @@ fn random_tree(rng: &mut Rng, dir: &Path, depth: u32) {
     fs::create_dir_all(dir).unwrap();
     let entries = rng.below(6);
     for _ in 0..entries {
-        let path = dir.join(rng.name());
+        let path = dir.join(random_name(rng));
         if path.exists() {
             continue;
         }
         match rng.below(10) {
             0..=4 => {
-                let size = [0, 1, 7, 8, 9, 100, 4096, 70_000][rng.below(8) as usize];
+                let size = [0, 1, 7, 8, 9, 100, 4096, 70_000][rng.below(8)];
                 fs::write(&path, rng.bytes(size)).unwrap();
                 let mode = if rng.below(3) == 0 { 0o755 } else { 0o644 };
                 fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
             }
             5 | 6 => {
-                let target =
-                    ["sibling", "../up", "/absolute/target", "a b/c", ""][rng.below(4) as usize];
+                let target = ["sibling", "../up", "/absolute/target", "a b/c"][rng.below(4)];
                 symlink(target, &path).unwrap();
             }
             _ if depth < 12 => random_tree(rng, &path, depth + 1),

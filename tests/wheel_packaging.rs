@@ -8,29 +8,8 @@ mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::TestEnv;
+use common::{Rng, TestEnv};
 use cuwheel::wheel::{TagSet, Version, normalize_name};
-
-/// A small deterministic generator (xorshift64*), so every run checks the same cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 /// A string near the PEP 440 grammar: mostly valid spellings, some not.
 fn near_version(rng: &mut Rng) -> String {

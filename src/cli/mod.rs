@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch. Each subcommand lives in its own file and
 //! returns an [`ExitCode`]; errors are printed with their whole context chain.
 
+mod audit;
 mod store;
 
 use std::process::ExitCode;
@@ -20,6 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs
+    Audit(audit::AuditArgs),
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -28,6 +31,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Audit(args) => audit::run(args),
         Command::Store(command) => store::run(command),
     };
     match result {

@@ -1,0 +1,188 @@
+//! The audit's verdict on one wheel: what was found, what fails and how to
+//! fix it, as a human-readable text or JSON (serde).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::abi3::PythonVersion;
+use super::archs::ExpectedArchs;
+use super::elf::X86IsaLevel;
+use super::fatbin::Fatbin;
+use super::loader::Resolution;
+
+/// Which check a finding comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// RECORD, WHEEL, METADATA and the file name disagree.
+    WheelFormat,
+    /// A file that should be an x86_64 ELF object is not one.
+    Elf,
+    /// A platform tag promises more compatibility than the ELF files allow.
+    Platform,
+    /// A needed library is neither allowed nor reachable.
+    Libraries,
+    /// An RPATH/RUNPATH entry leaves the wheel.
+    SearchPath,
+    /// A build-machine path is left in the bytes.
+    Leak,
+    /// An abi3 wheel uses more than its baseline's stable ABI.
+    Abi3,
+    /// A fat binary is unreadable or does not hold the expected archs.
+    CudaArchs,
+}
+
+impl Check {
+    fn label(self) -> &'static str {
+        match self {
+            Check::WheelFormat => "wheel format",
+            Check::Elf => "ELF",
+            Check::Platform => "platform tag",
+            Check::Libraries => "libraries",
+            Check::SearchPath => "RPATH/RUNPATH",
+            Check::Leak => "build path",
+            Check::Abi3 => "abi3",
+            Check::CudaArchs => "CUDA archs",
+        }
+    }
+}
+
+/// One failed check: which member, what is wrong, what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub check: Check,
+    /// The member at fault, when one is.
+    pub member: Option<String>,
+    pub problem: String,
+    pub fix: String,
+}
+
+/// The platform tag the ELF files allow against the tags the wheel carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlatformVerdict {
+    /// The most compatible tag the ELF files allow, e.g. `manylinux_2_28_x86_64`.
+    pub allowed: String,
+    /// The wheel's platform tags.
+    pub tagged: Vec<String>,
+    /// What keeps the files from the next more compatible tag.
+    pub held_by: Vec<String>,
+}
+
+/// A DT_NEEDED entry and where it resolves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NeededLibrary {
+    pub soname: String,
+    #[serde(flatten)]
+    pub resolution: Resolution,
+}
+
+/// The facts of one ELF member that the report shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ElfSummary {
+    pub member: String,
+    pub extension_module: bool,
+    pub soname: Option<String>,
+    pub needed: Vec<NeededLibrary>,
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
+    pub x86_isa_needed: Option<X86IsaLevel>,
+    /// The `.nv_fatbin` section's images, when it has one and it parses.
+    pub fatbin: Option<Fatbin>,
+}
+
+/// The CUDA archs the audit expected, and where that came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CudaExpectation {
+    /// `--cuda-archs`, or the provenance member's path.
+    pub from: String,
+    #[serde(flatten)]
+    pub archs: ExpectedArchs,
+}
+
+/// Everything the audit says about one wheel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditReport {
+    /// The wheel's file name.
+    pub wheel: String,
+    /// True when there are no findings.
+    pub passed: bool,
+    /// Absent for a wheel without ELF files.
+    pub platform: Option<PlatformVerdict>,
+    /// The Python whose stable ABI an abi3 wheel may use.
+    pub abi3_baseline: Option<PythonVersion>,
+    pub cuda_archs_expected: Option<CudaExpectation>,
+    pub elf_files: Vec<ElfSummary>,
+    pub findings: Vec<Finding>,
+    /// What the verdict assumed, for the reader to know.
+    pub notes: Vec<String>,
+}
+
+impl AuditReport {
+    /// The report as text for a terminal.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let verdict = if self.passed {
+            "PASSED".to_string()
+        } else {
+            format!(
+                "FAILED ({} problem{})",
+                self.findings.len(),
+                if self.findings.len() == 1 { "" } else { "s" }
+            )
+        };
+        let _ = writeln!(out, "{}: {verdict}", self.wheel);
+        match &self.platform {
+            Some(p) => {
+                let _ = writeln!(
+                    out,
+                    "  platform: ELF files allow {}; tagged {}",
+                    p.allowed,
+                    p.tagged.join(", ")
+                );
+                for reason in &p.held_by {
+                    let _ = writeln!(out, "    not more compatible because {reason}");
+                }
+            }
+            None => {
+                let _ = writeln!(out, "  platform: no ELF files");
+            }
+        }
+        if let Some(baseline) = self.abi3_baseline {
+            let _ = writeln!(out, "  abi3: stable ABI of Python {baseline}");
+        }
+        if let Some(expected) = &self.cuda_archs_expected {
+            let _ = writeln!(
+                out,
+                "  CUDA archs expected ({}): {}",
+                expected.from,
+                expected.archs.declared.join(", ")
+            );
+        }
+        for elf in self.elf_files.iter().filter(|e| e.fatbin.is_some()) {
+            let fatbin = elf.fatbin.as_ref().expect("filtered");
+            let images = fatbin.image_names();
+            let compressed = fatbin.images.iter().filter(|i| i.compressed).count();
+            let _ = writeln!(
+                out,
+                "  fat binary {}: {} ({} of {} images compressed)",
+                elf.member,
+                images.join(" "),
+                compressed,
+                fatbin.images.len()
+            );
+        }
+        for (i, finding) in self.findings.iter().enumerate() {
+            let _ = write!(out, "  {}. [{}] ", i + 1, finding.check.label());
+            if let Some(member) = &finding.member {
+                let _ = write!(out, "{member}: ");
+            }
+            let _ = writeln!(out, "{}", finding.problem);
+            let _ = writeln!(out, "     fix: {}", finding.fix);
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "  note: {note}");
+        }
+        out
+    }
+}

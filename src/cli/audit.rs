@@ -1,0 +1,86 @@
+//! `cuwheel audit WHEEL...`: the audit of [`cuwheel::audit`] from the command
+//! line, as text or JSON, with an exit status scripts can branch on.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use cuwheel::audit::archs::ExpectedArchs;
+use cuwheel::audit::{AuditOptions, AuditReport, audit_wheel};
+
+/// Exit status when every wheel was read but at least one failed the audit.
+const EXIT_AUDIT_FAILED: u8 = 3;
+
+#[derive(Args)]
+#[command(after_help = "\
+Exit status:
+  0  every wheel passed
+  1  a wheel could not be read (missing, not a zip, no .dist-info, ...); the others are still audited
+  2  the command line is wrong
+  3  every wheel was read and at least one failed the audit")]
+pub struct AuditArgs {
+    /// The wheels to audit
+    #[arg(required = true, value_name = "WHEEL")]
+    wheels: Vec<PathBuf>,
+    /// Print a JSON array with one report per wheel instead of text
+    #[arg(long)]
+    json: bool,
+    /// The CUDA archs each fat binary must hold exactly, like TORCH_CUDA_ARCH_LIST:
+    /// `8.0,9.0,10.0+PTX` (SASS for each, PTX too for +PTX). Overrides the
+    /// `cuda_archs` of the wheel's .dist-info/cuwheel-provenance.json
+    #[arg(long, value_name = "LIST", value_parser = parse_archs)]
+    cuda_archs: Option<ExpectedArchs>,
+    /// Treat SONAME as provided at run time, like torch's and CUDA's libraries
+    /// (repeat the flag or separate with commas)
+    #[arg(long, value_name = "SONAME", value_delimiter = ',')]
+    runtime_provided: Vec<String>,
+    /// Do not assume torch's and CUDA's libraries exist at run time: judge
+    /// DT_NEEDED entries as auditwheel does
+    #[arg(long)]
+    no_runtime_provided: bool,
+}
+
+fn parse_archs(list: &str) -> Result<ExpectedArchs, String> {
+    ExpectedArchs::parse(&[list])
+}
+
+pub fn run(args: AuditArgs) -> Result<ExitCode> {
+    let mut options = AuditOptions {
+        cuda_archs: args.cuda_archs,
+        ..AuditOptions::default()
+    };
+    if args.no_runtime_provided {
+        options.runtime_provided.clear();
+    }
+    options.runtime_provided.extend(args.runtime_provided);
+
+    let mut reports: Vec<AuditReport> = Vec::new();
+    let mut unreadable = false;
+    for wheel in &args.wheels {
+        match audit_wheel(wheel, &options) {
+            Ok(report) => {
+                if !args.json {
+                    println!("{}", report.render());
+                }
+                reports.push(report);
+            }
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                unreadable = true;
+            }
+        }
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&reports).context("cannot encode the reports")?;
+        println!("{json}");
+    }
+    Ok(if unreadable {
+        ExitCode::from(super::EXIT_ERROR)
+    } else if reports.iter().any(|r| !r.passed) {
+        ExitCode::from(EXIT_AUDIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,173 @@
+//! What the `audit_*` tests share: compiling shared objects with the system
+//! gcc, building them with nvcc, writing wheels with a correct RECORD, and
+//! running `cuwheel audit`.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::common::{self, TestEnv};
+
+/// Compiles `source` (C, or C++ when `cxx`) into `dir/output` with `args` appended.
+pub fn gcc(dir: &Path, output: &str, source: &str, cxx: bool, args: &[&str]) -> PathBuf {
+    let (compiler, ext) = if cxx { ("g++", "cpp") } else { ("gcc", "c") };
+    let stem = output.replace(['/', '.'], "_");
+    let src = dir.join(format!("{stem}.{ext}"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(output);
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    common::run_ok(
+        Command::new(compiler)
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .args(args),
+    );
+    out
+}
+
+/// Builds `source` (CUDA) with the test toolkit's nvcc into `dir/output`;
+/// `args` carry `-c` or `-shared` and the `-gencode` flags.
+pub fn nvcc(env: &TestEnv, dir: &Path, output: &str, source: &str, args: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{}.cu", output.replace('.', "_")));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(output);
+    let nvcc = env.cuda_home().join("bin/nvcc");
+    assert!(
+        nvcc.is_file(),
+        "{} is missing: run `bash tests/prepare.sh`",
+        nvcc.display()
+    );
+    common::run_ok(
+        Command::new(nvcc)
+            .args(["-ccbin", "g++", "-Xcompiler", "-fPIC", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .args(args),
+    );
+    out
+}
+
+/// A small CUDA kernel and a host function that launches it.
+pub const KERNEL: &str = r#"
+__global__ void scale(float *x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+extern "C" void launch_scale(float *x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }
+"#;
+
+/// The `sha256=` digest RECORD uses: urlsafe base64 without padding.
+fn record_hash(data: &[u8]) -> String {
+    let digest = Sha256::digest(data);
+    format!(
+        "sha256={}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    )
+}
+
+/// Writes the wheel `dir/file_name` holding `members` plus a `.dist-info`
+/// with METADATA, WHEEL (one Tag line per tag of the file name) and a
+/// correct RECORD. Members may add more `.dist-info` files.
+pub fn write_wheel(dir: &Path, file_name: &str, members: &[(&str, Vec<u8>)]) -> PathBuf {
+    let stem = file_name.strip_suffix(".whl").expect("a .whl name");
+    let parts: Vec<&str> = stem.split('-').collect();
+    let [name, version, python, abi, platform] = parts[..] else {
+        panic!("{file_name}: expected name-version-python-abi-platform.whl");
+    };
+    let dist_info = format!("{name}-{version}.dist-info");
+    let mut tags = Vec::new();
+    for p in python.split('.') {
+        for a in abi.split('.') {
+            for plat in platform.split('.') {
+                tags.push(format!("Tag: {p}-{a}-{plat}\n"));
+            }
+        }
+    }
+    let mut all: Vec<(String, Vec<u8>)> = members
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.clone()))
+        .collect();
+    all.push((
+        format!("{dist_info}/METADATA"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n").into_bytes(),
+    ));
+    all.push((
+        format!("{dist_info}/WHEEL"),
+        format!(
+            "Wheel-Version: 1.0\nGenerator: cuwheel-tests\nRoot-Is-Purelib: false\n{}",
+            tags.concat()
+        )
+        .into_bytes(),
+    ));
+    let mut record = String::new();
+    for (n, d) in &all {
+        record.push_str(&format!("{n},{},{}\n", record_hash(d), d.len()));
+    }
+    record.push_str(&format!("{dist_info}/RECORD,,\n"));
+    all.push((format!("{dist_info}/RECORD"), record.into_bytes()));
+
+    let path = dir.join(file_name);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .unix_permissions(0o644);
+    for (n, d) in &all {
+        zip.start_file(n.as_str(), options).unwrap();
+        zip.write_all(d).unwrap();
+    }
+    zip.finish().unwrap();
+    path
+}
+
+/// The result of one `cuwheel audit` run.
+pub struct AuditRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cuwheel audit ARGS...`.
+pub fn cuwheel_audit<I, S>(args: I) -> AuditRun
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(common::cuwheel_bin())
+        .arg("audit")
+        .args(args)
+        .output()
+        .expect("cannot run the cuwheel binary");
+    AuditRun {
+        code: out.status.code().expect("cuwheel exited by a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `cuwheel audit --json ARGS...` and returns the one report.
+pub fn audit_json<I, S>(args: I) -> (i32, serde_json::Value)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut all: Vec<std::ffi::OsString> = vec!["--json".into()];
+    all.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+    let run = cuwheel_audit(all);
+    let reports: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "cuwheel audit --json printed no JSON ({e}):\n{}\n{}",
+            run.stdout, run.stderr
+        )
+    });
+    let reports = reports.as_array().expect("a JSON array of reports");
+    assert_eq!(reports.len(), 1, "one report expected: {}", run.stdout);
+    (run.code, reports[0].clone())
+}

@@ -668,14 +668,14 @@ fn derivations_equal_nix_instantiate() {
         assert_eq!(our_path, nix_path, "{label}: .drv path");
         let nix_bytes = fs::read(nix.real_path(nix_path)).unwrap();
         assert_eq!(
-            our_drv.to_aterm(),
+            our_drv.to_aterm().unwrap(),
             String::from_utf8(nix_bytes.clone()).unwrap(),
             "{label}: .drv bytes"
         );
         let parsed = Derivation::parse(&nix_bytes, case.name).unwrap();
         assert_eq!(&parsed, our_drv, "{label}: parsed .drv");
         assert_eq!(
-            parsed.to_aterm().as_bytes(),
+            parsed.to_aterm().unwrap().as_bytes(),
             &nix_bytes[..],
             "{label}: parse → write"
         );

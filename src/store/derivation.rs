@@ -68,7 +68,7 @@ pub type OutputHashes = BTreeMap<String, Hash>;
 
 impl Derivation {
     /// The `.drv` file's bytes, as Nix writes them.
-    pub fn to_aterm(&self) -> String {
+    pub fn to_aterm(&self) -> Result<String, StorePathError> {
         self.unparse(false, None)
     }
 
@@ -81,7 +81,7 @@ impl Derivation {
             .cloned()
             .collect();
         path::text_path(
-            self.to_aterm().as_bytes(),
+            self.to_aterm()?.as_bytes(),
             &format!("{}.drv", self.name),
             &references,
         )
@@ -143,7 +143,7 @@ impl Derivation {
                     .insert(output.clone());
             }
         }
-        let hash = Hash::sha256(self.unparse(mask_outputs, Some(&inputs)));
+        let hash = Hash::sha256(self.unparse(mask_outputs, Some(&inputs))?);
         Ok(self
             .outputs
             .keys()
@@ -230,7 +230,7 @@ impl Derivation {
         &self,
         mask_outputs: bool,
         inputs: Option<&BTreeMap<String, BTreeSet<String>>>,
-    ) -> String {
+    ) -> Result<String, StorePathError> {
         let mut s = String::from("Derive([");
         for (i, (name, output)) in self.outputs.iter().enumerate() {
             let (path, algo, hash) = match output {
@@ -241,9 +241,7 @@ impl Derivation {
                     Default::default()
                 }
                 DerivationOutput::Fixed { ingestion, hash: h } => (
-                    self.fixed_output_path(*ingestion, h)
-                        .map(|p| p.to_string())
-                        .unwrap_or_default(),
+                    self.fixed_output_path(*ingestion, h)?.to_string(),
                     format!("{}{}", ingestion.algo_prefix(), h.algo()),
                     h.to_hex(),
                 ),
@@ -305,7 +303,7 @@ impl Derivation {
             s.push(')');
         }
         s.push_str("])");
-        s
+        Ok(s)
     }
 
     /// Parses a `.drv` file; `name` is the derivation's name (the file name
@@ -556,7 +554,7 @@ mod tests {
     fn instantiates_like_nix() {
         let mut drv = simple();
         let path = drv.instantiate(&mut BTreeMap::new()).unwrap();
-        assert_eq!(drv.to_aterm(), NIX_DRV);
+        assert_eq!(drv.to_aterm().unwrap(), NIX_DRV);
         assert_eq!(
             path.to_string(),
             "/nix/store/vm4x362lgfqkgnq4dlf5jv991npcqrpb-t.drv"
@@ -567,7 +565,7 @@ mod tests {
     fn parses_what_nix_wrote() {
         let drv = Derivation::parse(NIX_DRV.as_bytes(), "t").unwrap();
         assert_eq!(drv.env["a"], "x\"y\\z\n\tü");
-        assert_eq!(drv.to_aterm(), NIX_DRV);
+        assert_eq!(drv.to_aterm().unwrap(), NIX_DRV);
     }
 
     #[test]
@@ -608,6 +606,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_illegal_name_is_an_error_not_an_empty_path() {
+        let mut drv = simple();
+        drv.name = "two words".into();
+        drv.outputs = [(
+            "out".to_string(),
+            DerivationOutput::Fixed {
+                ingestion: FileIngestion::Flat,
+                hash: Hash::sha256(b""),
+            },
+        )]
+        .into();
+        assert!(matches!(
+            drv.to_aterm(),
+            Err(StorePathError::IllegalChar { bad: ' ', .. })
+        ));
+        assert!(drv.instantiate(&mut BTreeMap::new()).is_err());
+    }
+
     fn arb_text() -> impl Strategy<Value = String> {
         proptest::string::string_regex("[a-z\"\\\\\n\r\t ü€\u{1}]{0,12}").unwrap()
     }
@@ -624,10 +641,10 @@ mod tests {
             drv.env = env;
             drv.outputs = outputs.into_iter().map(|o| (o, DerivationOutput::Deferred)).collect();
             drv.instantiate(&mut BTreeMap::new()).unwrap();
-            let text = drv.to_aterm();
+            let text = drv.to_aterm().unwrap();
             let parsed = Derivation::parse(text.as_bytes(), "t").unwrap();
             prop_assert_eq!(&parsed, &drv);
-            prop_assert_eq!(parsed.to_aterm(), text);
+            prop_assert_eq!(parsed.to_aterm().unwrap(), text);
         }
 
         #[test]

@@ -14,49 +14,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 use super::elf::{ElfFacts, ElfSymbol, SymbolBinding};
-
-/// A CPython `major.minor` version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct PythonVersion {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl PythonVersion {
-    /// `"3.11"` → 3.11.
-    pub fn parse_dotted(text: &str) -> Option<PythonVersion> {
-        let (major, minor) = text.split_once('.')?;
-        Some(PythonVersion {
-            major: major.parse().ok()?,
-            minor: minor.parse().ok()?,
-        })
-    }
-
-    /// The interpreter tag `cp311` → 3.11 (one digit of major version).
-    pub fn from_cpython_tag(tag: &str) -> Option<PythonVersion> {
-        let digits = tag.strip_prefix("cp")?;
-        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let (major, minor) = digits.split_at(1);
-        Some(PythonVersion {
-            major: major.parse().ok()?,
-            minor: minor.parse().ok()?,
-        })
-    }
-}
-
-impl fmt::Display for PythonVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
-
-impl Serialize for PythonVersion {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
+use crate::spec::PythonVersion;
 
 #[derive(Debug, Deserialize)]
 struct StableAbiFile {
@@ -93,7 +51,9 @@ static STABLE_ABI: LazyLock<StableAbi> = LazyLock::new(|| {
         .symbols
         .into_iter()
         .map(|e| {
-            let added = PythonVersion::parse_dotted(&e.added)
+            let added = e
+                .added
+                .parse::<PythonVersion>()
                 .expect("stable-abi.json versions are major.minor (checked by a unit test)");
             (
                 e.name,
@@ -120,7 +80,7 @@ pub fn stable_abi() -> &'static StableAbi {
 pub fn baseline<'a>(tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<PythonVersion> {
     tags.into_iter()
         .filter(|(_, abi)| *abi == "abi3")
-        .filter_map(|(python, _)| PythonVersion::from_cpython_tag(python))
+        .filter_map(|(python, _)| PythonVersion::from_compact(python.strip_prefix("cp")?))
         .max()
 }
 
@@ -244,7 +204,7 @@ mod tests {
             import("memcpy"),
             import("PyModule_AddType"),
         ]);
-        let found = check(&f, PythonVersion { major: 3, minor: 9 });
+        let found = check(&f, PythonVersion::new(3, 9));
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert_eq!(
             shown,
@@ -253,17 +213,7 @@ mod tests {
                 "_PyObject_GC_New_private is not part of the stable ABI (limited API)",
             ]
         );
-        assert_eq!(
-            check(
-                &f,
-                PythonVersion {
-                    major: 3,
-                    minor: 10
-                }
-            )
-            .len(),
-            1
-        );
+        assert_eq!(check(&f, PythonVersion::new(3, 10)).len(), 1);
     }
 
     #[test]
@@ -271,16 +221,10 @@ mod tests {
         let mut defined = import("Py_Something_private");
         defined.defined = true;
         defined.binding = SymbolBinding::Local;
-        assert!(
-            check(
-                &facts(vec![defined.clone()]),
-                PythonVersion { major: 3, minor: 9 }
-            )
-            .is_empty()
-        );
+        assert!(check(&facts(vec![defined.clone()]), PythonVersion::new(3, 9)).is_empty());
         defined.binding = SymbolBinding::Global;
         assert_eq!(
-            check(&facts(vec![defined]), PythonVersion { major: 3, minor: 9 }).len(),
+            check(&facts(vec![defined]), PythonVersion::new(3, 9)).len(),
             1
         );
     }

@@ -55,8 +55,8 @@ pub use report::{
     AuditReport, Check, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict,
 };
 
+use crate::spec::PythonVersion;
 use crate::wheel::{Member, ProblemKind, Tag, WheelArchive, WheelProblem};
-use abi3::PythonVersion;
 use archs::{ExpectedArchs, PROVENANCE_FILE};
 use elf::{ElfErrorKind, ElfFacts};
 use fatbin::Fatbin;

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::abi3::PythonVersion;
 use super::archs::ExpectedArchs;
 use super::elf::X86IsaLevel;
 use super::fatbin::Fatbin;
 use super::loader::Resolution;
+use crate::spec::PythonVersion;
 
 /// Which check a finding comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

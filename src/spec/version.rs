@@ -244,6 +244,12 @@ impl<K: VersionKind> fmt::Debug for MajorMinor<K> {
     }
 }
 
+impl<K: VersionKind> serde::Serialize for MajorMinor<K> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl<'de, K: VersionKind> serde::Deserialize<'de> for MajorMinor<K> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

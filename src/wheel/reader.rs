@@ -370,15 +370,6 @@ impl WheelArchive {
         &self.metadata
     }
 
-    pub fn wheel_info(&self) -> &WheelInfo {
-        &self.wheel_info
-    }
-
-    /// WHEEL's `Tag:` lines, in file order.
-    pub fn wheel_tags(&self) -> &[Tag] {
-        &self.wheel_info.tags
-    }
-
     /// Every way the wheel disagrees with itself; empty when it is consistent.
     pub fn verify(&self) -> Vec<WheelProblem> {
         let mut kinds = self.check_record();

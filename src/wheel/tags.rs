@@ -185,18 +185,6 @@ impl TagSet {
         Ok(set)
     }
 
-    pub fn pythons(&self) -> &[String] {
-        &self.python
-    }
-
-    pub fn abis(&self) -> &[String] {
-        &self.abi
-    }
-
-    pub fn platforms(&self) -> &[String] {
-        &self.platform
-    }
-
     /// Every tag of the set, sorted.
     pub fn expand(&self) -> Vec<Tag> {
         let mut tags = Vec::with_capacity(self.python.len() * self.abi.len() * self.platform.len());

@@ -117,6 +117,34 @@ fn loads_the_demo_and_names_its_cells() {
 }
 
 #[test]
+fn the_shipped_demo_project_loads_with_the_same_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
+    let spec = Spec::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
+    let kernels: Vec<PathBuf> = ["bias_gelu.cu", "row_norm.cu", "axpby.cu"]
+        .iter()
+        .map(|name| Path::new("csrc/kernels").join(name))
+        .collect();
+    let mut expected = kernels;
+    expected.sort();
+    assert_eq!(spec.kernel_sources, expected);
+    let shipped: Vec<String> = spec
+        .cells()
+        .unwrap()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let template = project(DEMO, &DEMO_FILES);
+    let template: Vec<String> = Spec::load(template.path())
+        .unwrap()
+        .cells()
+        .unwrap()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(shipped, template);
+}
+
+#[test]
 fn a_kernel_pattern_matching_nothing_is_named() {
     let root = project(
         &demo_with("csrc/kernels/*.cu", "csrc/kernel/*.cu"),

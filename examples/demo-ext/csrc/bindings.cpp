@@ -1,0 +1,19 @@
+// pybind11 bindings: the module demo_ext._C, built once per Python version.
+// This is the only C++ that sees Python; the kernels never do.
+
+#include <torch/extension.h>
+
+#include <demo_ext/ops.h>
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "demo_ext's CUDA operations (pybind11 bindings)";
+  m.def("bias_gelu_forward", &demo_ext::bias_gelu_forward, "gelu(x + bias)", py::arg("x"),
+        py::arg("bias"));
+  m.def("bias_gelu_backward", &demo_ext::bias_gelu_backward, "[grad_x, grad_bias]",
+        py::arg("grad_y"), py::arg("x"), py::arg("bias"));
+  m.def("row_norm_forward", &demo_ext::row_norm_forward, "per-row Euclidean norm", py::arg("x"));
+  m.def("row_norm_backward", &demo_ext::row_norm_backward, "grad_x of row_norm", py::arg("grad_y"),
+        py::arg("x"), py::arg("y"));
+  m.def("axpby", &demo_ext::axpby, "alpha * x + beta * y", py::arg("x"), py::arg("y"),
+        py::arg("alpha"), py::arg("beta"));
+}

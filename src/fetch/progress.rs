@@ -43,7 +43,6 @@ impl Default for Progress {
 }
 
 impl Progress {
-
     /// A download `id` of `size` bytes into `dir` has started.
     pub fn start(&self, id: usize, label: &str, size: u64, dir: &Path) {
         if self.tty {
@@ -103,8 +102,17 @@ fn clear(out: &mut impl Write, lines: usize) {
     }
 }
 
-/// `label [#######.........]  45%  410.2 / 912.0 MB`
+/// The longest label a bar shows, so that one bar is one terminal line.
+const LABEL_WIDTH: usize = 40;
+
+/// `label [#######.........]  45% 410.2 MB / 912.0 MB`
 pub fn bar(label: &str, done: u64, total: u64) -> String {
+    let label = if label.chars().count() > LABEL_WIDTH {
+        let head: String = label.chars().take(LABEL_WIDTH - 3).collect();
+        format!("{head}...")
+    } else {
+        label.to_owned()
+    };
     let fraction = if total == 0 {
         1.0
     } else {
@@ -149,6 +157,14 @@ mod tests {
         assert_eq!(
             bar("torch.whl", 456_000_000, 912_000_000),
             "torch.whl [############............]  50% 456.0 MB / 912.0 MB"
+        );
+        assert_eq!(
+            bar(&"n".repeat(50), 0, 1),
+            format!(
+                "{}... [{}]   0% 0.0 MB / 0.0 MB",
+                "n".repeat(37),
+                ".".repeat(24)
+            )
         );
         assert_eq!(
             bar("x", 5, 0),

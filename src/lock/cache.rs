@@ -60,20 +60,12 @@ impl Cache {
         })
     }
 
-    /// The cached copy of a file, if there is one with the expected bytes;
-    /// a damaged copy is removed.
+    /// The cached copy of a file, if there is one with the expected bytes.
+    /// One that differs is left alone (the lock may be what is wrong) and
+    /// replaced when a verified download is kept.
     pub fn cached(&self, expected: &Expected) -> Option<PathBuf> {
         let path = self.files().join(store_name(expected.file));
-        if !path.is_file() {
-            return None;
-        }
-        match expected.check(&path) {
-            Ok(()) => Some(path),
-            Err(_) => {
-                let _ = fs::remove_file(&path);
-                None
-            }
-        }
+        (path.is_file() && expected.check(&path).is_ok()).then_some(path)
     }
 
     /// Moves a verified file into the cache.
@@ -181,12 +173,19 @@ impl Clients {
         }
     }
 
-    /// The verified file: from the cache, or downloaded, checked and kept
-    /// in the cache.
-    pub fn obtain(&self, cache: &Cache, source: &Source, expected: &Expected) -> Result<PathBuf> {
+    /// The verified file: from the cache, or downloaded (after calling
+    /// `downloading`), checked and kept in the cache.
+    pub fn obtain(
+        &self,
+        cache: &Cache,
+        source: &Source,
+        expected: &Expected,
+        downloading: impl FnOnce(),
+    ) -> Result<PathBuf> {
         if let Some(path) = cache.cached(expected) {
             return Ok(path);
         }
+        downloading();
         let dir = cache.temp_dir()?;
         let path = self.download(source, expected.file, dir.path())?;
         expected.check(&path)?;

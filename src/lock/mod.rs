@@ -323,10 +323,9 @@ impl Resolver<'_> {
             sha256: &wheel.sha256,
             size: None,
         };
-        if self.cache.cached(&expected).is_none() {
+        let path = self.clients.obtain(self.cache, &source, &expected, || {
             progress(&format!("downloading {}", wheel.file));
-        }
-        let path = self.clients.obtain(self.cache, &source, &expected)?;
+        })?;
         let size = std::fs::metadata(&path)
             .with_context(|| format!("cannot read {}", path.display()))?
             .len();
@@ -369,6 +368,7 @@ impl Resolver<'_> {
                 sha256: &deb.sha256,
                 size: Some(deb.size),
             },
+            || progress(&format!("downloading {}", deb.file)),
         )?;
         let artifact = self.add(deb)?;
         seeds.insert(

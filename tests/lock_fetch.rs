@@ -419,3 +419,28 @@ fn corrupted_downloads_are_refused_and_leave_the_store_unchanged() {
     assert!(err.contains("It was not added to the store"), "{err}");
     assert_eq!(store_listing(store.path()), before, "the store changed");
 }
+
+#[test]
+fn a_version_the_mirror_dropped_says_to_lock_again() {
+    let mut lock = seeds_only();
+    let name = lock.seeds["busybox"].artifact.clone();
+    let mut artifact = lock.artifacts.remove(&name).unwrap();
+    let cuwheel::lock::format::Source::Debian { version, .. } = &mut artifact.source else {
+        panic!("busybox does not come from Debian")
+    };
+    *version = "1:0.0-0".to_owned();
+    artifact.file = "busybox-static_1%3a0.0-0_amd64.deb".to_owned();
+    let renamed = cuwheel::lock::format::store_name(&artifact.file);
+    lock.artifacts.insert(renamed.clone(), artifact);
+    lock.seeds.get_mut("busybox").unwrap().artifact = renamed;
+    let store = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = fetch(lock_project(&lock).path(), store.path(), cache.path());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no longer carries busybox-static 1:0.0-0"),
+        "{err}"
+    );
+    assert!(err.contains("Run `cuwheel lock`"), "{err}");
+}

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -194,7 +195,10 @@ impl Lock {
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut temp = tempfile::NamedTempFile::new_in(dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        // A temporary file is private (0600); a lock is meant to be shared.
+        let readable = std::fs::Permissions::from_mode(0o644);
         temp.write_all(&self.to_bytes())
+            .and_then(|()| temp.as_file().set_permissions(readable))
             .and_then(|()| temp.as_file().sync_all())
             .with_context(|| format!("cannot write {}", temp.path().display()))?;
         temp.persist(path)
@@ -324,5 +328,7 @@ mod tests {
         sample().write(&path).unwrap();
         assert_eq!(Lock::read(&path).unwrap(), sample());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 }

@@ -4,9 +4,13 @@
 //! One module per pipeline stage: `spec` reads an extension's
 //! `[tool.cuwheel]` config and expands its matrix into checked cells; `store`
 //! holds the Nix formats every stage uses to name store objects without
-//! asking Nix; `wheel` the wheel format; `audit` the verdict on a wheel.
+//! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
+//! and `fetch` puts them into the Nix store; `wheel` the wheel format;
+//! `audit` the verdict on a wheel.
 
 pub mod audit;
+pub mod fetch;
+pub mod lock;
 pub mod spec;
 pub mod store;
 pub mod wheel;

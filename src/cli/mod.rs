@@ -2,6 +2,8 @@
 //! returns an [`ExitCode`]; errors are printed with their whole context chain.
 
 mod audit;
+mod fetch;
+mod lock;
 mod store;
 
 use std::process::ExitCode;
@@ -23,6 +25,10 @@ struct Cli {
 enum Command {
     /// Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs
     Audit(audit::AuditArgs),
+    /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
+    Fetch(fetch::FetchArgs),
+    /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
+    Lock(lock::LockArgs),
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -32,6 +38,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
+        Command::Fetch(args) => fetch::run(args),
+        Command::Lock(args) => lock::run(args),
         Command::Store(command) => store::run(command),
     };
     match result {

@@ -1,0 +1,43 @@
+//! `cuwheel fetch`: put every artifact of the project's `cuwheel.lock` into
+//! the Nix store, verified.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use cuwheel::fetch::{FetchOptions, fetch};
+use cuwheel::lock::LOCK_FILE;
+use cuwheel::lock::format::Lock;
+use cuwheel::store::nix::Nix;
+
+#[derive(Args)]
+pub struct FetchArgs {
+    /// The project directory (holding cuwheel.lock)
+    #[arg(long, default_value = ".")]
+    project: PathBuf,
+    /// A Nix store rooted at this directory instead of the system's (needs no daemon)
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// How many downloads run at once
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// The Python interpreter whose pip downloads wheels [default: python3]
+    #[arg(long)]
+    python: Option<PathBuf>,
+}
+
+pub fn run(args: FetchArgs) -> Result<ExitCode> {
+    let lock = Lock::read(&args.project.join(LOCK_FILE))?;
+    let nix = match &args.store {
+        Some(root) => Nix::with_store_root(root),
+        None => Nix::system(),
+    };
+    let options = FetchOptions {
+        jobs: args.jobs,
+        python: args.python,
+    };
+    fetch(&lock, &nix, &options)?;
+    Ok(ExitCode::SUCCESS)
+}

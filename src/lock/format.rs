@@ -1,0 +1,334 @@
+//! `cuwheel.lock` as data (docs/lock-format.md is its contract): the types,
+//! their canonical JSON (two-space indent, keys sorted, a final newline, so
+//! the same lock always has the same bytes), reading it back, writing it
+//! atomically, and the store-name rule for artifact files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// The format version this cuwheel reads and writes.
+pub const LOCK_VERSION: u32 = 1;
+/// The lock's file name, beside `pyproject.toml`.
+pub const LOCK_FILE: &str = "cuwheel.lock";
+/// The `used-by` entry of what builds cuwheel itself.
+pub const DRIVER: &str = "driver";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Lock {
+    pub version: u32,
+    pub project: String,
+    pub config_sha256: String,
+    pub cells: BTreeMap<String, CellToolchains>,
+    pub bundles: BTreeMap<String, BTreeSet<String>>,
+    pub driver: DriverToolchains,
+    pub toolchains: BTreeMap<String, Toolchain>,
+    pub seeds: BTreeMap<String, Seed>,
+    pub artifacts: BTreeMap<String, Artifact>,
+}
+
+/// The toolchain of each role of one cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellToolchains {
+    pub bundle: String,
+    pub cuda: String,
+    pub gcc: String,
+    /// `None` for an abi3 cell.
+    pub python: Option<String>,
+    pub torch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverToolchains {
+    pub rust: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Toolchain {
+    Gcc {
+        suite: String,
+        gcc: String,
+        artifacts: BTreeSet<String>,
+    },
+    CudaWheels {
+        version: String,
+        runtime: String,
+        artifacts: BTreeSet<String>,
+    },
+    CudaDebian {
+        version: String,
+        suite: String,
+        artifacts: BTreeSet<String>,
+    },
+    PythonHeaders {
+        version: String,
+        suite: String,
+        artifacts: BTreeSet<String>,
+    },
+    Torch {
+        version: String,
+        artifacts: BTreeSet<String>,
+        #[serde(rename = "headers-nar-sha256")]
+        headers_nar_sha256: String,
+    },
+    Rust {
+        suite: String,
+        artifacts: BTreeSet<String>,
+    },
+}
+
+impl Toolchain {
+    pub fn artifacts(&self) -> &BTreeSet<String> {
+        match self {
+            Toolchain::Gcc { artifacts, .. }
+            | Toolchain::CudaWheels { artifacts, .. }
+            | Toolchain::CudaDebian { artifacts, .. }
+            | Toolchain::PythonHeaders { artifacts, .. }
+            | Toolchain::Torch { artifacts, .. }
+            | Toolchain::Rust { artifacts, .. } => artifacts,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Seed {
+    /// The store name of the artifact it is taken from.
+    pub artifact: String,
+    pub member: String,
+    pub nar_sha256: String,
+}
+
+/// One pinned file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Artifact {
+    #[serde(flatten)]
+    pub source: Source,
+    /// The name the registry's client saves it under.
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
+    pub used_by: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "kebab-case")]
+pub enum Source {
+    Debian {
+        suite: String,
+        package: String,
+        version: String,
+        architecture: String,
+    },
+    Pypi {
+        name: String,
+        version: String,
+    },
+}
+
+/// A file name made legal as a Nix store name: `%3a` (apt's quoted epoch
+/// colon) becomes `-`, then every character outside `[A-Za-z0-9+._?=-]`
+/// becomes `-` (Debian's `~`, for one).
+pub fn store_name(file: &str) -> String {
+    file.replace("%3a", "-")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "+._?=-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+impl Lock {
+    /// The canonical bytes: serde_json's maps are sorted by key, every list
+    /// is a sorted set, and the output ends in a newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let value = serde_json::to_value(self).expect("a lock always serialises");
+        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value always prints");
+        text.push('\n');
+        text.into_bytes()
+    }
+
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Lock> {
+        let lock: Lock = serde_json::from_slice(bytes).with_context(|| {
+            format!(
+                "{} is not a cuwheel lock this version can read; run `cuwheel lock` to write it again",
+                path.display()
+            )
+        })?;
+        if lock.version != LOCK_VERSION {
+            anyhow::bail!(
+                "{} has format version {}, but this cuwheel reads version {LOCK_VERSION}; run \
+                 `cuwheel lock` to write it again",
+                path.display(),
+                lock.version
+            );
+        }
+        Ok(lock)
+    }
+
+    pub fn read(path: &Path) -> Result<Lock> {
+        let bytes = std::fs::read(path).with_context(|| {
+            format!(
+                "cannot read {}; run `cuwheel lock` in the project first",
+                path.display()
+            )
+        })?;
+        Lock::parse(&bytes, path)
+    }
+
+    /// Writes through a temporary file in the same directory and a rename,
+    /// so a reader sees the old lock or the new one, never a part.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut temp = tempfile::NamedTempFile::new_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        // A temporary file is private (0600); a lock is meant to be shared.
+        let readable = std::fs::Permissions::from_mode(0o644);
+        temp.write_all(&self.to_bytes())
+            .and_then(|()| temp.as_file().set_permissions(readable))
+            .and_then(|()| temp.as_file().sync_all())
+            .with_context(|| format!("cannot write {}", temp.path().display()))?;
+        temp.persist(path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Lock {
+        let mut artifacts = BTreeMap::new();
+        artifacts.insert(
+            "zlib1g_1-1.2.13.dfsg-1_amd64.deb".to_owned(),
+            Artifact {
+                source: Source::Debian {
+                    suite: "bookworm".into(),
+                    package: "zlib1g".into(),
+                    version: "1:1.2.13.dfsg-1".into(),
+                    architecture: "amd64".into(),
+                },
+                file: "zlib1g_1%3a1.2.13.dfsg-1_amd64.deb".into(),
+                sha256: "ab".into(),
+                size: 7,
+                used_by: ["cu130-py313".to_owned(), "cu130-abi3".to_owned()].into(),
+            },
+        );
+        let mut toolchains = BTreeMap::new();
+        toolchains.insert(
+            "torch211".to_owned(),
+            Toolchain::Torch {
+                version: "2.11.0".into(),
+                artifacts: ["t.whl".to_owned()].into(),
+                headers_nar_sha256: "cd".into(),
+            },
+        );
+        Lock {
+            version: LOCK_VERSION,
+            project: "demo-ext".into(),
+            config_sha256: "00".into(),
+            cells: [(
+                "cu130-abi3".to_owned(),
+                CellToolchains {
+                    bundle: "cu130".into(),
+                    cuda: "cuda130".into(),
+                    gcc: "gcc-bullseye".into(),
+                    python: None,
+                    torch: "torch211".into(),
+                },
+            )]
+            .into(),
+            bundles: [(
+                "cu130".to_owned(),
+                ["torch211".to_owned(), "cuda130".to_owned()].into(),
+            )]
+            .into(),
+            driver: DriverToolchains {
+                rust: "rust-trixie".into(),
+            },
+            toolchains,
+            seeds: BTreeMap::new(),
+            artifacts,
+        }
+    }
+
+    #[test]
+    fn store_names_are_legal_nix_names() {
+        assert_eq!(
+            store_name("zlib1g_1%3a1.2.13.dfsg-1_amd64.deb"),
+            "zlib1g_1-1.2.13.dfsg-1_amd64.deb"
+        );
+        assert_eq!(
+            store_name("nvidia-cuda-dev_12.4.127~12.4.1-2_amd64.deb"),
+            "nvidia-cuda-dev_12.4.127-12.4.1-2_amd64.deb"
+        );
+        assert_eq!(
+            store_name("torch-2.11.0-cp311.whl"),
+            "torch-2.11.0-cp311.whl"
+        );
+        for name in ["a%3ab~c d", "x:y"] {
+            crate::store::path::check_name(&store_name(name)).unwrap();
+        }
+    }
+
+    #[test]
+    fn canonical_json_is_sorted_and_round_trips() {
+        let lock = sample();
+        let text = String::from_utf8(lock.to_bytes()).unwrap();
+        assert!(text.ends_with("}\n"));
+        // Keys sorted at every level, including inside artifacts and toolchains.
+        let artifact = text.find("\"architecture\"").unwrap();
+        assert!(artifact < text.find("\"file\"").unwrap());
+        assert!(text.find("\"file\"").unwrap() < text.find("\"source\": \"debian\"").unwrap());
+        assert!(
+            text.find("\"headers-nar-sha256\"").unwrap()
+                < text.find("\"kind\": \"torch\"").unwrap()
+        );
+        assert!(text.contains("\"python\": null"));
+        assert!(
+            text.contains(
+                "\"used-by\": [\n        \"cu130-abi3\",\n        \"cu130-py313\"\n      ]"
+            )
+        );
+        let back = Lock::parse(text.as_bytes(), Path::new("cuwheel.lock")).unwrap();
+        assert_eq!(back, lock);
+        assert_eq!(back.to_bytes(), lock.to_bytes());
+    }
+
+    #[test]
+    fn other_versions_and_garbage_are_refused_with_advice() {
+        let text = String::from_utf8(sample().to_bytes())
+            .unwrap()
+            .replace("\"version\": 1\n", "\"version\": 9\n");
+        let err = Lock::parse(text.as_bytes(), Path::new("x/cuwheel.lock")).unwrap_err();
+        assert!(err.to_string().contains("format version 9"), "{err}");
+        let err = Lock::parse(b"{", Path::new("x/cuwheel.lock")).unwrap_err();
+        assert!(err.to_string().contains("run `cuwheel lock`"), "{err}");
+    }
+
+    #[test]
+    fn write_replaces_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        std::fs::write(&path, "old").unwrap();
+        sample().write(&path).unwrap();
+        assert_eq!(Lock::read(&path).unwrap(), sample());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+}

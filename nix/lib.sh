@@ -45,8 +45,8 @@ patch_elf() {
   done
 }
 
-# unpack_deb DEB DIR [PATTERN...]: the data members of a .deb (all, or those matching a tar
-# pattern such as './usr/include/*') into DIR.
+# unpack_deb DEB DIR [MEMBER...]: the data members of a .deb (all, or the named ones; a directory
+# such as './usr/include' takes its subtree) into DIR.
 unpack_deb() {
   ud_deb=$1 ud_dir=$2; shift 2
   m=$(ar t "$ud_deb" | grep '^data\.tar') || { echo "cuwheel: $ud_deb has no data.tar member" >&2; exit 1; }

@@ -1,0 +1,17 @@
+{
+  description = "cuwheel: hermetic, reproducible PyTorch CUDA extension wheels";
+
+  # No inputs: every toolchain is assembled from artifacts pinned in cuwheel.lock (added to the
+  # store by `cuwheel fetch`), with nix/'s builtin-derivation functions.
+  outputs = { self }:
+    let
+      system = "x86_64-linux";
+      lockFile = ./examples/demo-ext/cuwheel.lock;
+      nix = if builtins.pathExists lockFile then import ./nix/toolchains.nix lockFile
+            else throw "examples/demo-ext/cuwheel.lock is missing: run `cuwheel lock` in examples/demo-ext.";
+    in {
+      legacyPackages.${system}.toolchains = nix.toolchains;
+      checks.${system} = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
+        (builtins.attrNames nix.checks));
+    };
+}

@@ -1,6 +1,8 @@
-# Builder of check.nix. Inputs: $gcc, $cuda, $torchHeaders, $torchLibs, $src.
-cp "$src" aten_scale.cu
-chmod u+w aten_scale.cu
+# Builder of check.nix. Inputs: $gcc, $cuda, $torchHeaders, $torchLibs, $pythons, $kernel, $binding.
+fail() { echo "cuwheel check $name: $1 (report: $out/report.txt, above)" >&2; exit 1; }
+cp "$kernel" aten_scale.cu
+cp "$binding" binding.cpp
+torch_flags="-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=cuwheel_check -D_GLIBCXX_USE_CXX11_ABI=1"
 "$cuda/bin/nvcc" -ccbin "$gcc/bin/g++" -std=c++17 -O2 \
   -Xcompiler -fPIC \
   -Xcompiler "-ffile-prefix-map=$torchHeaders=torch/include" \
@@ -8,18 +10,44 @@ chmod u+w aten_scale.cu
   -isystem "$torchHeaders" -isystem "$torchHeaders/torch/csrc/api/include" \
   -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ \
   -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__ --expt-relaxed-constexpr \
-  -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=cuwheel_check -D_GLIBCXX_USE_CXX11_ABI=1 \
+  $torch_flags \
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
   -c aten_scale.cu -o aten_scale.o
 "$gcc/bin/g++" -shared -o libcuwheel_check.so aten_scale.o -Wl,--no-undefined \
   -L"$torchLibs/lib" -lc10 -lc10_cuda -ltorch_cpu -ltorch_cuda -ltorch \
   -L"$cuda/lib64" -lcudart
+
+# The binding against the first Python, linked with the kernel into an extension module (Python's
+# own symbols stay undefined, as in every extension module); Python.h of the others.
+first=""
+for py in $pythons; do
+  inc=$(ls -d "$py"/include/python3.*)
+  v=${inc##*/python}
+  printf '#include <Python.h>\nstatic_assert(PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION == %s, "version");\n' \
+    "$(echo "$v" | awk -F. '{print $1 * 100 + $2}')" > "python$v.cpp"
+  "$gcc/bin/g++" -std=c++17 -fsyntax-only -I"$inc" "python$v.cpp" || fail "Python.h of $v does not compile"
+  echo "PYTHON $v" >> pythons.txt
+  if [ -z "$first" ]; then
+    first=$v
+    "$gcc/bin/g++" -std=c++17 -O2 -fPIC -c binding.cpp -o binding.o \
+      "-ffile-prefix-map=$torchHeaders=torch/include" "-ffile-prefix-map=$py=python" \
+      -isystem "$torchHeaders" -isystem "$torchHeaders/torch/csrc/api/include" -isystem "$inc" \
+      $torch_flags
+    "$gcc/bin/g++" -shared -o "cuwheel_check.python$v.so" binding.o aten_scale.o \
+      -L"$torchLibs/lib" -lc10 -lc10_cuda -ltorch_cpu -ltorch_cuda -ltorch -ltorch_python \
+      -L"$cuda/lib64" -lcudart
+  fi
+done
+[ -n "$first" ] || fail "the bundle has no python-headers toolchain"
+
 re="$gcc/bin/readelf"
 mkdir -p "$out"
-cp libcuwheel_check.so "$out/"
+cp libcuwheel_check.so "cuwheel_check.python$first.so" "$out/"
 r="$out/report.txt"
-"$re" -d -W libcuwheel_check.so | sed -n 's/.*(NEEDED).*\[\(.*\)\]/NEEDED \1/p' | sort > "$r"
-"$re" --dyn-syms -W libcuwheel_check.so | awk '$7 != "UND" && $8 ~ /cuwheel_check_scale/ {print "EXPORT " $5 " " $4 " " $8}' >> "$r"
+needed() { "$re" -d -W "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/NEEDED \1/p' | sort; }
+exports() { "$re" --dyn-syms -W "$1" | awk -v pat="$2" '$7 != "UND" && $8 ~ pat {print "EXPORT " $5 " " $4 " " $8}'; }
+needed libcuwheel_check.so > "$r"
+exports libcuwheel_check.so cuwheel_check_scale >> "$r"
 # The fat binary: header (magic 0xba55ed50, u16 header size at 6, u64 size at 8), then entries
 # (u16 kind at 0: 1 PTX, 2 ELF; u32 header size at 4; u64 payload size at 8; u32 sm at 28).
 "$gcc/bin/objcopy" -O binary --only-section=.nv_fatbin libcuwheel_check.so fatbin.bin
@@ -37,8 +65,12 @@ od -An -v -tu1 fatbin.bin | tr -s ' ' '\n' | grep . | awk '
       p += h + s
     }
   }' | sort -u >> "$r"
+m="cuwheel_check.python$first.so"
+needed "$m" | sed "s/^/MODULE /" >> "$r"
+exports "$m" '^PyInit_' | sed "s/^/MODULE /" >> "$r"
+cat pythons.txt >> "$r"
 cat "$r"
-fail() { echo "cuwheel check $name: $1 (report above)" >&2; exit 1; }
+
 # Debian's linker drops unused -l libraries (--as-needed): the kernel uses c10, c10_cuda and ATen.
 for lib in libc10.so libc10_cuda.so libtorch_cpu.so; do
   grep -qx "NEEDED $lib" "$r" || fail "libcuwheel_check.so does not need $lib"
@@ -46,4 +78,8 @@ done
 grep -q '^NEEDED libcudart\.so\.[0-9]*$' "$r" || fail "libcuwheel_check.so does not need libcudart.so.N"
 grep -q '^EXPORT GLOBAL FUNC _Z19cuwheel_check_scaleRKN2at6TensorEd$' "$r" || fail "cuwheel_check_scale is not exported"
 [ "$(grep '^FATBIN' "$r" | tr '\n' ' ')" = "FATBIN sass sm_80 FATBIN sass sm_90 " ] || fail "the fat binary does not hold exactly sass sm_80 and sm_90"
-if grep -q "/nix/store" "$out/libcuwheel_check.so"; then fail "libcuwheel_check.so names a store path"; fi
+grep -qx "MODULE NEEDED libtorch_python.so" "$r" || fail "the extension module does not need libtorch_python.so"
+grep -qx "MODULE EXPORT GLOBAL FUNC PyInit_cuwheel_check" "$r" || fail "the extension module does not export PyInit_cuwheel_check"
+for f in "$out"/*.so; do
+  if grep -q "/nix/store" "$f"; then fail "${f##*/} names a store path"; fi
+done

@@ -11,6 +11,10 @@ bb=@busybox@
 real=@real@
 if [ -n "${CUWHEEL_NVCC_DIRECT:-}" ]; then exec "$real" "$@"; fi
 if [ "${CUWHEEL_NVCC_NS:-}" != "$$" ] || [ "$$" != 1 ]; then
+  if ! $bb unshare -U -r -m -p -f $bb true 2>/dev/null; then
+    echo "cuwheel: nvcc runs in its own user, mount and PID namespaces, and this host refuses unprivileged user namespaces (see /proc/sys/user/max_user_namespaces, kernel.unprivileged_userns_clone, AppArmor's restrict_unprivileged_userns). Allow them, or set CUWHEEL_NVCC_DIRECT=1 and give the Nix sandbox a /bin/sh (nix.conf: extra-sandbox-paths = /bin/sh=<busybox>)." >&2
+    exit 1
+  fi
   export CUWHEEL_NVCC_NS=1
   exec $bb unshare -U -r -m -p -f $bb sh "$0" "$@"
 fi

@@ -16,7 +16,8 @@ let
     gcc = name: toolchain: import ./gcc.nix seeds artifact { inherit name toolchain; };
     cuda-wheels = name: toolchain: import ./cuda-wheels.nix seeds artifact {
       inherit name toolchain;
-      runtime = (toolchainNamed toolchain.runtime).root;
+      runtime = (toolchainNamed toolchain.runtime).root
+        or (throw "cuwheel.lock: the runtime of '${name}' is '${toolchain.runtime}', which is not a gcc toolchain (only those carry a glibc root)");
     };
     cuda-debian = name: toolchain: import ./cuda-debian.nix seeds artifact lock.artifacts { inherit name toolchain; };
     python-headers = name: toolchain: import ./python-headers.nix seeds artifact { inherit name toolchain; };
@@ -57,5 +58,7 @@ else {
     gcc = member b [ "gcc" ];
     cuda = member b [ "cuda-wheels" "cuda-debian" ];
     torch = member b [ "torch" ];
+    pythons = map toolchainNamed
+      (builtins.filter (n: (lock.toolchains.${n}.kind or "") == "python-headers") lock.bundles.${b});
   }) lock.bundles;
 }

@@ -1,7 +1,7 @@
 # Builder of driver.nix. Inputs: $rust, $rustRoot, $vendor, $source.
 # The sandbox's build directory is always /build; it, the vendor directory and the toolchain are
 # mapped out of the binary's strings (panic locations), so the output names no store path.
-export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0
+export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 export PATH="$rust/bin:$PATH"
 mkdir -p "$CARGO_HOME"
 cat > "$CARGO_HOME/config.toml" <<EOC

@@ -1,0 +1,26 @@
+{
+  description = "cuwheel: hermetic, reproducible PyTorch CUDA extension wheels";
+
+  # No inputs: every toolchain is assembled from artifacts pinned in cuwheel.lock (added to the
+  # store by `cuwheel fetch`), with nix/'s builtin-derivation functions.
+  outputs = { self }:
+    let
+      system = "x86_64-linux";
+      lockFile = ./examples/demo-ext/cuwheel.lock;
+      nix = if builtins.pathExists lockFile then import ./nix/toolchains.nix lockFile
+            else throw "examples/demo-ext/cuwheel.lock is missing: run `cuwheel lock` in examples/demo-ext.";
+      lock = builtins.fromJSON (builtins.readFile lockFile);
+      # The driver: Cargo.lock's crates and the lock's `driver.rust` toolchain (nix/driver.nix).
+      cuwheel = import ./nix/driver.nix (import ./nix/seeds.nix lock) {
+        rust = nix.toolchains.${lock.driver.rust or (throw "examples/demo-ext/cuwheel.lock has no driver.rust toolchain: re-run `cuwheel lock` in examples/demo-ext.")};
+        src = ./.;
+      };
+      app = { type = "app"; program = "${cuwheel}/bin/cuwheel"; };
+    in {
+      packages.${system} = { inherit cuwheel; default = cuwheel; };
+      apps.${system} = { cuwheel = app; default = app; };
+      legacyPackages.${system}.toolchains = nix.toolchains;
+      checks.${system} = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
+        (builtins.attrNames nix.checks));
+    };
+}

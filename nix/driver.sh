@@ -1,0 +1,30 @@
+# Builder of driver.nix. Inputs: $rust, $rustRoot, $vendor, $source.
+# The sandbox's build directory is always /build; it, the vendor directory and the toolchain are
+# mapped out of the binary's strings (panic locations), so the output names no store path.
+export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
+export PATH="$rust/bin:$PATH"
+mkdir -p "$CARGO_HOME"
+cat > "$CARGO_HOME/config.toml" <<EOC
+[source.crates-io]
+replace-with = "pinned"
+[source.pinned]
+directory = "$vendor"
+[net]
+offline = true
+EOC
+cp -r "$source" "$TMPDIR/cuwheel"
+chmod -R u+w "$TMPDIR/cuwheel"
+cd "$TMPDIR/cuwheel"
+# With --target, these flags reach only the target's crates, not build scripts and proc macros
+# (which stay dynamic programs that the toolchain's cc points at the root's loader).
+sep=$(printf '\037')
+export CARGO_ENCODED_RUSTFLAGS="-Ctarget-feature=+crt-static${sep}--remap-path-prefix=$TMPDIR/cuwheel=cuwheel${sep}--remap-path-prefix=$vendor=crates${sep}--remap-path-prefix=$rustRoot=rust"
+# Nix's `cores = 0` means every core, which is cargo's default too.
+jobs=""
+if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
+# shellcheck disable=SC2086 # $jobs is empty or two words
+cargo build --release --offline --frozen --locked --target x86_64-unknown-linux-gnu --bin cuwheel $jobs
+mkdir -p "$out/bin"
+cp target/x86_64-unknown-linux-gnu/release/cuwheel "$out/bin/cuwheel"
+# The sandbox has no /lib64 and no ld.so.cache: this proves the binary needs no loader.
+"$out/bin/cuwheel" --version

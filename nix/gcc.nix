@@ -1,0 +1,19 @@
+# Toolchain kind `gcc`: GCC, binutils and the glibc sysroot of one Debian suite.
+#
+# In:  the seeds, the artifact lookup, then { name, toolchain } (a `toolchains` entry of the lock:
+#      `gcc` is the major version, `artifacts` the .deb closure).
+# Out: $out/bin/{gcc,g++,cpp,cc,c++} wrappers that compile and link against the root as sysroot
+#      (--sysroot, -B for as/ld, -ffile-prefix-map so the root's store path stays out of objects),
+#      $out/bin/<binutils program>, $out/sysroot -> the root. Attribute `root`: the Debian root.
+seeds: artifact: { name, toolchain }:
+let
+  root = import ./debian-root.nix seeds {
+    name = "${name}-root";
+    debs = map artifact toolchain.artifacts;
+  };
+in
+import ./busybox-derivation.nix seeds {
+  inherit name root;
+  script = ./gcc.sh;
+  gccVersion = toolchain.gcc;
+} // { inherit root; }

@@ -1,0 +1,64 @@
+# The lock's toolchains as derivations, by kind, plus its bundles and their checks.
+#
+# In:  the path of a cuwheel.lock. Out: { toolchains, checks }:
+#   toolchains.<name>   every entry of the lock's `toolchains` (built by the file of its kind) and
+#                       every bundle (a directory of links to its toolchains, by name);
+#   checks.<bundle>     check.nix with the bundle's gcc, CUDA and torch.
+# Which artifacts make up which toolchain is the lock's business; this file only dispatches.
+lockFile:
+let
+  lock = builtins.fromJSON (builtins.readFile lockFile);
+  seeds = import ./seeds.nix lock;
+  artifact = import ./artifacts.nix lock seeds;
+  bbDrv = import ./busybox-derivation.nix seeds;
+
+  kinds = {
+    gcc = name: toolchain: import ./gcc.nix seeds artifact { inherit name toolchain; };
+    cuda-wheels = name: toolchain: import ./cuda-wheels.nix seeds artifact {
+      inherit name toolchain;
+      runtime = (toolchainNamed toolchain.runtime).root
+        or (throw "cuwheel.lock: the runtime of '${name}' is '${toolchain.runtime}', which is not a gcc toolchain (only those carry a glibc root)");
+    };
+    cuda-debian = name: toolchain: import ./cuda-debian.nix seeds artifact lock.artifacts { inherit name toolchain; };
+    python-headers = name: toolchain: import ./python-headers.nix seeds artifact { inherit name toolchain; };
+    torch = name: toolchain: import ./torch.nix seeds artifact { inherit name toolchain; };
+  } // (if builtins.pathExists ./rust.nix then {
+    rust = name: toolchain: import ./rust.nix seeds artifact { inherit name toolchain; };
+  } else { });
+
+  build = name: toolchain:
+    (kinds.${toolchain.kind} or (throw "cuwheel.lock: toolchain '${name}' has kind '${toolchain.kind}', which nix/ cannot build (known: ${builtins.concatStringsSep ", " (builtins.attrNames kinds)})"))
+      name toolchain;
+
+  built = builtins.mapAttrs build lock.toolchains;
+  toolchainNamed = name: built.${name} or (throw "cuwheel.lock names the toolchain '${name}' but has no toolchains.\"${name}\" entry: re-run `cuwheel lock`.");
+
+  bundle = name: members: bbDrv {
+    name = "toolchains-${name}";
+    links = builtins.concatStringsSep "\n" (map (m: "${m} ${toolchainNamed m}") members);
+    script = builtins.toFile "bundle.sh" ''
+      mkdir -p "$out"
+      echo "$links" | while read -r n p; do ln -s "$p" "$out/$n"; done
+    '';
+  };
+
+  clash = builtins.filter (b: lock.toolchains ? ${b}) (builtins.attrNames lock.bundles);
+
+  # The bundle's member of one role: the toolchain whose kind is one of `roleKinds`.
+  member = b: roleKinds:
+    let m = builtins.filter (n: builtins.elem (lock.toolchains.${n}.kind or "") roleKinds) lock.bundles.${b};
+    in if builtins.length m == 1 then toolchainNamed (builtins.head m)
+       else throw "cuwheel.lock: bundle '${b}' has ${toString (builtins.length m)} toolchains of kind ${builtins.concatStringsSep "/" roleKinds}, expected one";
+in
+if clash != [ ] then throw "cuwheel.lock: ${builtins.concatStringsSep ", " clash} is both a toolchain and a bundle name"
+else {
+  toolchains = built // builtins.mapAttrs bundle lock.bundles;
+  checks = builtins.mapAttrs (b: _: import ./check.nix seeds {
+    name = "toolchain-check-${b}";
+    gcc = member b [ "gcc" ];
+    cuda = member b [ "cuda-wheels" "cuda-debian" ];
+    torch = member b [ "torch" ];
+    pythons = map toolchainNamed
+      (builtins.filter (n: (lock.toolchains.${n}.kind or "") == "python-headers") lock.bundles.${b});
+  }) lock.bundles;
+}

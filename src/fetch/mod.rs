@@ -218,7 +218,7 @@ fn prepare_clients(
         let mirror = apt::system_mirror()?;
         for suite in suites {
             eprintln!("fetch: reading Debian {suite}'s package index");
-            let apt = AptSuite::new(&cache.root, &suite, &mirror)?;
+            let apt = AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
             apt.update()?;
             clients.apt.insert(suite, apt);
         }

@@ -115,6 +115,17 @@ pub fn system_mirror() -> Result<String> {
     })
 }
 
+/// The mirror for one suite: `$CUWHEEL_DEBIAN_MIRROR_<SUITE>` (e.g.
+/// `CUWHEEL_DEBIAN_MIRROR_BUSTER`) if set, else `default`. Archived releases
+/// (buster, for `manylinux_2_28`) live on another mirror than current ones.
+pub fn suite_mirror(default: &str, suite: &str) -> String {
+    let variable = format!("{MIRROR_VARIABLE}_{}", suite.to_uppercase());
+    match std::env::var(&variable) {
+        Ok(mirror) if !mirror.trim().is_empty() => mirror.trim().to_owned(),
+        _ => default.to_owned(),
+    }
+}
+
 /// apt with a private configuration for one suite, under `root`.
 #[derive(Debug, Clone)]
 pub struct AptSuite {

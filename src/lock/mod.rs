@@ -70,7 +70,7 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     };
     for suite in suites {
         progress(&format!("reading Debian {suite}'s package index"));
-        let apt = apt::AptSuite::new(&cache.root, &suite, &mirror)?;
+        let apt = apt::AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
         apt.update()?;
         indexes.insert(suite.clone(), apt.index()?);
         clients.apt.insert(suite, apt);

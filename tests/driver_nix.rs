@@ -11,66 +11,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use common::flake::{installable, json, nix_ok, repo};
 use common::{cuwheel_bin, run_ok};
-
-const NIX_OPTIONS: &[&str] = &[
-    "--extra-experimental-features",
-    "nix-command flakes",
-    "--option",
-    "sandbox",
-    "true",
-    "--option",
-    "sandbox-fallback",
-    "false",
-    "--option",
-    "substituters",
-    "",
-];
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `<repo>#<attr>`: the flake as git sees it (tracked files), like a clean checkout.
-fn installable(attr: &str) -> String {
-    format!("{}#{attr}", repo().display())
-}
-
-fn nix(args: &[&str]) -> Command {
-    let mut cmd = Command::new("nix");
-    cmd.args(NIX_OPTIONS).args(args);
-    cmd
-}
-
-/// Runs a nix command; a failure panics with Nix's own message (which names a missing pinned
-/// artifact) and what to do about it.
-fn nix_ok(args: &[&str]) -> Output {
-    let version = Command::new("nix").arg("--version").output();
-    assert!(
-        version.is_ok_and(|o| o.status.success()),
-        "`nix` is not runnable: install Nix 2.8 or later (`.ci/run` shows how) and run \
-         `bash tests/prepare.sh`"
-    );
-    let out = nix(args).output().expect("nix started a moment ago");
-    assert!(
-        out.status.success(),
-        "nix {} failed with {}:\n{}\nIf a pinned artifact is missing, run `cuwheel fetch` for \
-         examples/demo-ext/cuwheel.lock (it adds the Rust toolchain's .debs and Cargo.lock's crates \
-         to the store), then run the tests again.",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).expect("nix printed JSON")
-}
 
 /// The driver's store path, built once per test run.
 fn nix_built_driver() -> &'static Path {

@@ -97,5 +97,14 @@ if ! up_to_date cuobjdump "$want"; then
   stamp cuobjdump "$want"
 fi
 
+# --- the demo's pinned toolchain artifacts (examples/demo-ext/cuwheel.lock)
+# and the driver's crates in the Nix store, for the tests that build the
+# flake's toolchains and the driver. `cuwheel fetch` skips what the store
+# already holds, so a warm run costs nothing.
+echo "prepare: cuwheel fetch (examples/demo-ext/cuwheel.lock)"
+cargo run --release --locked --quiet --manifest-path "$repo/Cargo.toml" -- \
+  fetch --project "$repo/examples/demo-ext" \
+  --python "$env_dir/venv/bin/python"
+
 touch "$env_dir/ready"
 echo "prepare: ready in $env_dir"

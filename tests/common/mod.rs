@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod flake;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

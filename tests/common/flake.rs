@@ -1,0 +1,76 @@
+//! Real `nix` on the repository's flake, as a clean checkout sees it: the
+//! flake is `<repo>` through git, so only tracked files count. Every call pins
+//! the sandbox on (no silent fallback) and no substituters.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const NIX_OPTIONS: &[&str] = &[
+    "--extra-experimental-features",
+    "nix-command flakes",
+    "--option",
+    "sandbox",
+    "true",
+    "--option",
+    "sandbox-fallback",
+    "false",
+    "--option",
+    "substituters",
+    "",
+];
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<repo>#<attr>`.
+pub fn installable(attr: &str) -> String {
+    format!("{}#{attr}", repo().display())
+}
+
+/// `nix` with the options every test run pins.
+pub fn nix(args: &[&str]) -> Command {
+    let mut cmd = Command::new("nix");
+    cmd.args(NIX_OPTIONS).args(args);
+    cmd
+}
+
+/// Runs `program` (`nix` or `nix-store`) with the pinned options; a failure
+/// panics with Nix's own message (which names a missing pinned artifact) and
+/// what to do about it.
+pub fn nix_ok_with(program: &str, args: &[&str]) -> Output {
+    let version = Command::new(program).arg("--version").output();
+    assert!(
+        version.is_ok_and(|o| o.status.success()),
+        "`{program}` is not runnable: install Nix 2.8 or later (`.ci/run` shows how) and run \
+         `bash tests/prepare.sh`"
+    );
+    let options = if program == "nix" {
+        NIX_OPTIONS
+    } else {
+        &NIX_OPTIONS[2..]
+    };
+    let out = Command::new(program)
+        .args(options)
+        .args(args)
+        .output()
+        .expect("nix started a moment ago");
+    assert!(
+        out.status.success(),
+        "{program} {} failed with {}:\n{}\nIf a pinned artifact is missing, run \
+         `cuwheel fetch --project examples/demo-ext` (`bash tests/prepare.sh` does), then run \
+         the tests again.",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn nix_ok(args: &[&str]) -> Output {
+    nix_ok_with("nix", args)
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("nix printed JSON")
+}

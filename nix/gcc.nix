@@ -6,14 +6,8 @@
 #      (--sysroot, -B for as/ld, -ffile-prefix-map so the root's store path stays out of objects),
 #      $out/bin/<binutils program>, $out/sysroot -> the root. Attribute `root`: the Debian root.
 seeds: artifact: { name, toolchain }:
-let
-  root = import ./debian-root.nix seeds {
-    name = "${name}-root";
-    debs = map artifact toolchain.artifacts;
-  };
-in
-import ./busybox-derivation.nix seeds {
-  inherit name root;
+import ./debian-toolchain.nix seeds artifact {
+  inherit name toolchain;
   script = ./gcc.sh;
-  gccVersion = toolchain.gcc;
-} // { inherit root; }
+  env.gccVersion = toolchain.gcc;
+}

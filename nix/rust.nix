@@ -6,13 +6,7 @@
 #      usr/lib/rustlib) and $out/bin/cc, the linker rustc calls: gcc with the root as sysroot.
 #      Attribute `root`: the Debian root.
 seeds: artifact: { name, toolchain }:
-let
-  root = import ./debian-root.nix seeds {
-    name = "${name}-root";
-    debs = map artifact toolchain.artifacts;
-  };
-in
-import ./busybox-derivation.nix seeds {
-  inherit name root;
+import ./debian-toolchain.nix seeds artifact {
+  inherit name toolchain;
   script = ./rust.sh;
-} // { inherit root; }
+}

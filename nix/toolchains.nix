@@ -22,9 +22,8 @@ let
     cuda-debian = name: toolchain: import ./cuda-debian.nix seeds artifact lock.artifacts { inherit name toolchain; };
     python-headers = name: toolchain: import ./python-headers.nix seeds artifact { inherit name toolchain; };
     torch = name: toolchain: import ./torch.nix seeds artifact { inherit name toolchain; };
-  } // (if builtins.pathExists ./rust.nix then {
     rust = name: toolchain: import ./rust.nix seeds artifact { inherit name toolchain; };
-  } else { });
+  };
 
   build = name: toolchain:
     (kinds.${toolchain.kind} or (throw "cuwheel.lock: toolchain '${name}' has kind '${toolchain.kind}', which nix/ cannot build (known: ${builtins.concatStringsSep ", " (builtins.attrNames kinds)})"))

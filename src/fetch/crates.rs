@@ -12,8 +12,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Deserialize;
+
+use crate::process::checked_output;
 
 /// cuwheel's own lock and manifest, as they were when it was built.
 pub const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
@@ -117,18 +119,13 @@ pub fn cargo_fetch(dir: &Path) -> Result<()> {
             .with_context(|| format!("cannot write {}", project.join(path).display()))?;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
-        .args(["fetch", "--locked", "--manifest-path"])
-        .arg(project.join("Cargo.toml"))
-        .output()
-        .context("cannot run cargo, which fetches cuwheel's own crates: install Rust's cargo")?;
-    if !output.status.success() {
-        bail!(
-            "cargo fetch of cuwheel's locked crates failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        );
-    }
+    checked_output(
+        Command::new(&cargo)
+            .args(["fetch", "--locked", "--manifest-path"])
+            .arg(project.join("Cargo.toml")),
+        "cargo fetch of cuwheel's locked crates",
+        || "cannot run cargo, which fetches cuwheel's own crates: install Rust's cargo".into(),
+    )?;
     Ok(())
 }
 

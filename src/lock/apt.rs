@@ -15,6 +15,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::debian::Index;
+use crate::process::checked_output;
 
 /// The key that signs Debian's archive; apt checks every index against it.
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
@@ -232,16 +233,9 @@ fn is_gone(message: &str) -> bool {
 }
 
 fn run(mut cmd: Command, what: &str) -> Result<String> {
-    let output = cmd.output().with_context(|| {
+    let output = checked_output(&mut cmd, what, || {
         format!("cannot run {what}: is apt installed? (cuwheel reads Debian through apt)")
     })?;
-    if !output.status.success() {
-        bail!(
-            "{what} failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        );
-    }
     String::from_utf8(output.stdout).with_context(|| format!("{what} printed non-UTF-8 text"))
 }
 

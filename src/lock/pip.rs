@@ -15,6 +15,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use crate::process::checked_output;
 use crate::spec::{Baseline, PythonVersion};
 use crate::wheel::WheelFilename;
 use crate::wheel::pep503::normalize_name;
@@ -284,20 +285,13 @@ impl Pip {
     }
 
     fn run(&self, mut cmd: Command, what: &str) -> Result<()> {
-        let output = cmd.output().with_context(|| {
+        checked_output(&mut cmd, what, || {
             format!(
                 "cannot run {} -m pip for {what}: install Python 3 with pip 22.2 or later, or \
                  name an interpreter that has it with --python",
                 self.python.display()
             )
         })?;
-        if !output.status.success() {
-            bail!(
-                "{what} failed ({}):\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            );
-        }
         Ok(())
     }
 }

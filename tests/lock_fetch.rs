@@ -154,7 +154,7 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
 fn registry_hosts() -> Vec<String> {
     [
         &["pypi", "org"][..],
-        &["pythonhosted", "org"],
+        &[concat!("python", "hosted"), "org"],
         &["debian", "org"],
         &["static", "crates", "io"],
         &["index", "crates", "io"],

@@ -16,10 +16,23 @@
         src = ./.;
       };
       app = { type = "app"; program = "${cuwheel}/bin/cuwheel"; };
+      # The demo's plan, made by the Nix-built driver (import from derivation): its nodes are the
+      # derivations; `kernels` are the kernel objects, by node name.
+      planned = import ./nix/plan.nix (import ./nix/seeds.nix lock) {
+        inherit (nix) toolchains;
+        inherit cuwheel;
+        projectDir = ./examples/demo-ext;
+      };
+      kernels = builtins.listToAttrs (map (n: { name = n; value = planned.nodes.${n}; })
+        (builtins.filter (n: builtins.substring 0 7 n == "kernel-") (builtins.attrNames planned.nodes)));
     in {
       packages.${system} = { inherit cuwheel; default = cuwheel; };
       apps.${system} = { cuwheel = app; default = app; };
-      legacyPackages.${system}.toolchains = nix.toolchains;
+      legacyPackages.${system} = {
+        inherit (nix) toolchains;
+        inherit kernels;
+        plan = planned.planFile;
+      };
       checks.${system} = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
         (builtins.attrNames nix.checks));
     };

@@ -1,10 +1,10 @@
 # The driver's plan as derivations. No build logic lives here: each node's script and inputs come
-# from `cuwheel plan --json`; this file only resolves the inputs to store paths.
+# from `cuwheel plan --json` (plan-file.nix runs it); this file only resolves the inputs to store
+# paths.
 #
-# In:  the seeds, then { toolchains (toolchains.nix's set), cuwheel (the driver), projectDir (a
-#      path: the project holding pyproject.toml, cuwheel.lock and the sources) }.
-# Out: { planFile (the derivation that runs the driver: plan.json), plan (its parsed JSON, read by
-#      import from derivation), nodes (node name → derivation) }.
+# In:  the seeds, then { toolchains (toolchains.nix's set), projectDir (the project the plan was
+#      made for: sources are read from it), plan (the parsed plan JSON) }.
+# Out: node name → derivation.
 #
 # Inputs, by the shape of their JSON (each becomes the environment variable that keys it):
 #   { "toolchain": "cuda130" }                       toolchains.cuda130
@@ -12,28 +12,9 @@
 #   { "source": "csrc/kernels/x.cu" }                that file (or directory) alone as a store path,
 #                                                    so editing one source changes only its nodes
 #   { "node": "<name>" }                             another node's derivation
-seeds: { toolchains, cuwheel, projectDir }:
+seeds: { toolchains, projectDir, plan }:
 let
   bbDrv = import ./busybox-derivation.nix seeds;
-
-  # The project as the driver reads it: no build results, VCS or Python cache directories.
-  project = builtins.path {
-    name = "cuwheel-project";
-    path = projectDir;
-    filter = path: type:
-      let base = baseNameOf path; in
-      !(type == "symlink" && builtins.substring 0 6 base == "result")
-      && !(builtins.elem base [ ".git" "target" "__pycache__" ]);
-  };
-
-  planFile = bbDrv {
-    name = "cuwheel-plan.json";
-    inherit cuwheel project;
-    script = builtins.toFile "plan.sh" ''
-      "$cuwheel/bin/cuwheel" plan --json --project "$project" > "$out"
-    '';
-  };
-  plan = builtins.fromJSON (builtins.readFile planFile);
 
   # A store name for a project-relative path: `/` and anything Nix refuses become `-`.
   storeName = rel: "source-" + builtins.concatStringsSep ""
@@ -60,4 +41,4 @@ let
     script = builtins.toFile "${name}.sh" node.script;
   } // builtins.mapAttrs (resolve name) node.inputs)) plan.nodes;
 in
-{ inherit planFile plan nodes; }
+nodes

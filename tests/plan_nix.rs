@@ -1,0 +1,180 @@
+//! The plan's kernel objects built by real Nix in the sandbox: the demo's
+//! cu130 objects through the flake (the plan made by the Nix-built driver,
+//! import from derivation) hold exactly the configured SASS and PTX, name no
+//! store path and rebuild bit for bit; editing one `.cu` changes only that
+//! TU's derivations; a kernel that reaches `Python.h` fails saying to move
+//! the code into the bindings.
+//!
+//! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::cuwheel_bin;
+use common::flake::{installable, json, nix, nix_ok, repo};
+use common::run_ok;
+use cuwheel::audit::elf::nv_fatbin_section;
+use cuwheel::audit::fatbin;
+
+const DEMO_KERNELS: [&str; 3] = ["axpby", "bias_gelu", "row_norm"];
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `cuwheel plan --json` of `project`, written to `project/plan.json`.
+fn write_plan(project: &Path) -> PathBuf {
+    let out = run_ok(
+        std::process::Command::new(cuwheel_bin())
+            .args(["plan", "--json", "--project"])
+            .arg(project),
+    );
+    let path = project.join("plan.json");
+    fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+/// The expression of `project`'s nodes, with the repository's nix/ and the
+/// demo's lock, from a plan made by the cuwheel this test run built.
+fn nodes_expr(project: &Path, plan: &Path) -> String {
+    format!(
+        r#"let
+          repo = {repo};
+          lockFile = repo + "/examples/demo-ext/cuwheel.lock";
+          seeds = import (repo + "/nix/seeds.nix") (builtins.fromJSON (builtins.readFile lockFile));
+          toolchains = (import (repo + "/nix/toolchains.nix") lockFile).toolchains;
+        in import (repo + "/nix/plan.nix") seeds {{
+          inherit toolchains;
+          projectDir = {project};
+          plan = builtins.fromJSON (builtins.readFile {plan});
+        }}"#,
+        repo = repo().display(),
+        project = project.display(),
+        plan = plan.display(),
+    )
+}
+
+/// Each node's `.drv` path, by name.
+fn drv_paths(project: &Path) -> BTreeMap<String, String> {
+    let plan = write_plan(project);
+    let expr = format!(
+        "builtins.mapAttrs (name: drv: drv.drvPath) ({})",
+        nodes_expr(project, &plan)
+    );
+    serde_json::from_value(json(&nix_ok(&[
+        "eval", "--impure", "--json", "--expr", &expr,
+    ])))
+    .unwrap()
+}
+
+#[test]
+fn demo_cu130_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
+    let attrs: Vec<String> = DEMO_KERNELS
+        .iter()
+        .map(|k| installable(&format!("kernels.kernel-cuda130-{k}")))
+        .collect();
+    let mut args = vec!["build", "--no-link", "--json"];
+    args.extend(attrs.iter().map(String::as_str));
+    let built = json(&nix_ok(&args));
+    let outs: BTreeSet<PathBuf> = built
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| PathBuf::from(b["outputs"]["out"].as_str().unwrap()))
+        .collect();
+    assert_eq!(outs.len(), 3);
+    for out in &outs {
+        let name = out.file_name().unwrap().to_string_lossy();
+        let stem = DEMO_KERNELS
+            .iter()
+            .find(|k| name.ends_with(&format!("-{k}")))
+            .unwrap_or_else(|| panic!("{name} is not a demo kernel"));
+        let files: Vec<String> = fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, [format!("{stem}.o")], "{}", out.display());
+        let object = fs::read(out.join(format!("{stem}.o"))).unwrap();
+        let section = nv_fatbin_section(stem, &object)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{stem}.o has no .nv_fatbin"));
+        let images = fatbin::parse(section).unwrap();
+        let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
+        let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
+        assert_eq!(sass, ["80", "90"], "{stem}.o: {:?}", images.image_names());
+        assert_eq!(ptx, ["90"], "{stem}.o: {:?}", images.image_names());
+        for leak in [&b"/nix/store"[..], b"/build/"] {
+            assert!(
+                !object.windows(leak.len()).any(|w| w == leak),
+                "{stem}.o contains {}",
+                String::from_utf8_lossy(leak)
+            );
+        }
+    }
+    // Nix compares the rebuilt output with the one in the store.
+    nix_ok(&["build", "--no-link", "--rebuild", &attrs[0]]);
+}
+
+#[test]
+fn editing_one_kernel_changes_only_its_derivations() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("demo-ext");
+    copy_dir(&repo().join("examples/demo-ext"), &project);
+    let before = drv_paths(&project);
+    assert_eq!(before.len(), 6, "{before:?}");
+    let tu = project.join("csrc/kernels/row_norm.cu");
+    let mut text = fs::read_to_string(&tu).unwrap();
+    text.push_str("\n// an edit\n");
+    fs::write(&tu, text).unwrap();
+    let after = drv_paths(&project);
+    let changed: Vec<&str> = before
+        .iter()
+        .filter(|(name, drv)| after[*name] != **drv)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        ["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]
+    );
+}
+
+#[test]
+fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("python-h-kernel");
+    copy_dir(&repo().join("tests/fixtures/python-h-kernel"), &project);
+    fs::copy(
+        repo().join("examples/demo-ext/cuwheel.lock"),
+        project.join("cuwheel.lock"),
+    )
+    .unwrap();
+    let plan = write_plan(&project);
+    let expr = format!(
+        "({}).kernel-cuda130-uses_extension",
+        nodes_expr(&project, &plan)
+    );
+    let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
+        .output()
+        .expect("nix runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the kernel compiled:\n{stderr}");
+    for expected in [
+        "cuwheel: kernel csrc/uses_extension.cu includes Python.h",
+        "torch/include/torch/extension.h",
+        "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+    }
+}

@@ -1,8 +1,8 @@
 //! The plan's kernel objects built by real Nix in the sandbox: the demo's
 //! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
 //! import from derivation) hold exactly the configured SASS and PTX, name no
-//! store path and rebuild bit for bit; editing one `.cu` changes only that
-//! TU's derivations; a kernel that reaches `Python.h` fails saying to move
+//! store path and rebuild bit for bit; editing one `.cu` in a copy of the
+//! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
 //! the code into the bindings.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
@@ -12,6 +12,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::cuwheel_bin;
 use common::flake::{installable, json, nix, nix_ok, repo};
@@ -37,7 +38,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// `cuwheel plan --json` of `project`, written to `project/plan.json`.
 fn write_plan(project: &Path) -> PathBuf {
     let out = run_ok(
-        std::process::Command::new(cuwheel_bin())
+        Command::new(cuwheel_bin())
             .args(["plan", "--json", "--project"])
             .arg(project),
     );
@@ -64,19 +65,6 @@ fn nodes_expr(project: &Path, plan: &Path) -> String {
         project = project.display(),
         plan = plan.display(),
     )
-}
-
-/// Each node's `.drv` path, by name.
-fn drv_paths(project: &Path) -> BTreeMap<String, String> {
-    let plan = write_plan(project);
-    let expr = format!(
-        "builtins.mapAttrs (name: drv: drv.drvPath) ({})",
-        nodes_expr(project, &plan)
-    );
-    serde_json::from_value(json(&nix_ok(&[
-        "eval", "--impure", "--json", "--expr", &expr,
-    ])))
-    .unwrap()
 }
 
 #[test]
@@ -133,18 +121,74 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
     nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
 }
 
-#[test]
-fn editing_one_kernel_changes_only_its_derivations() {
+/// A git repository in a temporary directory holding the working tree's
+/// tracked files as they are now (edited or not), as a flake sees them.
+fn flake_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("demo-ext");
-    copy_dir(&repo().join("examples/demo-ext"), &project);
-    let before = drv_paths(&project);
+    let listed = run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(repo())
+            .args(["ls-files", "-z"]),
+    );
+    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(file).unwrap());
+        let from = repo().join(rel);
+        if !from.exists() {
+            continue; // deleted in the working tree
+        }
+        let to = dir.path().join(rel);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&from, &to).unwrap();
+    }
+    run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["init", "-q"]),
+    );
+    run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["add", "-A"]),
+    );
+    dir
+}
+
+/// The `.drv` of the flake's plan and of each of its kernel objects.
+fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
+    let attr = |a: &str| format!("{}#{a}", flake.display());
+    let plan = nix_ok(&["eval", "--raw", &attr("plan.drvPath")]);
+    let kernels = json(&nix_ok(&[
+        "eval",
+        "--json",
+        &attr("kernels"),
+        "--apply",
+        "builtins.mapAttrs (name: drv: drv.drvPath)",
+    ]));
+    (
+        String::from_utf8(plan.stdout).unwrap(),
+        serde_json::from_value(kernels).unwrap(),
+    )
+}
+
+#[test]
+fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
+    let flake = flake_copy();
+    let (plan_before, before) = flake_drvs(flake.path());
     assert_eq!(before.len(), 6, "{before:?}");
-    let tu = project.join("csrc/kernels/row_norm.cu");
+    let tu = flake
+        .path()
+        .join("examples/demo-ext/csrc/kernels/row_norm.cu");
     let mut text = fs::read_to_string(&tu).unwrap();
     text.push_str("\n// an edit\n");
     fs::write(&tu, text).unwrap();
-    let after = drv_paths(&project);
+    let (plan_after, after) = flake_drvs(flake.path());
+    assert_ne!(
+        plan_before, plan_after,
+        "the plan reads the project's sources"
+    );
     let changed: Vec<&str> = before
         .iter()
         .filter(|(name, drv)| after[*name] != **drv)

@@ -337,3 +337,67 @@ fn a_source_outside_the_project_is_refused() {
     let err = plan_of(&config, &["../k/a.cu"], &lock, &cells).unwrap_err();
     assert!(err.to_string().contains("../k/a.cu"), "{err}");
 }
+
+#[test]
+fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--project"])
+        .arg(demo_dir())
+        .output()
+        .expect("cuwheel runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("cells (8):\n"), "{text}");
+    assert!(
+        text.contains(
+            "  kernel-cuda130-bias_gelu  shared by cu130-abi3 cu130-py311 cu130-py313 cu130-py314\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "3 kernels × 2 toolkits = 6 compiles serve 8 wheels; a per-cell build would do 24\n"
+        ),
+        "{text}"
+    );
+    let json = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--json", "--project"])
+        .arg(demo_dir())
+        .output()
+        .expect("cuwheel runs");
+    assert_eq!(
+        String::from_utf8(json.stdout).unwrap(),
+        demo_plan().to_json()
+    );
+}
+
+#[test]
+fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "pyproject.toml",
+        "csrc/kernels/axpby.cu",
+        "csrc/bindings.cpp",
+        "csrc/ops.cpp",
+    ] {
+        let to = dir.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(demo_dir().join(file), to).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("csrc/include")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--project"])
+        .arg(dir.path())
+        .output()
+        .expect("cuwheel runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cuwheel.lock") && stderr.contains("run `cuwheel lock`"),
+        "{stderr}"
+    );
+}

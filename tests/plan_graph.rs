@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuwheel::lock::format::{CellToolchains, Lock, Toolchain};
-use cuwheel::plan::{Input, Plan, PlanError};
+use cuwheel::plan::{Input, KernelSource, Plan, PlanError};
 use cuwheel::spec::{Config, Spec, matrix};
 
 fn demo_dir() -> PathBuf {
@@ -22,9 +22,15 @@ fn demo_lock() -> Lock {
 fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
     let cells = spec.cells().unwrap();
+    let kernels: Vec<KernelSource> = spec
+        .kernel_sources
+        .iter()
+        .map(|tu| KernelSource::scan(&demo_dir(), tu, &[PathBuf::from("csrc/include")]).unwrap())
+        .collect();
+    assert!(kernels.iter().all(|k| k.headers.is_empty()), "{kernels:?}");
     Plan::new(
         &spec.config,
-        &spec.kernel_sources,
+        &kernels,
         &cells,
         &demo_lock(),
         Path::new("cuwheel.lock"),
@@ -69,7 +75,7 @@ fn plan_of(
     lock: &Lock,
     cells: &[matrix::Cell],
 ) -> Result<Plan, PlanError> {
-    let sources: Vec<PathBuf> = sources.iter().map(PathBuf::from).collect();
+    let sources: Vec<KernelSource> = sources.iter().map(KernelSource::alone).collect();
     Plan::new(config, &sources, cells, lock, Path::new("cuwheel.lock"))
 }
 
@@ -399,5 +405,45 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
     assert!(
         stderr.contains("cuwheel.lock") && stderr.contains("run `cuwheel lock`"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    let (lock, cells) = lock_for(&config, &|_| "torch211");
+    let with_header = KernelSource {
+        path: "k/a.cu".into(),
+        headers: ["common/math.cuh".into(), "k/util.cuh".into()].into(),
+    };
+    let sources = [with_header, KernelSource::alone("k/b.cu")];
+    let plan = Plan::new(&config, &sources, &cells, &lock, Path::new("cuwheel.lock")).unwrap();
+    let a = &plan.nodes["kernel-cuda130-a"];
+    assert_eq!(
+        a.inputs["header0"],
+        Input::Source {
+            source: "common/math.cuh".into()
+        }
+    );
+    assert_eq!(
+        a.inputs["header1"],
+        Input::Source {
+            source: "k/util.cuh".into()
+        }
+    );
+    assert!(a.script.contains("mkdir -p common k\n"), "{}", a.script);
+    assert!(
+        a.script.contains("cp \"$header1\" k/util.cuh\n"),
+        "{}",
+        a.script
+    );
+    let b = &plan.nodes["kernel-cuda130-b"];
+    assert!(
+        !b.inputs.keys().any(|k| k.starts_with("header")),
+        "{:?}",
+        b.inputs
     );
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::lock::format::{LOCK_FILE, Lock};
-use cuwheel::plan::Plan;
+use cuwheel::plan::{KernelSource, Plan};
 use cuwheel::spec::Spec;
 
 #[derive(Args)]
@@ -27,14 +27,19 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     let cells = spec.cells()?;
     let lock_path = args.project.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
-    let plan = Plan::new(
-        &spec.config,
-        &spec.kernel_sources,
-        &cells,
-        &lock,
-        &lock_path,
-    )
-    .with_context(|| format!("cannot plan the build of {}", args.project.display()))?;
+    let include_dirs: Vec<PathBuf> = spec
+        .config
+        .include_dirs
+        .iter()
+        .map(|d| d.value.clone())
+        .collect();
+    let kernels = spec
+        .kernel_sources
+        .iter()
+        .map(|tu| KernelSource::scan(&args.project, tu, &include_dirs))
+        .collect::<Result<Vec<_>>>()?;
+    let plan = Plan::new(&spec.config, &kernels, &cells, &lock, &lock_path)
+        .with_context(|| format!("cannot plan the build of {}", args.project.display()))?;
     if args.json {
         print!("{}", plan.to_json());
     } else {

@@ -3,8 +3,9 @@
 //!
 //! In: the TU, its [`KernelToolchains`] and the config's compiler inputs.
 //! Out: a [`Node`] whose inputs are only the CUDA toolkit, gcc, the torch
-//! headers, the TU and the config's include directories — never Python —
-//! and whose script compiles `$out/<stem>.o`.
+//! headers, the TU, the project headers beside it that it includes, and the
+//! config's include directories — never Python — and whose script compiles
+//! `$out/<stem>.o`.
 //!
 //! The flags follow torch's `BuildExtension` for `.cu` files (pytorch
 //! `torch/utils/cpp_extension.py`): `COMMON_NVCC_FLAGS`, `-Xcompiler -fPIC`,
@@ -56,6 +57,8 @@ pub struct KernelObject {
     pub name: String,
     /// The TU, relative to the project.
     pub source: PathBuf,
+    /// The project headers beside it that it includes (see [`super::includes`]).
+    pub headers: Vec<PathBuf>,
     /// The object's file name without `.o`.
     pub stem: String,
     pub toolchains: KernelToolchains,
@@ -96,15 +99,34 @@ impl KernelObject {
                 },
             );
         }
+        let headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .enumerate()
+            .map(|(i, header)| (format!("header{i}"), slash_path(header)))
+            .collect();
+        for (var, header) in &headers {
+            inputs.insert(
+                var.clone(),
+                Input::Source {
+                    source: header.clone(),
+                },
+            );
+        }
         Node {
             name: self.name.clone(),
-            script: self.script(config, &includes),
+            script: self.script(config, &includes, &headers),
             inputs,
         }
     }
 
     /// The build script; see the module documentation for the flags.
-    fn script(&self, config: &Config, includes: &[(String, String)]) -> String {
+    fn script(
+        &self,
+        config: &Config,
+        includes: &[(String, String)],
+        headers: &[(String, String)],
+    ) -> String {
         let source = slash_path(&self.source);
         let version = self.toolchains.cuda_version;
         let modern = (version.major, version.minor) >= (12, 9);
@@ -170,10 +192,23 @@ impl KernelObject {
         );
         s += "# Written by `cuwheel plan`; the inputs are only these toolchains and sources.\n";
         s += &python_h_function(&source);
-        if let Some(dir) = dir {
-            s += &format!("mkdir -p {}\n", quote(&dir));
+        // The TU and the headers beside it at their project paths, so that
+        // `#include "..."` finds them and `__FILE__` is relative.
+        let mut dirs: BTreeSet<String> = dir.into_iter().collect();
+        dirs.extend(headers.iter().filter_map(|(_, header)| {
+            Path::new(header)
+                .parent()
+                .map(slash_path)
+                .filter(|d| !d.is_empty())
+        }));
+        if !dirs.is_empty() {
+            let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
+            s += &format!("mkdir -p {}\n", dirs.join(" "));
         }
         s += &format!("cp \"${SOURCE_VAR}\" {}\n", quote(&source));
+        for (var, header) in headers {
+            s += &format!("cp \"${var}\" {}\n", quote(header));
+        }
         s += "set -- \\\n";
         for flag in &flags {
             s += &format!("  {flag} \\\n");

@@ -1,6 +1,7 @@
 //! The build plan: the derivation graph the driver hands to Nix.
 //!
-//! In: a project's [`Config`], its kernel sources, its cells and its
+//! In: a project's [`Config`], its kernel sources ([`KernelSource`]: each TU
+//! and the headers beside it that it includes), its cells and its
 //! [`Lock`]. Out: a [`Plan`] — named [`Node`]s, each a build script (text
 //! that `nix/plan.nix` runs with busybox in the sandbox) and the [`Input`]s
 //! it sees as environment variables — and which nodes each cell uses.
@@ -11,6 +12,7 @@
 //! and per compiler set (CUDA, gcc, torch headers): their inputs never name
 //! a Python, so every cell of a toolkit shares them.
 
+pub mod includes;
 pub mod kernel;
 pub mod shell;
 
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::lock::format::{Lock, Toolchain};
 use crate::spec::{Cell, Config, CudaVersion};
 
+pub use includes::KernelSource;
 pub use kernel::KernelObject;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
@@ -123,7 +126,7 @@ impl Plan {
     /// Plans every node of `cells`. `lock_path` only names the lock in errors.
     pub fn new(
         config: &Config,
-        kernel_sources: &[PathBuf],
+        kernel_sources: &[KernelSource],
         cells: &[Cell],
         lock: &Lock,
         lock_path: &Path,
@@ -172,7 +175,8 @@ impl Plan {
         }
 
         let sets: BTreeSet<&KernelToolchains> = cell_toolchains.values().collect();
-        let stems = kernel::unique_stems(kernel_sources)?;
+        let paths: Vec<PathBuf> = kernel_sources.iter().map(|k| k.path.clone()).collect();
+        let stems = kernel::unique_stems(&paths)?;
         let mut nodes = BTreeMap::new();
         let mut kernels_of: BTreeMap<&KernelToolchains, BTreeSet<String>> = BTreeMap::new();
         for toolchains in &sets {
@@ -180,7 +184,8 @@ impl Plan {
             for (source, stem) in kernel_sources.iter().zip(&stems) {
                 let object = KernelObject {
                     name: format!("kernel-{prefix}-{stem}"),
-                    source: source.clone(),
+                    source: source.path.clone(),
+                    headers: source.headers.iter().cloned().collect(),
                     stem: stem.clone(),
                     toolchains: (*toolchains).clone(),
                 };

@@ -3,7 +3,8 @@
 //! import from derivation) hold exactly the configured SASS and PTX, name no
 //! store path and rebuild bit for bit; editing one `.cu` in a copy of the
 //! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
-//! the code into the bindings.
+//! the code into the bindings; headers beside a kernel reach its build and
+//! only its derivation.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
@@ -198,6 +199,57 @@ fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
         changed,
         ["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]
     );
+}
+
+/// Each node's `.drv` path, by name, for a plan made by this run's cuwheel.
+fn node_drvs(project: &Path) -> BTreeMap<String, String> {
+    let plan = write_plan(project);
+    let expr = format!(
+        "builtins.mapAttrs (name: drv: drv.drvPath) ({})",
+        nodes_expr(project, &plan)
+    );
+    serde_json::from_value(json(&nix_ok(&[
+        "eval", "--impure", "--json", "--expr", &expr,
+    ])))
+    .unwrap()
+}
+
+#[test]
+fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("sibling-header");
+    copy_dir(&repo().join("tests/fixtures/sibling-header"), &project);
+    fs::copy(
+        repo().join("examples/demo-ext/cuwheel.lock"),
+        project.join("cuwheel.lock"),
+    )
+    .unwrap();
+    let plan = write_plan(&project);
+    let expr = format!("({}).kernel-cuda130-scale", nodes_expr(&project, &plan));
+    let built = json(&nix_ok(&[
+        "build",
+        "--impure",
+        "--no-link",
+        "--json",
+        "--expr",
+        &expr,
+    ]));
+    let out = PathBuf::from(built[0]["outputs"]["out"].as_str().unwrap());
+    let object = fs::read(out.join("scale.o")).unwrap();
+    let images = fatbin::parse(nv_fatbin_section("scale.o", &object).unwrap().unwrap()).unwrap();
+    let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
+    assert_eq!(sass, ["90"]);
+
+    let before = node_drvs(&project);
+    let header = project.join("csrc/common/factor.cuh");
+    fs::write(&header, "#pragma once\n\nconstexpr float kFactor = 3.0f;\n").unwrap();
+    let after = node_drvs(&project);
+    let changed: Vec<&str> = before
+        .iter()
+        .filter(|(name, drv)| after[*name] != **drv)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(changed, ["kernel-cuda130-scale"]);
 }
 
 #[test]

@@ -11,15 +11,31 @@
             else throw "examples/demo-ext/cuwheel.lock is missing: run `cuwheel lock` in examples/demo-ext.";
       lock = builtins.fromJSON (builtins.readFile lockFile);
       # The driver: Cargo.lock's crates and the lock's `driver.rust` toolchain (nix/driver.nix).
-      cuwheel = import ./nix/driver.nix (import ./nix/seeds.nix lock) {
+      cuwheel = import ./nix/driver.nix seeds {
         rust = nix.toolchains.${lock.driver.rust or (throw "examples/demo-ext/cuwheel.lock has no driver.rust toolchain: re-run `cuwheel lock` in examples/demo-ext.")};
         src = ./.;
       };
       app = { type = "app"; program = "${cuwheel}/bin/cuwheel"; };
+      # The demo's plan, made by the Nix-built driver (import from derivation): its nodes are the
+      # derivations; `kernels` are the kernel objects, by node name.
+      seeds = import ./nix/seeds.nix lock;
+      projectDir = ./examples/demo-ext;
+      planFile = import ./nix/plan-file.nix seeds { inherit cuwheel projectDir; };
+      nodes = import ./nix/plan.nix seeds {
+        inherit (nix) toolchains;
+        inherit projectDir;
+        plan = builtins.fromJSON (builtins.readFile planFile);
+      };
+      kernels = builtins.listToAttrs (map (n: { name = n; value = nodes.${n}; })
+        (builtins.filter (n: builtins.substring 0 7 n == "kernel-") (builtins.attrNames nodes)));
     in {
       packages.${system} = { inherit cuwheel; default = cuwheel; };
       apps.${system} = { cuwheel = app; default = app; };
-      legacyPackages.${system}.toolchains = nix.toolchains;
+      legacyPackages.${system} = {
+        inherit (nix) toolchains;
+        inherit kernels;
+        plan = planFile;
+      };
       checks.${system} = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
         (builtins.attrNames nix.checks));
     };

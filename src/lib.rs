@@ -6,11 +6,13 @@
 //! holds the Nix formats every stage uses to name store objects without
 //! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
 //! and `fetch` puts them into the Nix store; `wheel` the wheel format;
-//! `audit` the verdict on a wheel; `process` runs the registries' clients.
+//! `plan` the derivation graph Nix builds; `audit` the verdict on a wheel;
+//! `process` runs the registries' clients.
 
 pub mod audit;
 pub mod fetch;
 pub mod lock;
+pub mod plan;
 pub mod process;
 pub mod spec;
 pub mod store;

@@ -4,6 +4,7 @@
 mod audit;
 mod fetch;
 mod lock;
+mod plan;
 mod store;
 
 use std::process::ExitCode;
@@ -29,6 +30,8 @@ enum Command {
     Fetch(fetch::FetchArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
     Lock(lock::LockArgs),
+    /// The derivation graph of the matrix: cells, kernel objects and which cells share them
+    Plan(plan::PlanArgs),
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -40,6 +43,7 @@ pub fn main() -> ExitCode {
         Command::Audit(args) => audit::run(args),
         Command::Fetch(args) => fetch::run(args),
         Command::Lock(args) => lock::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Store(command) => store::run(command),
     };
     match result {

@@ -1,0 +1,449 @@
+//! The plan of kernel objects, from the demo project's real config and lock
+//! and from small configs written here: one node per kernel TU × compiler
+//! set, inputs that never name Python, torch's nvcc flags with the configured
+//! gencode set, names that stay unique, and deterministic JSON.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cuwheel::lock::format::{CellToolchains, Lock, Toolchain};
+use cuwheel::plan::{Input, KernelSource, Plan, PlanError};
+use cuwheel::spec::{Config, Spec, matrix};
+
+fn demo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
+}
+
+fn demo_lock() -> Lock {
+    Lock::read(&demo_dir().join("cuwheel.lock")).unwrap()
+}
+
+fn demo_plan() -> Plan {
+    let spec = Spec::load(&demo_dir()).unwrap();
+    let cells = spec.cells().unwrap();
+    let kernels: Vec<KernelSource> = spec
+        .kernel_sources
+        .iter()
+        .map(|tu| KernelSource::scan(&demo_dir(), tu, &[PathBuf::from("csrc/include")]).unwrap())
+        .collect();
+    assert!(kernels.iter().all(|k| k.headers.is_empty()), "{kernels:?}");
+    Plan::new(
+        &spec.config,
+        &kernels,
+        &cells,
+        &demo_lock(),
+        Path::new("cuwheel.lock"),
+    )
+    .unwrap()
+}
+
+/// A config for the synthetic cases: `extra` goes into `[tool.cuwheel]`.
+fn config(matrix: &str, extra: &str) -> Config {
+    let text = format!(
+        "[project]\nname = \"x\"\nversion = \"1.0\"\n\n[tool.cuwheel]\nmodule = \"x._C\"\n\
+         kernels = [\"k/*.cu\"]\ncuda-archs = [\"8.0\", \"9.0+PTX\"]\nbaseline = \"manylinux_2_31\"\n\
+         {extra}\n[tool.cuwheel.bindings]\npybind11 = [\"b.cpp\"]\n\n[tool.cuwheel.matrix]\n{matrix}\n"
+    );
+    Config::parse(&text, Path::new("pyproject.toml")).unwrap()
+}
+
+/// The demo's lock with a cell entry for each of `cells` of `config`, taking
+/// the toolchains of the demo cell with the same CUDA and Python.
+fn lock_for(config: &Config, torch_of: &dyn Fn(&str) -> &'static str) -> (Lock, Vec<matrix::Cell>) {
+    let mut lock = demo_lock();
+    let cells = matrix::expand(config).cells;
+    let base = lock.cells.clone();
+    lock.cells.clear();
+    for cell in &cells {
+        let name = cell.name().to_string();
+        let demo = format!(
+            "{}-{}",
+            cell.cuda.label(),
+            cell.python.map_or("abi3".to_string(), |p| p.label())
+        );
+        let mut entry: CellToolchains = base[&demo].clone();
+        entry.torch = torch_of(&cell.torch.label()).to_string();
+        lock.cells.insert(name, entry);
+    }
+    (lock, cells)
+}
+
+fn plan_of(
+    config: &Config,
+    sources: &[&str],
+    lock: &Lock,
+    cells: &[matrix::Cell],
+) -> Result<Plan, PlanError> {
+    let sources: Vec<KernelSource> = sources.iter().map(KernelSource::alone).collect();
+    Plan::new(config, &sources, cells, lock, Path::new("cuwheel.lock"))
+}
+
+#[test]
+fn the_demo_plans_one_kernel_object_per_tu_and_toolkit() {
+    let plan = demo_plan();
+    let names: Vec<&str> = plan.nodes.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "kernel-cuda124-axpby",
+            "kernel-cuda124-bias_gelu",
+            "kernel-cuda124-row_norm",
+            "kernel-cuda130-axpby",
+            "kernel-cuda130-bias_gelu",
+            "kernel-cuda130-row_norm",
+        ]
+    );
+    for (name, node) in &plan.nodes {
+        assert_eq!(&node.name, name);
+    }
+    assert_eq!(plan.cells.len(), 8);
+    // Every Python of a toolkit, and its abi3 cell, link the same objects.
+    for cuda in ["cu124", "cu130"] {
+        let sets: BTreeSet<&BTreeSet<String>> = plan
+            .cells
+            .iter()
+            .filter(|(cell, _)| cell.starts_with(cuda))
+            .map(|(_, cell)| &cell.kernels)
+            .collect();
+        assert_eq!(sets.len(), 1, "{cuda}: {sets:?}");
+        let kernels = sets.into_iter().next().unwrap();
+        assert_eq!(kernels.len(), 3);
+        let toolkit = format!("kernel-cuda{}-", &cuda[2..]);
+        assert!(
+            kernels.iter().all(|k| k.starts_with(&toolkit)),
+            "{kernels:?}"
+        );
+    }
+    assert_eq!(
+        plan.sharing().to_string(),
+        "3 kernels × 2 toolkits = 6 compiles serve 8 wheels; a per-cell build would do 24"
+    );
+}
+
+#[test]
+fn no_kernel_node_sees_python() {
+    let plan = demo_plan();
+    let lock = demo_lock();
+    for node in plan.nodes.values() {
+        let vars: Vec<&str> = node.inputs.keys().map(String::as_str).collect();
+        assert_eq!(
+            vars,
+            ["cuda", "gcc", "include0", "source", "torchHeaders"],
+            "{}",
+            node.name
+        );
+        for input in node.inputs.values() {
+            match input {
+                Input::Toolchain { toolchain, output } => {
+                    let kind = &lock.toolchains[toolchain];
+                    assert!(
+                        matches!(
+                            kind,
+                            Toolchain::Gcc { .. }
+                                | Toolchain::CudaWheels { .. }
+                                | Toolchain::CudaDebian { .. }
+                        ) || (matches!(kind, Toolchain::Torch { .. })
+                            && output.as_deref() == Some("headers")),
+                        "{}: {toolchain} {output:?}",
+                        node.name
+                    );
+                }
+                Input::Source { source } => {
+                    assert!(source.starts_with("csrc/"), "{}: {source}", node.name)
+                }
+                Input::Node { node: other } => panic!("{} depends on {other}", node.name),
+            }
+        }
+        // Nothing the compiler is given names Python: the flags (the `set --`
+        // block) and the nvcc lines.
+        let flags = &node.script[node.script.find("set -- ").unwrap()..];
+        let mentions: Vec<&str> = flags
+            .lines()
+            .filter(|l| !l.contains("python_h"))
+            .filter(|l| l.to_lowercase().contains("python"))
+            .collect();
+        assert!(mentions.is_empty(), "{}: {mentions:?}", node.name);
+    }
+}
+
+#[test]
+fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
+    let plan = demo_plan();
+    let script = &plan.nodes["kernel-cuda130-bias_gelu"].script;
+    let words: Vec<&str> = script.split_whitespace().collect();
+    let gencodes: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| w.starts_with("-gencode"))
+        .collect();
+    assert_eq!(
+        gencodes,
+        [
+            "-gencode=arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90,code=sm_90",
+            "-gencode=arch=compute_90,code=compute_90",
+        ]
+    );
+    for flag in [
+        "-D__CUDA_NO_HALF_OPERATORS__",
+        "-D__CUDA_NO_HALF_CONVERSIONS__",
+        "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+        "-D__CUDA_NO_HALF2_OPERATORS__",
+        "--expt-relaxed-constexpr",
+        "-fPIC",
+        "-std=c++17",
+        "-DTORCH_API_INCLUDE_EXTENSION_H",
+        "-DTORCH_EXTENSION_NAME=_C",
+        "-D_GLIBCXX_USE_CXX11_ABI=1",
+        "\"$gcc\"/bin/g++",
+        "\"$torchHeaders\"/torch/csrc/api/include",
+        "-I\"$include0\"",
+        "-objtemp",
+        "--frandom-seed=csrc/kernels/bias_gelu.cu",
+        "--compress-mode=balance",
+        "-ffile-prefix-map=\"$torchHeaders\"=torch/include",
+        "-ffile-prefix-map=\"$cuda\"=cuda",
+        "-ffile-prefix-map=\"$include0\"=csrc/include",
+    ] {
+        assert!(words.contains(&flag), "{flag} missing from:\n{script}");
+    }
+    for flag in ["PYBIND11", "Py_LIMITED_API"] {
+        assert!(!script.contains(flag), "{flag} in:\n{script}");
+    }
+    // CUDA 12.4's nvcc has neither --frandom-seed nor --compress-mode.
+    let old = &plan.nodes["kernel-cuda124-bias_gelu"].script;
+    assert!(
+        !old.contains("--frandom-seed") && !old.contains("--compress-mode"),
+        "{old}"
+    );
+    assert!(old.contains("-objtemp"), "{old}");
+}
+
+#[test]
+fn scripts_are_valid_sh() {
+    for node in demo_plan().nodes.values() {
+        let out = Command::new("sh")
+            .args(["-n", "-c", &node.script])
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            node.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_json_is_deterministic_sorted_and_reads_back() {
+    let plan = demo_plan();
+    let json = plan.to_json();
+    assert_eq!(json, demo_plan().to_json());
+    assert!(json.ends_with("}\n"));
+    let back: Plan = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, plan);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let input = &value["nodes"]["kernel-cuda130-axpby"]["inputs"];
+    assert_eq!(
+        input["torchHeaders"],
+        serde_json::json!({"toolchain": "torch211", "output": "headers"})
+    );
+    assert_eq!(input["cuda"], serde_json::json!({"toolchain": "cuda130"}));
+    assert_eq!(
+        input["source"],
+        serde_json::json!({"source": "csrc/kernels/axpby.cu"})
+    );
+    // Keys in sorted order, as printed.
+    let at = |key: &str| json.find(&format!("\"{key}\"")).unwrap();
+    assert!(at("cells") < at("nodes"));
+    assert!(at("kernel-cuda124-axpby") < at("kernel-cuda130-axpby"));
+}
+
+#[test]
+fn user_defines_and_flags_are_quoted_and_a_user_standard_replaces_cxx17() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "defines = [\"MSG=a b\", \"FAST\"]\nnvcc-flags = [\"-std=c++20\", \"--use_fast_math\"]\n",
+    );
+    let (lock, cells) = lock_for(&config, &|_| "torch211");
+    let plan = plan_of(&config, &["k/a.cu"], &lock, &cells).unwrap();
+    let script = &plan.nodes["kernel-cuda130-a"].script;
+    assert!(script.contains("'-DMSG=a b'"), "{script}");
+    assert!(script.contains("-DFAST \\"), "{script}");
+    assert!(
+        script.contains("-std=c++20") && !script.contains("-std=c++17"),
+        "{script}"
+    );
+    assert!(script.contains("--use_fast_math"), "{script}");
+    assert!(
+        !plan.nodes["kernel-cuda130-a"]
+            .inputs
+            .contains_key("include0")
+    );
+}
+
+#[test]
+fn names_stay_unique_across_torches_and_same_named_sources() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\", \"2.9\"]",
+        "",
+    );
+    let (lock, cells) = lock_for(&config, &|torch| {
+        if torch == "torch211" {
+            "torch211"
+        } else {
+            "torch29"
+        }
+    });
+    let plan = plan_of(&config, &["k/a/x.cu", "k/b/x.cu", "k/y.cu"], &lock, &cells).unwrap();
+    let names: Vec<&str> = plan.nodes.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "kernel-cuda130-torch211-k-a-x",
+            "kernel-cuda130-torch211-k-b-x",
+            "kernel-cuda130-torch211-y",
+            "kernel-cuda130-torch29-k-a-x",
+            "kernel-cuda130-torch29-k-b-x",
+            "kernel-cuda130-torch29-y",
+        ]
+    );
+    assert_eq!(
+        plan.sharing().to_string(),
+        "3 kernels × 2 toolkits = 6 compiles serve 2 wheels; a per-cell build would do 6"
+    );
+}
+
+#[test]
+fn a_cell_missing_from_the_lock_says_to_lock_again() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    let (mut lock, cells) = lock_for(&config, &|_| "torch211");
+    lock.cells.clear();
+    let err = plan_of(&config, &["k/a.cu"], &lock, &cells).unwrap_err();
+    assert!(matches!(err, PlanError::CellNotLocked { .. }));
+    let message = err.to_string();
+    assert!(
+        message.contains("cu130-py313") && message.contains("run `cuwheel lock`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_source_outside_the_project_is_refused() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    let (lock, cells) = lock_for(&config, &|_| "torch211");
+    let err = plan_of(&config, &["../k/a.cu"], &lock, &cells).unwrap_err();
+    assert!(err.to_string().contains("../k/a.cu"), "{err}");
+}
+
+#[test]
+fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--project"])
+        .arg(demo_dir())
+        .output()
+        .expect("cuwheel runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("cells (8):\n"), "{text}");
+    assert!(
+        text.contains(
+            "  kernel-cuda130-bias_gelu  shared by cu130-abi3 cu130-py311 cu130-py313 cu130-py314\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "3 kernels × 2 toolkits = 6 compiles serve 8 wheels; a per-cell build would do 24\n"
+        ),
+        "{text}"
+    );
+    let json = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--json", "--project"])
+        .arg(demo_dir())
+        .output()
+        .expect("cuwheel runs");
+    assert_eq!(
+        String::from_utf8(json.stdout).unwrap(),
+        demo_plan().to_json()
+    );
+}
+
+#[test]
+fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "pyproject.toml",
+        "csrc/kernels/axpby.cu",
+        "csrc/bindings.cpp",
+        "csrc/ops.cpp",
+    ] {
+        let to = dir.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(demo_dir().join(file), to).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("csrc/include")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--project"])
+        .arg(dir.path())
+        .output()
+        .expect("cuwheel runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cuwheel.lock") && stderr.contains("run `cuwheel lock`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
+    let config = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    let (lock, cells) = lock_for(&config, &|_| "torch211");
+    let with_header = KernelSource {
+        path: "k/a.cu".into(),
+        headers: ["common/math.cuh".into(), "k/util.cuh".into()].into(),
+    };
+    let sources = [with_header, KernelSource::alone("k/b.cu")];
+    let plan = Plan::new(&config, &sources, &cells, &lock, Path::new("cuwheel.lock")).unwrap();
+    let a = &plan.nodes["kernel-cuda130-a"];
+    assert_eq!(
+        a.inputs["header0"],
+        Input::Source {
+            source: "common/math.cuh".into()
+        }
+    );
+    assert_eq!(
+        a.inputs["header1"],
+        Input::Source {
+            source: "k/util.cuh".into()
+        }
+    );
+    assert!(a.script.contains("mkdir -p common k\n"), "{}", a.script);
+    assert!(
+        a.script.contains("cp \"$header1\" k/util.cuh\n"),
+        "{}",
+        a.script
+    );
+    let b = &plan.nodes["kernel-cuda130-b"];
+    assert!(
+        !b.inputs.keys().any(|k| k.starts_with("header")),
+        "{:?}",
+        b.inputs
+    );
+}

@@ -1,0 +1,282 @@
+//! The plan's kernel objects built by real Nix in the sandbox: the demo's
+//! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
+//! import from derivation) hold exactly the configured SASS and PTX, name no
+//! store path and rebuild bit for bit; editing one `.cu` in a copy of the
+//! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
+//! the code into the bindings; headers beside a kernel reach its build and
+//! only its derivation.
+//!
+//! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::cuwheel_bin;
+use common::flake::{installable, json, nix, nix_ok, repo};
+use common::run_ok;
+use cuwheel::audit::elf::nv_fatbin_section;
+use cuwheel::audit::fatbin;
+
+const DEMO_KERNELS: [&str; 3] = ["axpby", "bias_gelu", "row_norm"];
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `cuwheel plan --json` of `project`, written to `project/plan.json`.
+fn write_plan(project: &Path) -> PathBuf {
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["plan", "--json", "--project"])
+            .arg(project),
+    );
+    let path = project.join("plan.json");
+    fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+/// The expression of `project`'s nodes, with the repository's nix/ and the
+/// demo's lock, from a plan made by the cuwheel this test run built.
+fn nodes_expr(project: &Path, plan: &Path) -> String {
+    format!(
+        r#"let
+          repo = {repo};
+          lockFile = repo + "/examples/demo-ext/cuwheel.lock";
+          seeds = import (repo + "/nix/seeds.nix") (builtins.fromJSON (builtins.readFile lockFile));
+          toolchains = (import (repo + "/nix/toolchains.nix") lockFile).toolchains;
+        in import (repo + "/nix/plan.nix") seeds {{
+          inherit toolchains;
+          projectDir = {project};
+          plan = builtins.fromJSON (builtins.readFile {plan});
+        }}"#,
+        repo = repo().display(),
+        project = project.display(),
+        plan = plan.display(),
+    )
+}
+
+#[test]
+fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
+    let attrs: Vec<String> = ["cuda130", "cuda124"]
+        .iter()
+        .flat_map(|cuda| {
+            DEMO_KERNELS
+                .iter()
+                .map(move |k| installable(&format!("kernels.kernel-{cuda}-{k}")))
+        })
+        .collect();
+    let mut args = vec!["build", "--no-link", "--json"];
+    args.extend(attrs.iter().map(String::as_str));
+    let built = json(&nix_ok(&args));
+    let outs: BTreeSet<PathBuf> = built
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| PathBuf::from(b["outputs"]["out"].as_str().unwrap()))
+        .collect();
+    assert_eq!(outs.len(), 6);
+    for out in &outs {
+        let name = out.file_name().unwrap().to_string_lossy();
+        let stem = DEMO_KERNELS
+            .iter()
+            .find(|k| name.ends_with(&format!("-{k}")))
+            .unwrap_or_else(|| panic!("{name} is not a demo kernel"));
+        let files: Vec<String> = fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, [format!("{stem}.o")], "{}", out.display());
+        let object = fs::read(out.join(format!("{stem}.o"))).unwrap();
+        let section = nv_fatbin_section(stem, &object)
+            .unwrap()
+            .unwrap_or_else(|| panic!("{stem}.o has no .nv_fatbin"));
+        let images = fatbin::parse(section).unwrap();
+        let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
+        let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
+        assert_eq!(sass, ["80", "90"], "{stem}.o: {:?}", images.image_names());
+        assert_eq!(ptx, ["90"], "{stem}.o: {:?}", images.image_names());
+        for leak in [&b"/nix/store"[..], b"/build/"] {
+            assert!(
+                !object.windows(leak.len()).any(|w| w == leak),
+                "{stem}.o contains {}",
+                String::from_utf8_lossy(leak)
+            );
+        }
+    }
+    // Nix compares the rebuilt output with the one in the store: one TU per
+    // toolkit (12.4's nvcc has no --frandom-seed; the PID namespace and
+    // -objtemp must suffice there).
+    nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
+}
+
+/// A git repository in a temporary directory holding the working tree's
+/// tracked files as they are now (edited or not), as a flake sees them.
+fn flake_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(repo())
+            .args(["ls-files", "-z"]),
+    );
+    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(file).unwrap());
+        let from = repo().join(rel);
+        if !from.exists() {
+            continue; // deleted in the working tree
+        }
+        let to = dir.path().join(rel);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(&from, &to).unwrap();
+    }
+    run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["init", "-q"]),
+    );
+    run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["add", "-A"]),
+    );
+    dir
+}
+
+/// The `.drv` of the flake's plan and of each of its kernel objects.
+fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
+    let attr = |a: &str| format!("{}#{a}", flake.display());
+    let plan = nix_ok(&["eval", "--raw", &attr("plan.drvPath")]);
+    let kernels = json(&nix_ok(&[
+        "eval",
+        "--json",
+        &attr("kernels"),
+        "--apply",
+        "builtins.mapAttrs (name: drv: drv.drvPath)",
+    ]));
+    (
+        String::from_utf8(plan.stdout).unwrap(),
+        serde_json::from_value(kernels).unwrap(),
+    )
+}
+
+#[test]
+fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
+    let flake = flake_copy();
+    let (plan_before, before) = flake_drvs(flake.path());
+    assert_eq!(before.len(), 6, "{before:?}");
+    let tu = flake
+        .path()
+        .join("examples/demo-ext/csrc/kernels/row_norm.cu");
+    let mut text = fs::read_to_string(&tu).unwrap();
+    text.push_str("\n// an edit\n");
+    fs::write(&tu, text).unwrap();
+    let (plan_after, after) = flake_drvs(flake.path());
+    assert_ne!(
+        plan_before, plan_after,
+        "the plan reads the project's sources"
+    );
+    let changed: Vec<&str> = before
+        .iter()
+        .filter(|(name, drv)| after[*name] != **drv)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        ["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]
+    );
+}
+
+/// Each node's `.drv` path, by name, for a plan made by this run's cuwheel.
+fn node_drvs(project: &Path) -> BTreeMap<String, String> {
+    let plan = write_plan(project);
+    let expr = format!(
+        "builtins.mapAttrs (name: drv: drv.drvPath) ({})",
+        nodes_expr(project, &plan)
+    );
+    serde_json::from_value(json(&nix_ok(&[
+        "eval", "--impure", "--json", "--expr", &expr,
+    ])))
+    .unwrap()
+}
+
+#[test]
+fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("sibling-header");
+    copy_dir(&repo().join("tests/fixtures/sibling-header"), &project);
+    fs::copy(
+        repo().join("examples/demo-ext/cuwheel.lock"),
+        project.join("cuwheel.lock"),
+    )
+    .unwrap();
+    let plan = write_plan(&project);
+    let expr = format!("({}).kernel-cuda130-scale", nodes_expr(&project, &plan));
+    let built = json(&nix_ok(&[
+        "build",
+        "--impure",
+        "--no-link",
+        "--json",
+        "--expr",
+        &expr,
+    ]));
+    let out = PathBuf::from(built[0]["outputs"]["out"].as_str().unwrap());
+    let object = fs::read(out.join("scale.o")).unwrap();
+    let images = fatbin::parse(nv_fatbin_section("scale.o", &object).unwrap().unwrap()).unwrap();
+    let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
+    assert_eq!(sass, ["90"]);
+
+    let before = node_drvs(&project);
+    let header = project.join("csrc/common/factor.cuh");
+    fs::write(&header, "#pragma once\n\nconstexpr float kFactor = 3.0f;\n").unwrap();
+    let after = node_drvs(&project);
+    let changed: Vec<&str> = before
+        .iter()
+        .filter(|(name, drv)| after[*name] != **drv)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(changed, ["kernel-cuda130-scale"]);
+}
+
+#[test]
+fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("python-h-kernel");
+    copy_dir(&repo().join("tests/fixtures/python-h-kernel"), &project);
+    fs::copy(
+        repo().join("examples/demo-ext/cuwheel.lock"),
+        project.join("cuwheel.lock"),
+    )
+    .unwrap();
+    let plan = write_plan(&project);
+    let expr = format!(
+        "({}).kernel-cuda130-uses_extension",
+        nodes_expr(&project, &plan)
+    );
+    let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
+        .output()
+        .expect("nix runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the kernel compiled:\n{stderr}");
+    for expected in [
+        "cuwheel: kernel csrc/uses_extension.cu includes Python.h",
+        "torch/include/torch/extension.h",
+        "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+    }
+}

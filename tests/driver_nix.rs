@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use common::flake::{installable, json, nix_ok, repo};
 use common::{cuwheel_bin, run_ok};
+use cuwheel::fetch::crates::locked_crates;
 
 /// The driver's store path, built once per test run.
 fn nix_built_driver() -> &'static Path {
@@ -74,26 +75,14 @@ fn nix_built_driver_is_static_self_contained_and_answers_help() {
     assert_eq!(String::from_utf8(app.stdout).unwrap(), expected);
 }
 
-#[derive(serde::Deserialize)]
-struct CargoLock {
-    package: Vec<LockedPackage>,
-}
-
-#[derive(serde::Deserialize)]
-struct LockedPackage {
-    name: String,
-    version: String,
-    checksum: Option<String>,
-}
-
 #[test]
 fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
     let text = std::fs::read_to_string(repo().join("Cargo.lock")).unwrap();
-    let lock: CargoLock = toml::from_str(&text).unwrap();
-    let expected: BTreeMap<String, String> = lock
-        .package
+    // What `cuwheel fetch` adds to the store for the driver.
+    let expected: BTreeMap<String, String> = locked_crates(&text)
+        .unwrap()
         .into_iter()
-        .filter_map(|p| Some((format!("{}-{}.crate", p.name, p.version), p.checksum?)))
+        .map(|krate| (krate.file(), krate.checksum))
         .collect();
     assert!(
         expected.len() > 50,

@@ -19,22 +19,13 @@ use common::flake::{installable, json, nix_ok, nix_ok_with, repo};
 use common::run_ok;
 use cuwheel::audit::elf::{ElfFacts, nv_fatbin_section};
 use cuwheel::audit::fatbin;
-
-#[derive(serde::Deserialize)]
-struct Lock {
-    toolchains: BTreeMap<String, serde_json::Value>,
-    bundles: BTreeMap<String, Vec<String>>,
-    artifacts: BTreeMap<String, serde_json::Value>,
-    seeds: BTreeMap<String, serde_json::Value>,
-}
+use cuwheel::lock::format::{Lock, Toolchain};
 
 fn lock() -> &'static Lock {
     static LOCK: OnceLock<Lock> = OnceLock::new();
     LOCK.get_or_init(|| {
-        let path = repo().join("examples/demo-ext/cuwheel.lock");
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        serde_json::from_str(&text).expect("cuwheel.lock is JSON in the documented format")
+        Lock::read(&repo().join("examples/demo-ext/cuwheel.lock"))
+            .unwrap_or_else(|e| panic!("{e:#}"))
     })
 }
 
@@ -156,9 +147,8 @@ fn compilers_are_the_locked_releases_and_run_outside_the_sandbox_too() {
     let lock = lock();
     for (name, toolchain) in &lock.toolchains {
         let dir = out(&format!("toolchains.{name}"));
-        match toolchain["kind"].as_str().unwrap() {
-            "cuda-wheels" | "cuda-debian" => {
-                let version = toolchain["version"].as_str().unwrap();
+        match toolchain {
+            Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. } => {
                 let nvcc = run_ok(Command::new(dir.join("bin/nvcc")).arg("--version"));
                 let text = String::from_utf8_lossy(&nvcc.stdout);
                 assert!(
@@ -166,10 +156,13 @@ fn compilers_are_the_locked_releases_and_run_outside_the_sandbox_too() {
                     "{name}: {text}"
                 );
             }
-            "gcc" => {
-                let major = toolchain["gcc"].as_str().unwrap();
-                let gcc = run_ok(Command::new(dir.join("bin/gcc")).arg("-dumpversion"));
-                assert_eq!(String::from_utf8_lossy(&gcc.stdout).trim(), major, "{name}");
+            Toolchain::Gcc { gcc, .. } => {
+                let gcc_version = run_ok(Command::new(dir.join("bin/gcc")).arg("-dumpversion"));
+                assert_eq!(
+                    String::from_utf8_lossy(&gcc_version.stdout).trim(),
+                    gcc,
+                    "{name}"
+                );
             }
             _ => {}
         }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use super::debian::DebianData;
 use super::format::{CellToolchains, DRIVER};
+use crate::spec::compat::join;
 use crate::spec::{Baseline, Cell, CompatTable, CudaVersion, PythonVersion, TorchVersion};
 
 /// `data/pypi.toml`.
@@ -283,32 +284,10 @@ fn cuda_request(
     )
 }
 
-fn join<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    items
-        .into_iter()
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::BindingFlavour;
-
-    fn cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
-        Cell {
-            cuda: cuda.parse().unwrap(),
-            torch: torch.parse().unwrap(),
-            python: python.map(|p| p.parse().unwrap()),
-            flavour: if python.is_some() {
-                BindingFlavour::Pybind11
-            } else {
-                BindingFlavour::TorchLibrary
-            },
-            torch_in_name: false,
-        }
-    }
+    use crate::spec::matrix::test_cell as cell;
 
     fn plan_of(cells: &[Cell]) -> Result<Plan> {
         plan(

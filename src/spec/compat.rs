@@ -309,7 +309,7 @@ impl CompatTable {
         let toolkit = self.toolkit(&cell.cuda);
         let suite = self.baseline(baseline);
         if torch.is_none() {
-            let known = join(&self.torch.keys().collect::<Vec<_>>());
+            let known = join(self.torch.keys());
             findings.push(unknown(
                 "torch",
                 &cell.torch,
@@ -318,7 +318,7 @@ impl CompatTable {
             ));
         }
         if toolkit.is_none() {
-            let known = join(&self.toolkits.keys().collect::<Vec<_>>());
+            let known = join(self.toolkits.keys());
             findings.push(unknown(
                 "CUDA toolkit",
                 &cell.cuda,
@@ -327,7 +327,7 @@ impl CompatTable {
             ));
         }
         if suite.is_none() {
-            let known = join(&self.baselines.keys().collect::<Vec<_>>());
+            let known = join(self.baselines.keys());
             findings.push(unknown(
                 "baseline",
                 baseline,
@@ -509,9 +509,10 @@ fn unknown(what: &str, value: &dyn fmt::Display, known: &str, key: &str) -> Find
     )
 }
 
-fn join<T: fmt::Display>(values: &[T]) -> String {
+/// `a, b, c`: how messages list the values a key may take.
+pub(crate) fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> String {
     values
-        .iter()
+        .into_iter()
         .map(|value| value.to_string())
         .collect::<Vec<_>>()
         .join(", ")
@@ -520,20 +521,7 @@ fn join<T: fmt::Display>(values: &[T]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::config::BindingFlavour;
-
-    fn cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
-        Cell {
-            cuda: cuda.parse().unwrap(),
-            torch: torch.parse().unwrap(),
-            python: python.map(|python| python.parse().unwrap()),
-            flavour: match python {
-                Some(_) => BindingFlavour::Pybind11,
-                None => BindingFlavour::TorchLibrary,
-            },
-            torch_in_name: false,
-        }
-    }
+    use crate::spec::matrix::test_cell as cell;
 
     fn baseline(name: &str) -> Baseline {
         name.parse().unwrap()

@@ -92,6 +92,22 @@ impl fmt::Display for Cell {
     }
 }
 
+/// A cell for unit tests: pybind11 when it has a Python, torch-library (abi3)
+/// when not; never carrying the torch suffix.
+#[cfg(test)]
+pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
+    Cell {
+        cuda: cuda.parse().unwrap(),
+        torch: torch.parse().unwrap(),
+        python: python.map(|python| python.parse().unwrap()),
+        flavour: match python {
+            Some(_) => BindingFlavour::Pybind11,
+            None => BindingFlavour::TorchLibrary,
+        },
+        torch_in_name: false,
+    }
+}
+
 /// A cell's name: `cu130-py313`, `cu130-abi3`, `cu124-py311-torch29`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CellName {

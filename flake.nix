@@ -21,19 +21,34 @@
       seeds = import ./nix/seeds.nix lock;
       projectDir = ./examples/demo-ext;
       planFile = import ./nix/plan-file.nix seeds { inherit cuwheel projectDir; };
+      plan = builtins.fromJSON (builtins.readFile planFile);
       nodes = import ./nix/plan.nix seeds {
         inherit (nix) toolchains;
-        inherit projectDir;
-        plan = builtins.fromJSON (builtins.readFile planFile);
+        inherit cuwheel projectDir plan;
       };
       kernels = builtins.listToAttrs (map (n: { name = n; value = nodes.${n}; })
         (builtins.filter (n: builtins.substring 0 7 n == "kernel-") (builtins.attrNames nodes)));
+      # Each cell's result is its audit node: the wheel beside audit.txt and audit.json.
+      wheels = builtins.mapAttrs (cell: c: nodes.${c.audit}) plan.cells;
+      # wheels.all: one link per cell to its result. Lists reach the builder space-separated, in
+      # the same (sorted) order.
+      allWheels = import ./nix/busybox-derivation.nix seeds {
+        name = "cuwheel-wheels";
+        cells = builtins.attrNames wheels;
+        results = builtins.attrValues wheels;
+        script = builtins.toFile "wheels-all.sh" ''
+          mkdir -p "$out"
+          set -- $cells
+          for result in $results; do ln -s "$result" "$out/$1"; shift; done
+        '';
+      };
     in {
       packages.${system} = { inherit cuwheel; default = cuwheel; };
       apps.${system} = { cuwheel = app; default = app; };
       legacyPackages.${system} = {
         inherit (nix) toolchains;
         inherit kernels;
+        wheels = wheels // { all = allWheels; };
         plan = planFile;
       };
       checks.${system} = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })

@@ -2,8 +2,9 @@
 # from `cuwheel plan --json` (plan-file.nix runs it); this file only resolves the inputs to store
 # paths.
 #
-# In:  the seeds, then { toolchains (toolchains.nix's set), projectDir (the project the plan was
-#      made for: sources are read from it), plan (the parsed plan JSON) }.
+# In:  the seeds, then { toolchains (toolchains.nix's set), cuwheel (the Nix-built driver, for the
+#      nodes it runs), projectDir (the project the plan was made for: sources are read from it),
+#      plan (the parsed plan JSON) }.
 # Out: node name → derivation.
 #
 # Inputs, by the shape of their JSON (each becomes the environment variable that keys it):
@@ -12,7 +13,8 @@
 #   { "source": "csrc/kernels/x.cu" }                that file (or directory) alone as a store path,
 #                                                    so editing one source changes only its nodes
 #   { "node": "<name>" }                             another node's derivation
-seeds: { toolchains, projectDir, plan }:
+#   { "driver": true }                               the driver
+seeds: { toolchains, cuwheel, projectDir, plan }:
 let
   bbDrv = import ./busybox-derivation.nix seeds;
 
@@ -32,6 +34,7 @@ let
       in if input ? output then t.${input.output} or (throw "cuwheel plan: toolchain '${input.toolchain}' has no output '${input.output}'") else t
     else if input ? source then
       builtins.path { path = projectDir + "/${input.source}"; name = storeName input.source; }
+    else if input ? driver then cuwheel
     else if input ? node then
       nodes.${input.node} or (throw "cuwheel plan: node '${node}' needs the node '${input.node}', which the plan does not have")
     else throw "cuwheel plan: node '${node}', input '${var}': not a toolchain, source or node (${builtins.toJSON input})";

@@ -6,10 +6,12 @@
 //! holds the Nix formats every stage uses to name store objects without
 //! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
 //! and `fetch` puts them into the Nix store; `wheel` the wheel format;
-//! `plan` the derivation graph Nix builds; `audit` the verdict on a wheel;
+//! `plan` the derivation graph Nix builds; `build` what the driver does
+//! inside it (the wheel assembly); `audit` the verdict on a wheel;
 //! `process` runs the registries' clients.
 
 pub mod audit;
+pub mod build;
 pub mod fetch;
 pub mod lock;
 pub mod plan;

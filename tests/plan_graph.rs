@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuwheel::lock::format::{CellToolchains, Lock, Toolchain};
-use cuwheel::plan::{Input, KernelSource, Plan, PlanError};
-use cuwheel::spec::{Config, Spec, matrix};
+use cuwheel::plan::{Input, Plan, PlanError, ProjectSources, TranslationUnit, sources};
+use cuwheel::spec::{BindingFlavour, Config, Spec, matrix};
 
 fn demo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
@@ -22,20 +22,39 @@ fn demo_lock() -> Lock {
 fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
     let cells = spec.cells().unwrap();
-    let kernels: Vec<KernelSource> = spec
-        .kernel_sources
-        .iter()
-        .map(|tu| KernelSource::scan(&demo_dir(), tu, &[PathBuf::from("csrc/include")]).unwrap())
-        .collect();
+    let lock_path = demo_dir().join("cuwheel.lock");
+    let (kernels, project) = sources::read(&spec, &lock_path).unwrap();
     assert!(kernels.iter().all(|k| k.headers.is_empty()), "{kernels:?}");
     Plan::new(
         &spec.config,
         &kernels,
+        &project,
         &cells,
         &demo_lock(),
         Path::new("cuwheel.lock"),
     )
     .unwrap()
+}
+
+/// The kernel nodes' names.
+fn kernel_names(plan: &Plan) -> Vec<&str> {
+    plan.nodes
+        .keys()
+        .map(String::as_str)
+        .filter(|n| n.starts_with("kernel-"))
+        .collect()
+}
+
+/// The synthetic configs' one binding source, `b.cpp`.
+fn pybind11_sources() -> ProjectSources {
+    ProjectSources {
+        bindings: [(
+            BindingFlavour::Pybind11,
+            vec![TranslationUnit::alone("b.cpp")],
+        )]
+        .into(),
+        ..ProjectSources::default()
+    }
 }
 
 /// A config for the synthetic cases: `extra` goes into `[tool.cuwheel]`.
@@ -75,16 +94,22 @@ fn plan_of(
     lock: &Lock,
     cells: &[matrix::Cell],
 ) -> Result<Plan, PlanError> {
-    let sources: Vec<KernelSource> = sources.iter().map(KernelSource::alone).collect();
-    Plan::new(config, &sources, cells, lock, Path::new("cuwheel.lock"))
+    let sources: Vec<TranslationUnit> = sources.iter().map(TranslationUnit::alone).collect();
+    Plan::new(
+        config,
+        &sources,
+        &pybind11_sources(),
+        cells,
+        lock,
+        Path::new("cuwheel.lock"),
+    )
 }
 
 #[test]
 fn the_demo_plans_one_kernel_object_per_tu_and_toolkit() {
     let plan = demo_plan();
-    let names: Vec<&str> = plan.nodes.keys().map(String::as_str).collect();
     assert_eq!(
-        names,
+        kernel_names(&plan),
         [
             "kernel-cuda124-axpby",
             "kernel-cuda124-bias_gelu",
@@ -98,6 +123,8 @@ fn the_demo_plans_one_kernel_object_per_tu_and_toolkit() {
         assert_eq!(&node.name, name);
     }
     assert_eq!(plan.cells.len(), 8);
+    // Beside the 6 kernels, each cell has its own binding, link, wheel and audit.
+    assert_eq!(plan.nodes.len(), 6 + 8 * 4);
     // Every Python of a toolkit, and its abi3 cell, link the same objects.
     for cuda in ["cu124", "cu130"] {
         let sets: BTreeSet<&BTreeSet<String>> = plan
@@ -125,7 +152,11 @@ fn the_demo_plans_one_kernel_object_per_tu_and_toolkit() {
 fn no_kernel_node_sees_python() {
     let plan = demo_plan();
     let lock = demo_lock();
-    for node in plan.nodes.values() {
+    for node in plan
+        .nodes
+        .values()
+        .filter(|n| n.name.starts_with("kernel-"))
+    {
         let vars: Vec<&str> = node.inputs.keys().map(String::as_str).collect();
         assert_eq!(
             vars,
@@ -153,6 +184,7 @@ fn no_kernel_node_sees_python() {
                     assert!(source.starts_with("csrc/"), "{}: {source}", node.name)
                 }
                 Input::Node { node: other } => panic!("{} depends on {other}", node.name),
+                Input::Driver { .. } => panic!("{} runs the driver", node.name),
             }
         }
         // Nothing the compiler is given names Python: the flags (the `set --`
@@ -298,9 +330,8 @@ fn names_stay_unique_across_torches_and_same_named_sources() {
         }
     });
     let plan = plan_of(&config, &["k/a/x.cu", "k/b/x.cu", "k/y.cu"], &lock, &cells).unwrap();
-    let names: Vec<&str> = plan.nodes.keys().map(String::as_str).collect();
     assert_eq!(
-        names,
+        kernel_names(&plan),
         [
             "kernel-cuda130-torch211-k-a-x",
             "kernel-cuda130-torch211-k-b-x",
@@ -415,12 +446,20 @@ fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
         "",
     );
     let (lock, cells) = lock_for(&config, &|_| "torch211");
-    let with_header = KernelSource {
+    let with_header = TranslationUnit {
         path: "k/a.cu".into(),
         headers: ["common/math.cuh".into(), "k/util.cuh".into()].into(),
     };
-    let sources = [with_header, KernelSource::alone("k/b.cu")];
-    let plan = Plan::new(&config, &sources, &cells, &lock, Path::new("cuwheel.lock")).unwrap();
+    let sources = [with_header, TranslationUnit::alone("k/b.cu")];
+    let plan = Plan::new(
+        &config,
+        &sources,
+        &pybind11_sources(),
+        &cells,
+        &lock,
+        Path::new("cuwheel.lock"),
+    )
+    .unwrap();
     let a = &plan.nodes["kernel-cuda130-a"];
     assert_eq!(
         a.inputs["header0"],
@@ -446,4 +485,123 @@ fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
         "{:?}",
         b.inputs
     );
+}
+
+#[test]
+fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu130-py313"];
+    assert_eq!(cell.binding, "binding-cuda130-py313");
+    assert_eq!(
+        cell.wheel_file,
+        "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
+    );
+    let binding = &plan.nodes[&cell.binding];
+    assert_eq!(
+        binding.inputs["python"],
+        Input::Toolchain {
+            toolchain: "python313".into(),
+            output: None
+        }
+    );
+    assert!(
+        binding.script.contains("csrc/bindings.cpp"),
+        "{}",
+        binding.script
+    );
+    assert!(
+        !binding.script.contains("Py_LIMITED_API"),
+        "{}",
+        binding.script
+    );
+    // abi3: the limited API of 3.9, compiled against the bundle's oldest Python.
+    let abi3 = &plan.cells["cu130-abi3"];
+    assert_eq!(
+        abi3.wheel_file,
+        "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_31_x86_64.whl"
+    );
+    let binding = &plan.nodes[&abi3.binding];
+    assert!(
+        binding.script.contains("-DPy_LIMITED_API=0x03090000"),
+        "{}",
+        binding.script
+    );
+    assert!(
+        binding.script.contains("csrc/ops.cpp"),
+        "{}",
+        binding.script
+    );
+    assert_eq!(
+        binding.inputs["python"],
+        Input::Toolchain {
+            toolchain: "python311".into(),
+            output: None
+        }
+    );
+    // The links: every kernel object of the toolkit, torch_python only for pybind11.
+    for (name, cell) in &plan.cells {
+        let link = &plan.nodes[&cell.link];
+        let kernels: BTreeSet<String> = link
+            .inputs
+            .values()
+            .filter_map(|input| match input {
+                Input::Node { node } if node.starts_with("kernel-") => Some(node.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kernels, cell.kernels, "{name}");
+        assert_eq!(
+            link.script.contains("-ltorch_python"),
+            !name.ends_with("abi3"),
+            "{name}: {}",
+            link.script
+        );
+        assert!(!link.script.contains("rpath"), "{}", link.script);
+        // The wheel and audit nodes run the driver; the audit takes the wheel.
+        let wheel = &plan.nodes[&cell.wheel];
+        assert_eq!(wheel.inputs["cuwheel"], Input::Driver { driver: true });
+        assert!(wheel.script.contains("\"torch>=2."), "{}", wheel.script);
+        let audit = &plan.nodes[&cell.audit];
+        assert_eq!(
+            audit.inputs["wheel"],
+            Input::Node {
+                node: cell.wheel.clone()
+            }
+        );
+    }
+}
+
+#[test]
+fn the_recipe_pins_torch_and_records_the_provenance() {
+    let plan = demo_plan();
+    let script = &plan.nodes["wheel-cu124-py311"].script;
+    let start = script.find("<<'CUWHEEL_RECIPE'\n").unwrap() + "<<'CUWHEEL_RECIPE'\n".len();
+    let end = script.find("CUWHEEL_RECIPE\n\"").unwrap();
+    let recipe: cuwheel::build::WheelRecipe = serde_json::from_str(&script[start..end]).unwrap();
+    assert_eq!(recipe.version, "0.1.0+pt29cu124");
+    assert_eq!(recipe.tag, "cp311-cp311-manylinux_2_31_x86_64");
+    assert_eq!(recipe.requires_dist, ["torch>=2.9,<2.10"]);
+    assert_eq!(recipe.requires_python.as_deref(), Some(">=3.9"));
+    let p = &recipe.provenance;
+    assert_eq!(p.cell, "cu124-py311");
+    assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
+    assert_eq!(p.config_sha256, demo_lock().config_sha256);
+    for file in [
+        "pyproject.toml",
+        "csrc/kernels/axpby.cu",
+        "csrc/bindings.cpp",
+        "csrc/include/demo_ext/ops.h",
+        "demo_ext/ops.py",
+    ] {
+        assert!(
+            p.sources.contains_key(file),
+            "{file}: {:?}",
+            p.sources.keys()
+        );
+    }
+    assert_eq!(
+        p.source_sha256,
+        cuwheel::build::Provenance::source_sha256(&p.sources)
+    );
+    assert_eq!(p.toolchains["torch"], "torch29");
 }

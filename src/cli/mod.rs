@@ -2,6 +2,7 @@
 //! returns an [`ExitCode`]; errors are printed with their whole context chain.
 
 mod audit;
+mod build_wheel;
 mod fetch;
 mod lock;
 mod plan;
@@ -26,6 +27,9 @@ struct Cli {
 enum Command {
     /// Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs
     Audit(audit::AuditArgs),
+    /// Assemble a cell's wheel inside its Nix build (written into the plan)
+    #[command(hide = true)]
+    BuildWheel(build_wheel::BuildWheelArgs),
     /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
     Fetch(fetch::FetchArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
@@ -41,6 +45,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
+        Command::BuildWheel(args) => build_wheel::run(args),
         Command::Fetch(args) => fetch::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),

@@ -1,7 +1,9 @@
 //! `cuwheel plan`: the derivation graph of the project's matrix — as JSON
-//! for `nix/plan.nix` (`--json`), or as a summary for people: the cells, the
-//! kernel objects and which cells share each, and what the sharing saves.
+//! for `nix/plan.nix` (`--json`), or as a summary for people: the cells and
+//! their wheels, every node and which cells share it, and what the sharing
+//! saves.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,7 +11,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::lock::format::{LOCK_FILE, Lock};
-use cuwheel::plan::{KernelSource, Plan};
+use cuwheel::plan::{Plan, sources};
 use cuwheel::spec::Spec;
 
 #[derive(Args)]
@@ -27,18 +29,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     let cells = spec.cells()?;
     let lock_path = args.project.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
-    let include_dirs: Vec<PathBuf> = spec
-        .config
-        .include_dirs
-        .iter()
-        .map(|d| d.value.clone())
-        .collect();
-    let kernels = spec
-        .kernel_sources
-        .iter()
-        .map(|tu| KernelSource::scan(&args.project, tu, &include_dirs))
-        .collect::<Result<Vec<_>>>()?;
-    let plan = Plan::new(&spec.config, &kernels, &cells, &lock, &lock_path)
+    let (kernels, project) = sources::read(&spec, &lock_path)?;
+    let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", args.project.display()))?;
     if args.json {
         print!("{}", plan.to_json());
@@ -51,22 +43,25 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
 fn summary(plan: &Plan) -> String {
     let mut text = format!("cells ({}):\n", plan.cells.len());
     for (name, cell) in &plan.cells {
-        text += &format!("  {name}  {} kernel objects\n", cell.kernels.len());
+        text += &format!("  {name}  {}\n", cell.wheel_file);
     }
-    text += &format!("kernel objects ({}):\n", plan.nodes.len());
+    // Which cells use each node.
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (name, cell) in &plan.cells {
+        let own = [&cell.binding, &cell.link, &cell.wheel, &cell.audit];
+        for node in cell.kernels.iter().chain(own) {
+            users.entry(node.as_str()).or_default().push(name.as_str());
+        }
+    }
+    text += &format!("derivations ({}):\n", plan.nodes.len());
     for name in plan.nodes.keys() {
-        let users: Vec<&str> = plan
-            .cells
-            .iter()
-            .filter(|(_, cell)| cell.kernels.contains(name))
-            .map(|(cell, _)| cell.as_str())
-            .collect();
-        let shared = if users.len() > 1 {
+        let cells = users.get(name.as_str()).cloned().unwrap_or_default();
+        let shared = if cells.len() > 1 {
             "shared by"
         } else {
             "used by"
         };
-        text += &format!("  {name}  {shared} {}\n", users.join(" "));
+        text += &format!("  {name}  {shared} {}\n", cells.join(" "));
     }
     text += &format!("{}\n", plan.sharing());
     text

@@ -2,7 +2,7 @@
 //! it, outside the include directories.
 //!
 //! In: the project root, a TU (relative to it) and the config's include
-//! directories. Out: [`KernelSource`] — the TU and those headers, relative,
+//! directories. Out: [`TranslationUnit`] — the TU and those headers, relative,
 //! sorted. Each becomes an input of the TU's kernel objects on its own, so
 //! a TU can include a sibling `.cuh` while editing another TU still leaves
 //! its objects alone. Headers inside an include directory are already an
@@ -21,15 +21,15 @@ use anyhow::{Context, Result};
 
 /// A kernel TU and the project headers beside it that it includes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelSource {
+pub struct TranslationUnit {
     pub path: PathBuf,
     pub headers: BTreeSet<PathBuf>,
 }
 
-impl KernelSource {
+impl TranslationUnit {
     /// A TU that includes no header beside it.
-    pub fn alone(path: impl Into<PathBuf>) -> KernelSource {
-        KernelSource {
+    pub fn alone(path: impl Into<PathBuf>) -> TranslationUnit {
+        TranslationUnit {
             path: path.into(),
             headers: BTreeSet::new(),
         }
@@ -37,7 +37,7 @@ impl KernelSource {
 
     /// Reads `tu` and, transitively, every header it includes by a quoted
     /// name found beside the including file.
-    pub fn scan(root: &Path, tu: &Path, include_dirs: &[PathBuf]) -> Result<KernelSource> {
+    pub fn scan(root: &Path, tu: &Path, include_dirs: &[PathBuf]) -> Result<TranslationUnit> {
         let mut headers = BTreeSet::new();
         let mut pending = vec![tu.to_path_buf()];
         while let Some(file) = pending.pop() {
@@ -59,7 +59,7 @@ impl KernelSource {
                 }
             }
         }
-        Ok(KernelSource {
+        Ok(TranslationUnit {
             path: tu.to_path_buf(),
             headers,
         })
@@ -139,7 +139,7 @@ mod tests {
         write("k/inc/y.h", "");
         write("k/b.cu", "#include \"a.cu\"\n");
         let scanned =
-            KernelSource::scan(root, Path::new("k/a.cu"), &[PathBuf::from("k/inc")]).unwrap();
+            TranslationUnit::scan(root, Path::new("k/a.cu"), &[PathBuf::from("k/inc")]).unwrap();
         let headers: Vec<&str> = scanned
             .headers
             .iter()
@@ -147,7 +147,7 @@ mod tests {
             .collect();
         assert_eq!(headers, ["common/math.cuh", "k/util.cuh"]);
         // Another TU included as a header is a header of this one.
-        let b = KernelSource::scan(root, Path::new("k/b.cu"), &[]).unwrap();
+        let b = TranslationUnit::scan(root, Path::new("k/b.cu"), &[]).unwrap();
         let headers: Vec<&str> = b.headers.iter().map(|h| h.to_str().unwrap()).collect();
         assert_eq!(
             headers,

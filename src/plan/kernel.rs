@@ -153,22 +153,11 @@ impl KernelObject {
         flags.push("-D_GLIBCXX_USE_CXX11_ABI=1".into());
         flags.extend(config.defines.iter().map(|d| quote(&format!("-D{d}"))));
         flags.extend(config.nvcc_flags.iter().map(|f| quote(f)));
-        // Store paths and the build directory, as the object may record them
-        // (`__FILE__` in c10's macros): longest first is not needed, as no
-        // two of these nest.
-        let mut maps = vec![
-            ("torchHeaders".to_string(), "torch/include".to_string()),
-            ("cuda".to_string(), "cuda".to_string()),
-            ("gcc".to_string(), "gcc".to_string()),
-        ];
-        maps.extend(includes.iter().cloned());
-        for (var, stable) in &maps {
-            flags.push(format!(
-                "-Xcompiler {}",
-                literal_var_literal("-ffile-prefix-map=", var, &format!("={stable}"))
-            ));
-        }
-        flags.push("-Xcompiler -ffile-prefix-map=\"$PWD\"=.".into());
+        flags.extend(
+            prefix_maps(&[("cuda", "cuda"), ("gcc", "gcc")], includes)
+                .into_iter()
+                .map(|map| format!("-Xcompiler {map}")),
+        );
         if modern {
             flags.push(quote(&format!("--frandom-seed={source}")));
             flags.push(format!("--compress-mode={COMPRESS_MODE}"));
@@ -177,10 +166,6 @@ impl KernelObject {
         let archs = gencode_flags(&config.cuda_archs).join(" ");
         let arch_list: Vec<String> = config.cuda_archs.iter().map(|a| a.to_string()).collect();
         let object = format!("{}.o", self.stem);
-        let dir = Path::new(&source)
-            .parent()
-            .map(slash_path)
-            .filter(|d| !d.is_empty());
         let mut s = String::new();
         s += &format!(
             "# {}: {source} with CUDA {version} ({}), torch {} headers, gcc {}, for {}.\n",
@@ -194,21 +179,9 @@ impl KernelObject {
         s += &python_h_function(&source);
         // The TU and the headers beside it at their project paths, so that
         // `#include "..."` finds them and `__FILE__` is relative.
-        let mut dirs: BTreeSet<String> = dir.into_iter().collect();
-        dirs.extend(headers.iter().filter_map(|(_, header)| {
-            Path::new(header)
-                .parent()
-                .map(slash_path)
-                .filter(|d| !d.is_empty())
-        }));
-        if !dirs.is_empty() {
-            let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
-            s += &format!("mkdir -p {}\n", dirs.join(" "));
-        }
-        s += &format!("cp \"${SOURCE_VAR}\" {}\n", quote(&source));
-        for (var, header) in headers {
-            s += &format!("cp \"${var}\" {}\n", quote(header));
-        }
+        let mut files = vec![(SOURCE_VAR.to_string(), source.clone())];
+        files.extend(headers.iter().cloned());
+        s += &stage_files(&files);
         s += "set -- \\\n";
         for flag in &flags {
             s += &format!("  {flag} \\\n");
@@ -229,6 +202,48 @@ impl KernelObject {
         s += &format!("cp {} \"$out\"/\n", quote(&object));
         s
     }
+}
+
+/// `-ffile-prefix-map` for the torch headers, each of `toolchains` (variable,
+/// stable name), the include directories and the build directory: every
+/// path a compile sees that the object may record (`__FILE__` in c10's
+/// macros). No two of them nest, so their order does not matter.
+pub(super) fn prefix_maps(
+    toolchains: &[(&str, &str)],
+    includes: &[(String, String)],
+) -> Vec<String> {
+    let mut maps = vec![("torchHeaders".to_string(), "torch/include".to_string())];
+    maps.extend(
+        toolchains
+            .iter()
+            .map(|(var, stable)| (var.to_string(), stable.to_string())),
+    );
+    maps.extend(includes.iter().cloned());
+    let mut flags: Vec<String> = maps
+        .iter()
+        .map(|(var, stable)| literal_var_literal("-ffile-prefix-map=", var, &format!("={stable}")))
+        .collect();
+    flags.push("-ffile-prefix-map=\"$PWD\"=.".into());
+    flags
+}
+
+/// Copies each input file (variable, project path) to its project path in
+/// the build directory, creating the directories first.
+pub(super) fn stage_files(files: &[(String, String)]) -> String {
+    let dirs: BTreeSet<String> = files
+        .iter()
+        .filter_map(|(_, path)| Path::new(path).parent().map(slash_path))
+        .filter(|d| !d.is_empty())
+        .collect();
+    let mut s = String::new();
+    if !dirs.is_empty() {
+        let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
+        s += &format!("mkdir -p {}\n", dirs.join(" "));
+    }
+    for (var, path) in files {
+        s += &format!("cp \"${var}\" {}\n", quote(path));
+    }
+    s
 }
 
 /// The shell function that reports a kernel reaching `Python.h`, with the
@@ -345,7 +360,7 @@ fn store_name(text: &str) -> String {
 }
 
 /// A relative path with `/` separators, as the plan writes it.
-fn slash_path(path: &Path) -> String {
+pub(super) fn slash_path(path: &Path) -> String {
     path.components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()

@@ -1,6 +1,6 @@
 //! The build plan: the derivation graph the driver hands to Nix.
 //!
-//! In: a project's [`Config`], its kernel sources ([`KernelSource`]: each TU
+//! In: a project's [`Config`], its kernel sources ([`TranslationUnit`]: each TU
 //! and the headers beside it that it includes), its cells and its
 //! [`Lock`]. Out: a [`Plan`] — named [`Node`]s, each a build script (text
 //! that `nix/plan.nix` runs with busybox in the sandbox) and the [`Input`]s
@@ -12,9 +12,13 @@
 //! and per compiler set (CUDA, gcc, torch headers): their inputs never name
 //! a Python, so every cell of a toolkit shares them.
 
+pub mod binding;
 pub mod includes;
 pub mod kernel;
+pub mod link;
 pub mod shell;
+pub mod sources;
+pub mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -22,11 +26,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::lock::format::{Lock, Toolchain};
-use crate::spec::{Cell, Config, CudaVersion};
+use crate::build::{Provenance, WheelRecipe};
+use crate::lock::format::{CellToolchains, Lock, Toolchain};
+use crate::spec::{
+    BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonVersion, TorchVersion,
+};
 
-pub use includes::KernelSource;
+pub use binding::BindingObject;
+pub use includes::TranslationUnit;
 pub use kernel::KernelObject;
+pub use link::LinkedModule;
+pub use wheel::WheelAssembly;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,12 +46,19 @@ pub struct Plan {
     pub nodes: BTreeMap<String, Node>,
 }
 
-/// What one cell (one wheel) is built from.
+/// What one cell (one wheel) is built from: its nodes, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanCell {
     /// The kernel object nodes linked into the cell's extension module.
     pub kernels: BTreeSet<String>,
+    pub binding: String,
+    pub link: String,
+    pub wheel: String,
+    /// The audit node: its output is the cell's result (wheel and report).
+    pub audit: String,
+    /// The wheel's file name.
+    pub wheel_file: String,
 }
 
 /// One derivation: `script` runs in the sandbox with each input's store
@@ -70,6 +87,8 @@ pub enum Input {
     Source { source: String },
     /// Another node's output.
     Node { node: String },
+    /// The Nix-built driver (`{ "driver": true }`), for the nodes it runs.
+    Driver { driver: bool },
 }
 
 impl Input {
@@ -108,6 +127,12 @@ pub enum PlanError {
         second: String,
         name: String,
     },
+    #[error(
+        "cell {cell} builds the torch-library (abi3) binding, which needs Python headers for its \
+         module init, but the lock's bundle {bundle} has none: add a Python to the matrix's \
+         `python` list and run `cuwheel lock` again"
+    )]
+    NoPythonHeaders { cell: String, bundle: String },
     #[error("kernel source {path} is not a relative path inside the project; {fix}")]
     BadSource { path: String, fix: &'static str },
 }
@@ -122,68 +147,56 @@ pub struct KernelToolchains {
     pub torch: String,
 }
 
+/// The project beyond its kernels, read by the caller: binding sources,
+/// package files, and the digests a wheel's provenance records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectSources {
+    pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+    pub package_files: Vec<PackageFile>,
+    /// sha256 of every project file the wheels are built from, by relative
+    /// path (`pyproject.toml`, kernels, bindings, headers, include
+    /// directories' files, package files).
+    pub digests: BTreeMap<String, String>,
+    /// sha256 of the lock file.
+    pub lock_sha256: String,
+}
+
+/// What a cell is built with, from the lock.
+struct CellPlan<'a> {
+    cell: &'a Cell,
+    toolchains: KernelToolchains,
+    /// The Python headers the binding is compiled against, and their version.
+    python: String,
+    python_version: PythonVersion,
+    locked: &'a CellToolchains,
+}
+
 impl Plan {
     /// Plans every node of `cells`. `lock_path` only names the lock in errors.
     pub fn new(
         config: &Config,
-        kernel_sources: &[KernelSource],
+        kernel_sources: &[TranslationUnit],
+        project: &ProjectSources,
         cells: &[Cell],
         lock: &Lock,
         lock_path: &Path,
     ) -> Result<Plan, PlanError> {
-        let mut cell_toolchains = BTreeMap::new();
-        for cell in cells {
-            let name = cell.name().to_string();
-            let locked = lock
-                .cells
-                .get(&name)
-                .ok_or_else(|| PlanError::CellNotLocked {
-                    cell: name.clone(),
-                    lock: lock_path.to_path_buf(),
-                })?;
-            let bad = |toolchain: &str, expected| PlanError::BadToolchain {
-                cell: name.clone(),
-                toolchain: toolchain.to_string(),
-                expected,
-                lock: lock_path.to_path_buf(),
-            };
-            let cuda_version = match lock.toolchains.get(&locked.cuda) {
-                Some(
-                    Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. },
-                ) => version.parse().map_err(|_| bad(&locked.cuda, "CUDA"))?,
-                _ => return Err(bad(&locked.cuda, "CUDA")),
-            };
-            if !matches!(
-                lock.toolchains.get(&locked.gcc),
-                Some(Toolchain::Gcc { .. })
-            ) {
-                return Err(bad(&locked.gcc, "gcc"));
-            }
-            if !matches!(
-                lock.toolchains.get(&locked.torch),
-                Some(Toolchain::Torch { .. })
-            ) {
-                return Err(bad(&locked.torch, "torch"));
-            }
-            let toolchains = KernelToolchains {
-                cuda: locked.cuda.clone(),
-                cuda_version,
-                gcc: locked.gcc.clone(),
-                torch: locked.torch.clone(),
-            };
-            cell_toolchains.insert(name, toolchains);
-        }
+        let cell_plans = cells
+            .iter()
+            .map(|cell| CellPlan::new(cell, lock, lock_path))
+            .collect::<Result<Vec<_>, _>>()?;
 
-        let sets: BTreeSet<&KernelToolchains> = cell_toolchains.values().collect();
+        let sets: BTreeSet<&KernelToolchains> = cell_plans.iter().map(|c| &c.toolchains).collect();
         let paths: Vec<PathBuf> = kernel_sources.iter().map(|k| k.path.clone()).collect();
         let stems = kernel::unique_stems(&paths)?;
         let mut nodes = BTreeMap::new();
-        let mut kernels_of: BTreeMap<&KernelToolchains, BTreeSet<String>> = BTreeMap::new();
+        // Per compiler set: kernel node name → its object file.
+        let mut kernels_of: BTreeMap<&KernelToolchains, BTreeMap<String, String>> = BTreeMap::new();
         for toolchains in &sets {
             let prefix = kernel::name_prefix(toolchains, &sets);
             for (source, stem) in kernel_sources.iter().zip(&stems) {
                 let object = KernelObject {
-                    name: format!("kernel-{prefix}-{stem}"),
+                    name: format!("{}{prefix}-{stem}", kernel::NAME_PREFIX),
                     source: source.path.clone(),
                     headers: source.headers.iter().cloned().collect(),
                     stem: stem.clone(),
@@ -193,18 +206,110 @@ impl Plan {
                 kernels_of
                     .entry(toolchains)
                     .or_default()
-                    .insert(node.name.clone());
+                    .insert(node.name.clone(), format!("{stem}.o"));
                 nodes.insert(node.name.clone(), node);
             }
         }
-        let cells = cell_toolchains
-            .iter()
-            .map(|(name, toolchains)| {
-                let kernels = kernels_of.get(toolchains).cloned().unwrap_or_default();
-                (name.clone(), PlanCell { kernels })
-            })
-            .collect();
-        Ok(Plan { cells, nodes })
+
+        let digests = &project.digests;
+        let module_dir = {
+            let parts: Vec<&str> = config.module.components().collect();
+            parts[..parts.len() - 1].join("/")
+        };
+        let mut plan_cells = BTreeMap::new();
+        for cp in &cell_plans {
+            let cell = cp.cell;
+            let name = cell.name().to_string();
+            let sources = project
+                .bindings
+                .get(&cell.flavour)
+                .cloned()
+                .unwrap_or_default();
+            let binding_paths: Vec<PathBuf> = sources.iter().map(|tu| tu.path.clone()).collect();
+            let python_part = match cell.python {
+                Some(python) => format!("py{}{}", python.major, python.minor),
+                None => "abi3".to_string(),
+            };
+            let binding = BindingObject {
+                name: format!(
+                    "{}{}-{python_part}",
+                    binding::NAME_PREFIX,
+                    kernel::name_prefix(&cp.toolchains, &sets)
+                ),
+                flavour: cell.flavour,
+                stems: kernel::unique_stems(&binding_paths)?,
+                sources,
+                toolchains: cp.toolchains.clone(),
+                python: cp.python.clone(),
+                python_version: cp.python_version,
+            };
+            let kernels = kernels_of.get(&cp.toolchains).cloned().unwrap_or_default();
+            let link = LinkedModule {
+                name: format!("{}{name}", link::NAME_PREFIX),
+                flavour: cell.flavour,
+                python: cell.python,
+                toolchains: cp.toolchains.clone(),
+                kernels: kernels.clone(),
+                binding: binding.name.clone(),
+                binding_objects: binding.objects(),
+            };
+            let mut toolchains = BTreeMap::from([
+                ("cuda".to_string(), cp.locked.cuda.clone()),
+                ("gcc".to_string(), cp.locked.gcc.clone()),
+                ("python".to_string(), cp.python.clone()),
+                ("torch".to_string(), cp.locked.torch.clone()),
+            ]);
+            toolchains.retain(|_, v| !v.is_empty());
+            let recipe = WheelRecipe {
+                name: config.name.as_str().to_string(),
+                version: cell.wheel_version(&config.version).to_string(),
+                summary: config.summary.clone(),
+                license: config.license.clone(),
+                requires_python: config.requires_python.clone(),
+                requires_dist: vec![torch_requirement(cell.torch)],
+                tag: cell.wheel_tag(&config.baseline).to_string(),
+                provenance: Provenance {
+                    cell: name.clone(),
+                    cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
+                    config_sha256: lock.config_sha256.clone(),
+                    lock_sha256: project.lock_sha256.clone(),
+                    source_sha256: Provenance::source_sha256(digests),
+                    sources: digests.clone(),
+                    toolchains,
+                    cuwheel: env!("CARGO_PKG_VERSION").to_string(),
+                },
+            };
+            let assembly = WheelAssembly {
+                cell: name.clone(),
+                link: link.name.clone(),
+                module_file: link.file_name(config),
+                module_dir: module_dir.clone(),
+                package_files: project.package_files.clone(),
+                recipe,
+            };
+            let wheel_node = assembly.wheel_node();
+            let audit_node = assembly.audit_node();
+            plan_cells.insert(
+                name,
+                PlanCell {
+                    kernels: kernels.into_keys().collect(),
+                    binding: binding.name.clone(),
+                    link: link.name.clone(),
+                    wheel: wheel_node.name.clone(),
+                    audit: audit_node.name.clone(),
+                    wheel_file: assembly.recipe.file_name(),
+                },
+            );
+            // Cells of one compiler set and Python share their binding node.
+            nodes.insert(binding.name.clone(), binding.node(config));
+            for node in [link.node(config), wheel_node, audit_node] {
+                nodes.insert(node.name.clone(), node);
+            }
+        }
+        Ok(Plan {
+            cells: plan_cells,
+            nodes,
+        })
     }
 
     /// The canonical JSON: keys sorted, two-space indent, final newline.
@@ -258,6 +363,91 @@ impl Plan {
             .values()
             .filter(|node| node.name.starts_with(kernel::NAME_PREFIX))
     }
+}
+
+impl<'a> CellPlan<'a> {
+    fn new(cell: &'a Cell, lock: &'a Lock, lock_path: &Path) -> Result<CellPlan<'a>, PlanError> {
+        let name = cell.name().to_string();
+        let locked = lock
+            .cells
+            .get(&name)
+            .ok_or_else(|| PlanError::CellNotLocked {
+                cell: name.clone(),
+                lock: lock_path.to_path_buf(),
+            })?;
+        let bad = |toolchain: &str, expected| PlanError::BadToolchain {
+            cell: name.clone(),
+            toolchain: toolchain.to_string(),
+            expected,
+            lock: lock_path.to_path_buf(),
+        };
+        let cuda_version = match lock.toolchains.get(&locked.cuda) {
+            Some(Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. }) => {
+                version.parse().map_err(|_| bad(&locked.cuda, "CUDA"))?
+            }
+            _ => return Err(bad(&locked.cuda, "CUDA")),
+        };
+        if !matches!(
+            lock.toolchains.get(&locked.gcc),
+            Some(Toolchain::Gcc { .. })
+        ) {
+            return Err(bad(&locked.gcc, "gcc"));
+        }
+        if !matches!(
+            lock.toolchains.get(&locked.torch),
+            Some(Toolchain::Torch { .. })
+        ) {
+            return Err(bad(&locked.torch, "torch"));
+        }
+        let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
+            Some(Toolchain::PythonHeaders { version, .. }) => version.parse::<PythonVersion>().ok(),
+            _ => None,
+        };
+        // An abi3 binding uses the limited API, so any Python's headers
+        // serve: the bundle's oldest.
+        let (python, version) = match &locked.python {
+            Some(python) => {
+                let version =
+                    python_version(python).ok_or_else(|| bad(python, "python-headers"))?;
+                (python.clone(), version)
+            }
+            None => lock
+                .bundles
+                .get(&locked.bundle)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| python_version(t).map(|v| (v, t.clone())))
+                .min()
+                .map(|(v, t)| (t, v))
+                .ok_or_else(|| PlanError::NoPythonHeaders {
+                    cell: name.clone(),
+                    bundle: locked.bundle.clone(),
+                })?,
+        };
+        Ok(CellPlan {
+            cell,
+            toolchains: KernelToolchains {
+                cuda: locked.cuda.clone(),
+                cuda_version,
+                gcc: locked.gcc.clone(),
+                torch: locked.torch.clone(),
+            },
+            python,
+            python_version: version,
+            locked,
+        })
+    }
+}
+
+/// `torch>=2.11,<2.12`: torch's C++ ABI holds within one minor release.
+fn torch_requirement(torch: TorchVersion) -> String {
+    format!(
+        "torch>={}.{},<{}.{}",
+        torch.major,
+        torch.minor,
+        torch.major,
+        torch.minor + 1
+    )
 }
 
 /// The arithmetic `cuwheel plan` prints.

@@ -33,6 +33,11 @@ pub struct Config {
     pub name: ProjectName,
     /// `project.version`, without a local label (each cell adds its own).
     pub version: Version,
+    /// `project.description`, `project.requires-python` and `project.license`
+    /// (a PEP 639 expression), copied into every wheel's METADATA.
+    pub summary: Option<String>,
+    pub requires_python: Option<String>,
+    pub license: Option<String>,
     /// The extension module inside the wheel (`demo_ext._C`).
     pub module: ExtensionModule,
     /// Patterns of the kernel translation units, compiled without Python.
@@ -43,6 +48,10 @@ pub struct Config {
     pub baseline: Baseline,
     /// What `CUDAExtension` calls `include_dirs`, relative to the project.
     pub include_dirs: Vec<Located<PathBuf>>,
+    /// The pure-Python package directories shipped in every wheel, relative
+    /// to the project; empty means the extension module's top-level package
+    /// directory, where the project has one (see [`Spec`](super::Spec)).
+    pub packages: Vec<Located<PathBuf>>,
     pub defines: Vec<Define>,
     /// `extra_compile_args["nvcc"]`.
     pub nvcc_flags: Vec<String>,
@@ -253,7 +262,7 @@ impl fmt::Display for Define {
     }
 }
 
-const CUWHEEL_KEYS: [&str; 11] = [
+const CUWHEEL_KEYS: [&str; 12] = [
     "module",
     "kernels",
     "bindings",
@@ -261,6 +270,7 @@ const CUWHEEL_KEYS: [&str; 11] = [
     "cuda-archs",
     "baseline",
     "include-dirs",
+    "packages",
     "defines",
     "nvcc-flags",
     "cxx-flags",
@@ -334,6 +344,13 @@ impl Reader<'_> {
             Some(project) => (self.project_name(project), self.project_version(project)),
             None => (None, None),
         };
+        let mut project_text = |key: &str, example: &str| {
+            let field = project.as_ref()?.get(key)?;
+            self.string(&field, example).map(str::to_string)
+        };
+        let summary = project_text("description", "\"A CUDA extension\"");
+        let requires_python = project_text("requires-python", "\">=3.9\"");
+        let license = project_text("license", "\"MIT\"");
         let cuwheel = self.cuwheel_table(root)?;
         self.known_keys(&cuwheel, &CUWHEEL_KEYS);
 
@@ -393,6 +410,12 @@ impl Reader<'_> {
                 |a, b| a == b,
             ),
         };
+        let packages = match cuwheel.get("packages") {
+            None => Some(Vec::new()),
+            Some(field) => self.list(&field, "[\"demo_ext\"]", false, relative_path, |a, b| {
+                a == b
+            }),
+        };
         let defines = self.plain_list(
             &cuwheel,
             "defines",
@@ -421,12 +444,16 @@ impl Reader<'_> {
         Some(Config {
             name: name?,
             version: version?,
+            summary,
+            requires_python,
+            license,
             module: module?,
             kernels: kernels?,
             bindings: bindings?,
             cuda_archs: cuda_archs?,
             baseline: baseline?,
             include_dirs: include_dirs?,
+            packages: packages?,
             defines: defines?,
             nvcc_flags: nvcc_flags?,
             cxx_flags: cxx_flags?,

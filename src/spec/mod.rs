@@ -19,6 +19,7 @@ pub mod config;
 pub mod document;
 pub mod glob;
 pub mod matrix;
+pub mod package;
 pub mod target;
 pub mod version;
 
@@ -32,6 +33,7 @@ pub use compat::{CompatError, CompatTable, Rule, Violation};
 pub use config::{BindingFlavour, Config, Define, Exclude, ExtensionModule, MatrixConfig};
 pub use document::{ConfigError, ConfigProblem, Located, Location};
 pub use matrix::{Cell, CellName, CellNameError};
+pub use package::PackageFile;
 pub use target::{Baseline, CudaArch, TARGET_ARCH};
 pub use version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
 
@@ -46,6 +48,8 @@ pub struct Spec {
     /// The files the kernel patterns match, relative to `root`, sorted,
     /// each once.
     pub kernel_sources: Vec<PathBuf>,
+    /// The pure-Python files the wheels ship, by wheel path.
+    pub package_files: Vec<PackageFile>,
 }
 
 impl Spec {
@@ -124,6 +128,21 @@ impl Spec {
                 }
             }
         }
+        for package in &config.packages {
+            if !project_dir.join(&package.value).is_dir() {
+                report(
+                    &package.at,
+                    format!(
+                        "package directory {} does not exist",
+                        package.value.display()
+                    ),
+                    format!(
+                        "create it, or correct the path (relative to {})",
+                        project_dir.display()
+                    ),
+                );
+            }
+        }
         for directory in &config.include_dirs {
             if !project_dir.join(&directory.value).is_dir() {
                 report(
@@ -143,10 +162,12 @@ impl Spec {
             problems.sort_by_key(|problem| (problem.at.line, problem.at.column));
             return Err(ConfigError { problems }.into());
         }
+        let package_files = package::package_files(project_dir, &config)?;
         Ok(Spec {
             root: project_dir.to_path_buf(),
             pyproject,
             kernel_sources: kernels.into_keys().collect(),
+            package_files,
             config,
         })
     }

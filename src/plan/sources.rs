@@ -1,0 +1,87 @@
+//! Reading the project for the plan: the translation units with the
+//! headers beside them, and the digest of every file a wheel is built from.
+//!
+//! In: a loaded [`Spec`] and its lock file. Out: the kernel
+//! [`TranslationUnit`]s and the [`ProjectSources`] (bindings, package files,
+//! digests) that [`Plan::new`](super::Plan::new) takes. This is the plan's
+//! only reading of files; the rest of the module is pure.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::plan::kernel::slash_path;
+use crate::plan::{ProjectSources, TranslationUnit};
+use crate::spec::Spec;
+use crate::store::Hash;
+
+/// The project's kernels and the rest of its sources.
+pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, ProjectSources)> {
+    let root = &spec.root;
+    let include_dirs: Vec<PathBuf> = spec
+        .config
+        .include_dirs
+        .iter()
+        .map(|d| d.value.clone())
+        .collect();
+    let kernels = spec
+        .kernel_sources
+        .iter()
+        .map(|tu| TranslationUnit::scan(root, tu, &include_dirs))
+        .collect::<Result<Vec<_>>>()?;
+    let mut bindings = BTreeMap::new();
+    for (flavour, sources) in &spec.config.bindings {
+        let units = sources
+            .iter()
+            .map(|tu| TranslationUnit::scan(root, &tu.value, &include_dirs))
+            .collect::<Result<Vec<_>>>()?;
+        bindings.insert(*flavour, units);
+    }
+
+    let mut files: Vec<PathBuf> = vec![PathBuf::from("pyproject.toml")];
+    for tu in kernels.iter().chain(bindings.values().flatten()) {
+        files.push(tu.path.clone());
+        files.extend(tu.headers.iter().cloned());
+    }
+    for dir in &include_dirs {
+        walk(root, dir, &mut files)?;
+    }
+    files.extend(spec.package_files.iter().map(|f| f.source.clone()));
+    let mut digests = BTreeMap::new();
+    for file in files {
+        let path = root.join(&file);
+        let data = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        digests.insert(slash_path(&file), Hash::sha256(data).to_hex());
+    }
+    let lock =
+        fs::read(lock_path).with_context(|| format!("cannot read {}", lock_path.display()))?;
+    Ok((
+        kernels,
+        ProjectSources {
+            bindings,
+            package_files: spec.package_files.clone(),
+            digests,
+            lock_sha256: Hash::sha256(lock).to_hex(),
+        },
+    ))
+}
+
+/// Every regular file under `dir` (relative to `root`).
+fn walk(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    let full = root.join(dir);
+    for entry in fs::read_dir(&full).with_context(|| format!("cannot list {}", full.display()))? {
+        let entry = entry.with_context(|| format!("cannot list {}", full.display()))?;
+        let path = dir.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("cannot stat {}", root.join(&path).display()))?;
+        if kind.is_dir() {
+            walk(root, &path, files)?;
+        } else if kind.is_file() {
+            files.push(path);
+        }
+    }
+    Ok(())
+}

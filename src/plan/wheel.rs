@@ -1,0 +1,139 @@
+//! The last two nodes of a cell: the wheel assembly and its audit, both run
+//! by the Nix-built driver.
+//!
+//! In: the cell, its link node, the package files and the recipe (name,
+//! version, tags, requirements, provenance). Out: two [`Node`]s —
+//! `wheel-<cell>` writes `$out/<wheel file>` with `cuwheel build-wheel`;
+//! `audit-<cell>` copies that wheel beside `audit.txt` and `audit.json` and
+//! fails when `cuwheel audit` does, so a wheel that fails is never a build
+//! result.
+
+use std::collections::BTreeMap;
+
+use crate::build::WheelRecipe;
+use crate::plan::shell::quote;
+use crate::plan::{Input, Node};
+use crate::spec::PackageFile;
+
+/// The wheel assembly node's name starts with this.
+pub const WHEEL_PREFIX: &str = "wheel-";
+/// The audit node's name starts with this: its output is the cell's result.
+pub const AUDIT_PREFIX: &str = "audit-";
+
+/// Where the driver's store path is, in both nodes.
+const DRIVER_VAR: &str = "cuwheel";
+
+/// One cell's wheel: what goes in it and how it is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelAssembly {
+    pub cell: String,
+    /// The link node and the module file it writes.
+    pub link: String,
+    pub module_file: String,
+    /// The module's directory inside the wheel (`demo_ext`), empty at the top.
+    pub module_dir: String,
+    pub package_files: Vec<PackageFile>,
+    pub recipe: WheelRecipe,
+}
+
+impl WheelAssembly {
+    pub fn wheel_node(&self) -> Node {
+        let mut inputs = BTreeMap::from([
+            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
+            (
+                "module".to_string(),
+                Input::Node {
+                    node: self.link.clone(),
+                },
+            ),
+        ]);
+        let module_member = if self.module_dir.is_empty() {
+            self.module_file.clone()
+        } else {
+            format!("{}/{}", self.module_dir, self.module_file)
+        };
+        let mut files = vec![(
+            format!("\"$module\"/{}", quote(&self.module_file)),
+            module_member,
+        )];
+        for (i, file) in self.package_files.iter().enumerate() {
+            let var = format!("package{i}");
+            files.push((format!("\"${var}\""), file.member.clone()));
+            inputs.insert(
+                var,
+                Input::Source {
+                    source: super::kernel::slash_path(&file.source),
+                },
+            );
+        }
+        let dirs: std::collections::BTreeSet<String> = files
+            .iter()
+            .filter_map(|(_, member)| {
+                member
+                    .rsplit_once('/')
+                    .map(|(dir, _)| format!("tree/{dir}"))
+            })
+            .collect();
+        let mut s = format!(
+            "# wheel-{}: {} assembled by the driver from the module and the package files.\n",
+            self.cell,
+            self.recipe.file_name()
+        );
+        s += "# Written by `cuwheel plan`.\n";
+        s += "mkdir -p tree";
+        for dir in &dirs {
+            s += &format!(" {}", quote(dir));
+        }
+        s += "\n";
+        for (from, member) in &files {
+            s += &format!("cp {from} {}\n", quote(&format!("tree/{member}")));
+        }
+        s += "cat > recipe.json <<'CUWHEEL_RECIPE'\n";
+        s += &self.recipe.to_json();
+        s += "CUWHEEL_RECIPE\n";
+        s += &format!(
+            "\"${DRIVER_VAR}\"/bin/cuwheel build-wheel --recipe recipe.json --tree tree --out \"$out\"\n"
+        );
+        Node {
+            name: format!("{WHEEL_PREFIX}{}", self.cell),
+            script: s,
+            inputs,
+        }
+    }
+
+    pub fn audit_node(&self) -> Node {
+        let inputs = BTreeMap::from([
+            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
+            (
+                "wheel".to_string(),
+                Input::Node {
+                    node: format!("{WHEEL_PREFIX}{}", self.cell),
+                },
+            ),
+        ]);
+        let file = quote(&self.recipe.file_name());
+        let failed = quote(&format!(
+            "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
+             what the report names, or run `cuwheel audit` on the wheel for details.",
+            self.cell
+        ));
+        let s = format!(
+            "# audit-{cell}: the wheel of cell {cell} beside its audit report; fails when the \
+             audit does.\n\
+             # Written by `cuwheel plan`.\n\
+             mkdir -p \"$out\"\n\
+             cp \"$wheel\"/{file} \"$out\"/{file}\n\
+             status=0\n\
+             \"${DRIVER_VAR}\"/bin/cuwheel audit \"$out\"/{file} > \"$out\"/audit.txt || status=$?\n\
+             \"${DRIVER_VAR}\"/bin/cuwheel audit --json \"$out\"/{file} > \"$out\"/audit.json || true\n\
+             cat \"$out\"/audit.txt\n\
+             if [ \"$status\" != 0 ]; then echo {failed} >&2; exit 1; fi\n",
+            cell = self.cell,
+        );
+        Node {
+            name: format!("{AUDIT_PREFIX}{}", self.cell),
+            script: s,
+            inputs,
+        }
+    }
+}

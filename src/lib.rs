@@ -7,6 +7,7 @@
 //! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
 //! and `fetch` puts them into the Nix store; `wheel` the wheel format;
 //! `plan` the derivation graph Nix builds; `audit` the verdict on a wheel;
+//! `publish` the package index audited wheels are served from;
 //! `process` runs the registries' clients.
 
 pub mod audit;
@@ -14,6 +15,7 @@ pub mod fetch;
 pub mod lock;
 pub mod plan;
 pub mod process;
+pub mod publish;
 pub mod spec;
 pub mod store;
 pub mod wheel;

@@ -21,7 +21,7 @@ serves it for `Accept: application/vnd.pypi.simple.v1+json`.
 
 Exit status:
   0  published (or already published: nothing changed)
-  1  refused (a wheel is unreadable, fails the audit or conflicts) or an I/O error; nothing was changed")]
+  1  refused (a wheel is unreadable, fails the audit or conflicts) or an I/O error; the index served is unchanged")]
 pub struct PublishArgs {
     /// The index directory: created if missing, or one made by an earlier publish
     #[arg(long, value_name = "DIR")]

@@ -588,6 +588,12 @@ fn a_publish_killed_at_any_point_leaves_a_valid_index() {
     assert_eq!(current(&index), final_generation);
     assert_eq!(check_index(&index)["cu130/"].len(), 9);
     assert_eq!(fs::read_dir(index.join(".generations")).unwrap().count(), 1);
+    let leftovers: Vec<_> = fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".publish-") || name == ".current.next")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]

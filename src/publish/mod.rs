@@ -13,7 +13,8 @@
 //! directory may be in the index's way. Then the new wheels are written
 //! (temporary file, rename), then the new index tree, and one rename makes it
 //! current. Killed at any point, the directory still serves the previous
-//! index whole. Publishing is additive (the wheels the current index lists
+//! index whole; the next publish removes what the killed one left
+//! (temporary files, a staged tree). Publishing is additive (the wheels the current index lists
 //! stay listed: the state is read from the directory) and idempotent (the
 //! same wheels give the same bytes: sorted, no timestamps). One publish at a
 //! time per directory: two at once may each swap in their own state.
@@ -101,6 +102,7 @@ pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<Pub
 
     // Checked; from here on, write: wheels first, then the index naming them.
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    remove_stale_temp_files(dir)?;
     for new in &added {
         store_wheel(dir, new)?;
     }
@@ -277,10 +279,13 @@ fn store_wheel(dir: &Path, new: &NewWheel) -> Result<()> {
     Ok(())
 }
 
+/// Prefix of the temporary files wheels and metadata are written to.
+const TEMP_PREFIX: &str = ".publish-";
+
 /// A temporary file in `dir`, readable by all (it will be served).
 fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
     let temp = tempfile::Builder::new()
-        .prefix(".publish-")
+        .prefix(TEMP_PREFIX)
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
@@ -288,4 +293,16 @@ fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
         .set_permissions(fs::Permissions::from_mode(0o644))
         .with_context(|| format!("cannot set the mode of {}", temp.path().display()))?;
     Ok(temp)
+}
+
+/// Removes the temporary files of a publish that was killed while writing.
+fn remove_stale_temp_files(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@
 //! and `fetch` puts them into the Nix store; `wheel` the wheel format;
 //! `plan` the derivation graph Nix builds; `build` what the driver does
 //! inside it (the wheel assembly); `audit` the verdict on a wheel;
+//! `publish` the package index audited wheels are served from;
 //! `process` runs the registries' clients.
 
 pub mod audit;
@@ -16,6 +17,7 @@ pub mod fetch;
 pub mod lock;
 pub mod plan;
 pub mod process;
+pub mod publish;
 pub mod spec;
 pub mod store;
 pub mod wheel;

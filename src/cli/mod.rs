@@ -6,6 +6,7 @@ mod build_wheel;
 mod fetch;
 mod lock;
 mod plan;
+mod publish;
 mod store;
 
 use std::process::ExitCode;
@@ -36,6 +37,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// The derivation graph of the matrix: cells, kernel objects and which cells share them
     Plan(plan::PlanArgs),
+    /// Publish audited wheels into a static package index directory: one index per CUDA variant plus a combined one
+    Publish(publish::PublishArgs),
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Fetch(args) => fetch::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Publish(args) => publish::run(args),
         Command::Store(command) => store::run(command),
     };
     match result {

@@ -1,0 +1,308 @@
+//! Publishing: wheel files in, a static PyTorch-style package index directory out.
+//!
+//! In: wheel files and an index directory (new, or one made by an earlier
+//! publish). Out: the directory with every wheel stored once beside its
+//! `<wheel>.metadata` (PEP 658), a combined simple index at its root and one
+//! per CUDA variant (`cu130/`), as [`index`] renders them and [`tree`] lays
+//! them out. `pip install --index-url <served DIR>/cu130/ demo-ext` then
+//! installs from it.
+//!
+//! Everything is checked before anything is written: each wheel must read
+//! and pass [`audit_wheel`] with the default options, must not replace a
+//! published wheel of the same name with other bytes, and no file in the
+//! directory may be in the index's way. Then the new wheels are written
+//! (temporary file, rename), then the new index tree, and one rename makes it
+//! current. Killed at any point, the directory still serves the previous
+//! index whole; the next publish removes what the killed one left
+//! (temporary files, a staged tree). Publishing is additive (the wheels the current index lists
+//! stay listed: the state is read from the directory) and idempotent (the
+//! same wheels give the same bytes: sorted, no timestamps). One publish at a
+//! time per directory: two at once may each swap in their own state.
+
+pub mod index;
+pub mod tree;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::audit::{AuditOptions, audit_wheel};
+use crate::lock::cache::sha256_file;
+use crate::store::hash::Hash;
+use crate::wheel::WheelArchive;
+use index::{PublishedWheel, WheelLinks};
+
+/// What a publish did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishSummary {
+    /// File names of the wheels written by this publish.
+    pub added: Vec<String>,
+    /// File names given that the index already listed with the same bytes.
+    pub already_published: Vec<String>,
+    /// How many wheels the index lists now.
+    pub listed: usize,
+    /// The variant indexes (`cu130`), sorted.
+    pub variants: Vec<String>,
+    /// False when the index files were already exactly these.
+    pub index_changed: bool,
+}
+
+/// A wheel that passed the checks, with where it comes from.
+struct NewWheel {
+    source: PathBuf,
+    wheel: PublishedWheel,
+    metadata: Vec<u8>,
+}
+
+/// Publishes `wheels` into the index directory `dir` (created if missing).
+/// Refuses, writing nothing, when any wheel is unreadable, fails the audit or
+/// conflicts with the published ones.
+pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<PublishSummary> {
+    check_index_dir(dir)?;
+    let given = check_wheels(wheels, dir)?;
+    let published = tree::read_current(dir)?;
+
+    let mut listed: BTreeMap<String, PublishedWheel> = published
+        .into_iter()
+        .map(|wheel| (wheel.file.clone(), wheel))
+        .collect();
+    let mut added = Vec::new();
+    let mut already_published = Vec::new();
+    for new in given {
+        match listed.get(&new.wheel.file) {
+            Some(old) if old.sha256 == new.wheel.sha256 => {
+                already_published.push(new.wheel.file.clone());
+            }
+            Some(old) => bail!(
+                "{}: a different wheel named {} is already published in {} (sha256 {}, this one {}); \
+                 installers cache wheels by name, so a published name must keep its bytes: \
+                 publish it under a new version or build tag",
+                new.source.display(),
+                new.wheel.file,
+                dir.display(),
+                old.sha256,
+                new.wheel.sha256
+            ),
+            None => {
+                listed.insert(new.wheel.file.clone(), new.wheel.clone());
+                added.push(new);
+            }
+        }
+    }
+    let all: Vec<PublishedWheel> = listed.into_values().collect();
+    let variants = check_names(&all)?;
+    let files = index::render_indexes(&all, links);
+    let entries = tree::top_level_entries(&files);
+    tree::check_top_level(dir, &entries)?;
+    let name = tree::generation_name(&files);
+
+    // Checked; from here on, write: wheels first, then the index naming them.
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    remove_stale_temp_files(dir)?;
+    for new in &added {
+        store_wheel(dir, new)?;
+    }
+    tree::sync_dir(dir)?;
+    let index_changed = tree::current_generation(dir)?.as_deref() != Some(name.as_str());
+    if index_changed {
+        tree::write_generation(dir, &name, &files)?;
+        tree::swap_to(dir, &name, &entries)?;
+    }
+    tree::remove_other_generations(dir, &name)?;
+    Ok(PublishSummary {
+        added: added.into_iter().map(|new| new.wheel.file).collect(),
+        already_published,
+        listed: all.len(),
+        variants,
+        index_changed,
+    })
+}
+
+/// `dir` must be missing, empty, or an index directory.
+fn check_index_dir(dir: &Path) -> Result<()> {
+    if tree::current_generation(dir)?.is_some() {
+        return Ok(());
+    }
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                bail!(
+                    "{} is not empty and holds no index made by cuwheel publish (no {}); \
+                     publish into a new or empty directory",
+                    dir.display(),
+                    tree::CURRENT
+                );
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot list {}", dir.display())),
+    }
+}
+
+/// Reads and audits every wheel; one error listing every refused wheel.
+fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
+    let options = AuditOptions::default();
+    let mut refused = Vec::new();
+    let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
+    for path in wheels {
+        let report = match audit_wheel(path, &options) {
+            Ok(report) => report,
+            Err(err) => {
+                refused.push(format!("{}: cannot be read: {err:#}", path.display()));
+                continue;
+            }
+        };
+        if !report.passed {
+            refused.push(format!(
+                "{} fails the audit:\n{}",
+                path.display(),
+                report.render().trim_end()
+            ));
+            continue;
+        }
+        let new = read_wheel(path)?;
+        match checked.get(&new.wheel.file) {
+            Some(other) if other.wheel.sha256 != new.wheel.sha256 => refused.push(format!(
+                "{} and {} have the same file name but different bytes; publish one of them",
+                other.source.display(),
+                path.display()
+            )),
+            Some(_) => {}
+            None => {
+                checked.insert(new.wheel.file.clone(), new);
+            }
+        }
+    }
+    if !refused.is_empty() {
+        bail!(
+            "refusing to publish into {}: {} of {} wheels cannot be published, so nothing was written\n\n{}\n\n\
+             fix or rebuild these wheels (each finding says how), or leave them out",
+            dir.display(),
+            refused.len(),
+            wheels.len(),
+            refused.join("\n\n")
+        );
+    }
+    Ok(checked.into_values().collect())
+}
+
+/// What the index says about a wheel: hashes, size, METADATA.
+fn read_wheel(path: &Path) -> Result<NewWheel> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let archive = WheelArchive::from_bytes(path, &bytes)?;
+    let metadata_member = format!("{}/METADATA", archive.dist_info_dir());
+    let metadata = archive
+        .member(&metadata_member)
+        .with_context(|| format!("{}: `{metadata_member}` is missing", path.display()))?
+        .data
+        .clone();
+    let file = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("the reader accepted the file name")
+        .to_string();
+    Ok(NewWheel {
+        source: path.to_path_buf(),
+        wheel: PublishedWheel {
+            filename: archive.filename().clone(),
+            file,
+            sha256: Hash::sha256(&bytes).to_hex(),
+            size: bytes.len() as u64,
+            metadata_sha256: Hash::sha256(&metadata).to_hex(),
+            requires_python: archive.metadata().requires_python.clone(),
+        },
+        metadata,
+    })
+}
+
+/// Project names are the index's directories: none may be a variant's name.
+fn check_names(wheels: &[PublishedWheel]) -> Result<Vec<String>> {
+    let mut variants: Vec<String> = wheels.iter().filter_map(PublishedWheel::variant).collect();
+    variants.sort();
+    variants.dedup();
+    if let Some(wheel) = wheels
+        .iter()
+        .find(|w| variants.binary_search(&w.project()).is_ok())
+    {
+        bail!(
+            "{}: the project name `{}` is also the name of a variant index, and both would be \
+             the directory `{}/`; rename the project",
+            wheel.file,
+            wheel.project(),
+            wheel.project()
+        );
+    }
+    Ok(variants)
+}
+
+/// Copies a wheel and writes its METADATA beside it, each through a
+/// temporary file and a rename; the copy's hash is checked before the
+/// rename, so a wheel changed since its audit is never stored.
+fn store_wheel(dir: &Path, new: &NewWheel) -> Result<()> {
+    let target = dir.join(&new.wheel.file);
+    let mut temp = temp_file(dir)?;
+    let mut source = fs::File::open(&new.source)
+        .with_context(|| format!("cannot open {}", new.source.display()))?;
+    io::copy(&mut source, temp.as_file_mut())
+        .and_then(|_| temp.as_file().sync_all())
+        .with_context(|| {
+            format!(
+                "cannot copy {} to {}",
+                new.source.display(),
+                temp.path().display()
+            )
+        })?;
+    let (sha256, _) = sha256_file(temp.path())?;
+    if sha256 != new.wheel.sha256 {
+        bail!(
+            "{} changed while it was being published (sha256 {} when audited, {sha256} now); \
+             nothing of it was published: publish it again once it is complete",
+            new.source.display(),
+            new.wheel.sha256
+        );
+    }
+    temp.persist(&target)
+        .with_context(|| format!("cannot move the wheel to {}", target.display()))?;
+
+    let metadata_path = dir.join(format!("{}.metadata", new.wheel.file));
+    let mut temp = temp_file(dir)?;
+    io::Write::write_all(temp.as_file_mut(), &new.metadata)
+        .and_then(|()| temp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    temp.persist(&metadata_path)
+        .with_context(|| format!("cannot move the metadata to {}", metadata_path.display()))?;
+    Ok(())
+}
+
+/// Prefix of the temporary files wheels and metadata are written to.
+const TEMP_PREFIX: &str = ".publish-";
+
+/// A temporary file in `dir`, readable by all (it will be served).
+fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
+    let temp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    temp.as_file()
+        .set_permissions(fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("cannot set the mode of {}", temp.path().display()))?;
+    Ok(temp)
+}
+
+/// Removes the temporary files of a publish that was killed while writing.
+fn remove_stale_temp_files(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            fs::remove_file(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}

@@ -17,7 +17,7 @@
       };
       app = { type = "app"; program = "${cuwheel}/bin/cuwheel"; };
       # The demo's plan, made by the Nix-built driver (import from derivation): its nodes are the
-      # derivations; `kernels` are the kernel objects, by node name.
+      # derivations (`nodes`, by name); `kernels` are the kernel objects.
       seeds = import ./nix/seeds.nix lock;
       projectDir = ./examples/demo-ext;
       planFile = import ./nix/plan-file.nix seeds { inherit cuwheel projectDir; };
@@ -42,12 +42,17 @@
           for result in $results; do ln -s "$result" "$out/$1"; shift; done
         '';
       };
+      publish = import ./nix/publish.nix seeds { inherit cuwheel; results = builtins.attrValues wheels; };
     in {
-      packages.${system} = { inherit cuwheel; default = cuwheel; };
-      apps.${system} = { cuwheel = app; default = app; };
+      packages.${system} = { inherit cuwheel publish; default = cuwheel; };
+      apps.${system} = {
+        cuwheel = app;
+        default = app;
+        publish = { type = "app"; program = "${publish}/bin/cuwheel-publish"; };
+      };
       legacyPackages.${system} = {
         inherit (nix) toolchains;
-        inherit kernels;
+        inherit kernels nodes;
         wheels = wheels // { all = allWheels; };
         plan = planFile;
       };

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: from a fresh Debian/Ubuntu machine with cargo,
-# pin, fetch and build in the Nix sandbox everything the demo extension
-# (examples/demo-ext) needs — its toolchains for CUDA 13.0 and 12.4, the
-# check that compiles an ATen kernel with each, and cuwheel itself.
+# fetch the demo extension's (examples/demo-ext) pinned artifacts, print its
+# plan, and build its cu130-py313 wheel in the Nix sandbox — toolchains,
+# kernel objects, binding, link, wheel and audit — into result/.
 # Installs Nix (Debian's nix-bin) and Python's venv if they are missing,
 # saying so first. Safe to run again: every step skips what is done.
 set -euo pipefail
@@ -35,15 +35,15 @@ cuwheel=target/release/cuwheel
 # mirror has dropped a pinned version).
 "$cuwheel" fetch --project examples/demo-ext --python "$venv/bin/python"
 
+"$cuwheel" plan --project examples/demo-ext
+
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says.
-nix_build=(nix --extra-experimental-features 'nix-command flakes'
-  --option sandbox true --option sandbox-fallback false --option substituters ''
-  build --no-link --print-build-logs)
-"${nix_build[@]}" .#toolchains.cu130 .#toolchains.cu124 \
-  .#checks.x86_64-linux.toolchain-cu130 .#checks.x86_64-linux.toolchain-cu124 .#cuwheel
-for check in cu130 cu124; do
-  echo "demo: toolchain check $check:"
-  cat "$(nix --extra-experimental-features 'nix-command flakes' eval --raw \
-    .#checks.x86_64-linux.toolchain-$check.outPath)/report.txt"
-done
-echo "demo: done; the Nix-built driver: nix run .#cuwheel -- --help"
+nix=(nix --extra-experimental-features 'nix-command flakes'
+  --option sandbox true --option sandbox-fallback false --option substituters '')
+# One cell: its toolchains, its three kernel objects, its binding, link, wheel
+# and audit. result/ holds the wheel beside audit.txt and audit.json.
+"${nix[@]}" build --print-build-logs .#wheels.cu130-py313 -o result
+echo "demo: the audit of the wheel:"
+cat result/audit.txt
+echo "demo: done: $(ls result/*.whl)"
+echo "demo: every cell: nix build .#wheels.all; one: nix build .#wheels.cu130-abi3"

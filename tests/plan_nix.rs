@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::cuwheel_bin;
-use common::flake::{installable, json, nix, nix_ok, repo};
+use common::flake::{flake_copy, installable, json, nix, nix_ok, repo};
 use common::run_ok;
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
@@ -61,6 +61,7 @@ fn nodes_expr(project: &Path, plan: &Path) -> String {
           inherit toolchains;
           projectDir = {project};
           plan = builtins.fromJSON (builtins.readFile {plan});
+          cuwheel = throw "these tests build kernel objects only, which never run the driver";
         }}"#,
         repo = repo().display(),
         project = project.display(),
@@ -120,41 +121,6 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
     // toolkit (12.4's nvcc has no --frandom-seed; the PID namespace and
     // -objtemp must suffice there).
     nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
-}
-
-/// A git repository in a temporary directory holding the working tree's
-/// tracked files as they are now (edited or not), as a flake sees them.
-fn flake_copy() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let listed = run_ok(
-        Command::new("git")
-            .arg("-C")
-            .arg(repo())
-            .args(["ls-files", "-z"]),
-    );
-    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
-        let rel = Path::new(std::str::from_utf8(file).unwrap());
-        let from = repo().join(rel);
-        if !from.exists() {
-            continue; // deleted in the working tree
-        }
-        let to = dir.path().join(rel);
-        fs::create_dir_all(to.parent().unwrap()).unwrap();
-        fs::copy(&from, &to).unwrap();
-    }
-    run_ok(
-        Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(["init", "-q"]),
-    );
-    run_ok(
-        Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(["add", "-A"]),
-    );
-    dir
 }
 
 /// The `.drv` of the flake's plan and of each of its kernel objects.

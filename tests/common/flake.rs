@@ -74,3 +74,38 @@ pub fn nix_ok(args: &[&str]) -> Output {
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("nix printed JSON")
 }
+
+/// A git repository in a temporary directory holding the working tree's
+/// tracked files as they are now (edited or not), as a flake sees them.
+pub fn flake_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = super::run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(repo())
+            .args(["ls-files", "-z"]),
+    );
+    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(file).unwrap());
+        let from = repo().join(rel);
+        if !from.exists() {
+            continue; // deleted in the working tree
+        }
+        let to = dir.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+    }
+    super::run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["init", "-q"]),
+    );
+    super::run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["add", "-A"]),
+    );
+    dir
+}

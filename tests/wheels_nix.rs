@@ -1,0 +1,384 @@
+//! The demo's wheels built end to end by real Nix in the sandbox, through the
+//! flake (`wheels.<cell>`):
+//! - `cu130-py313`, `cu130-py311` and `cu130-abi3` pass `cuwheel audit`, hold
+//!   exactly the configured SASS and PTX, and real pip installs them;
+//! - an edited kernel rebuilds one object per toolkit and the relinks, and a
+//!   second Python builds no kernel object at all (from Nix's own output);
+//! - every derivation of two cells rebuilds bit for bit, and a second,
+//!   empty store builds a byte-identical wheel;
+//! - the abi3 audit fails the build of a copy calling outside the stable ABI.
+//!
+//! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::flake::{flake_copy, installable, json, nix, nix_ok, nix_ok_with};
+use common::{TestEnv, cuwheel_bin, run_ok};
+use cuwheel::audit::elf::nv_fatbin_section;
+use cuwheel::audit::fatbin;
+use cuwheel::wheel::{WheelArchive, parse_record};
+
+const CELLS: [&str; 3] = ["cu130-py311", "cu130-py313", "cu130-abi3"];
+
+/// Builds the flake's `wheels.<cell>` of each cell: each cell's result.
+fn build_cells(cells: &[&str]) -> BTreeMap<String, PathBuf> {
+    let attrs: Vec<String> = cells
+        .iter()
+        .map(|c| installable(&format!("wheels.{c}")))
+        .collect();
+    let mut args = vec!["build", "--no-link", "--json"];
+    args.extend(attrs.iter().map(String::as_str));
+    let results: BTreeMap<String, PathBuf> = json(&nix_ok(&args))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let out = PathBuf::from(b["outputs"]["out"].as_str().unwrap());
+            let name = out.file_name().unwrap().to_string_lossy().into_owned();
+            let cell = name
+                .split_once("-audit-")
+                .expect("an audit node's output")
+                .1;
+            (cell.to_string(), out)
+        })
+        .collect();
+    assert_eq!(results.len(), cells.len(), "{results:?}");
+    results
+}
+
+/// The one wheel of a cell's result, which also holds the audit report.
+fn wheel_of(result: &Path) -> PathBuf {
+    let mut names: Vec<String> = fs::read_dir(result)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{}: {names:?}", result.display());
+    assert_eq!(names[..2], ["audit.json", "audit.txt"], "{names:?}");
+    result.join(&names[2])
+}
+
+/// Derivation names (`link-cu130-py313`) in Nix's "building '…drv'" lines
+/// or in its dry-run list.
+fn drv_names(stderr: &str, building_lines: bool) -> BTreeSet<String> {
+    stderr
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let path = if building_lines {
+                line.strip_prefix("building '")?.split('\'').next()?
+            } else {
+                line.strip_prefix("/nix/store/")?
+            };
+            let base = path.rsplit('/').next()?.strip_suffix(".drv")?;
+            Some(base.split_once('-')?.1.to_string())
+        })
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// Text no earlier run appended, so that the edited copies' derivations are
+/// new to the store and the assertions about what gets built cannot pass
+/// vacuously.
+fn nonce() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    format!("{}-{}", now.as_nanos(), std::process::id())
+}
+
+fn append(file: &Path, text: &str) {
+    let mut body = fs::read_to_string(file).unwrap();
+    body.push_str(text);
+    fs::write(file, body).unwrap();
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
+    let results = build_cells(&CELLS);
+    let env = TestEnv::get();
+    for (cell, result) in &results {
+        let wheel = wheel_of(result);
+        let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+        let tag = match cell.as_str() {
+            "cu130-py311" => "cp311-cp311",
+            "cu130-py313" => "cp313-cp313",
+            _ => "cp39-abi3",
+        };
+        assert_eq!(
+            name,
+            format!("demo_ext-0.1.0+pt211cu130-{tag}-manylinux_2_31_x86_64.whl")
+        );
+        // The audit the build ran, and the cargo-built driver's again.
+        let report = fs::read_to_string(result.join("audit.txt")).unwrap();
+        assert!(report.starts_with(&format!("{name}: PASSED")), "{report}");
+        run_ok(Command::new(cuwheel_bin()).arg("audit").arg(&wheel));
+
+        // Exactly SASS 8.0 and 9.0 and PTX 9.0, in the one extension module.
+        let archive = WheelArchive::open(&wheel).unwrap();
+        let modules: Vec<_> = archive
+            .members()
+            .iter()
+            .filter(|m| m.name.ends_with(".so"))
+            .collect();
+        assert_eq!(modules.len(), 1, "{name}");
+        let module = modules[0];
+        let section = nv_fatbin_section(&module.name, &module.data)
+            .unwrap()
+            .expect("the module has a fat binary");
+        let images = fatbin::parse(section).unwrap();
+        let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
+        let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
+        assert_eq!(sass, ["80", "90"], "{name}");
+        assert_eq!(ptx, ["90"], "{name}");
+        let metadata = archive.metadata();
+        assert_eq!(metadata.requires_dist, ["torch>=2.11,<2.12"]);
+
+        // pip installs it: into a fresh venv of this machine's Python (3.11)
+        // where it fits, else for its own Python into a target directory.
+        let dir = tempfile::tempdir().unwrap();
+        let site = if cell == "cu130-py313" {
+            let target = dir.path().join("target");
+            run_ok(
+                Command::new(env.python())
+                    .args(["-m", "pip", "install", "--no-deps", "--no-index", "--quiet"])
+                    .args(["--only-binary=:all:", "--python-version", "3.13"])
+                    .args(["--implementation", "cp", "--abi", "cp313"])
+                    .args(["--platform", "manylinux_2_31_x86_64", "--target"])
+                    .arg(&target)
+                    .arg(&wheel),
+            );
+            target
+        } else {
+            let venv = dir.path().join("venv");
+            run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+            run_ok(
+                Command::new(venv.join("bin/pip"))
+                    .args(["install", "--no-deps", "--no-index", "--quiet"])
+                    .arg(&wheel),
+            );
+            let lib = fs::read_dir(venv.join("lib"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap();
+            lib.path().join("site-packages")
+        };
+        let record = archive
+            .member(&format!("{}/RECORD", archive.dist_info_dir()))
+            .unwrap();
+        for entry in parse_record(&String::from_utf8_lossy(&record.data)).unwrap() {
+            let Some(hash) = entry.hash else { continue };
+            let installed = fs::read(site.join(&entry.path))
+                .unwrap_or_else(|e| panic!("{name}: {} not installed: {e}", entry.path));
+            assert!(hash.check(&installed).unwrap(), "{name}: {}", entry.path);
+        }
+    }
+}
+
+#[test]
+fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kernel() {
+    let flake = flake_copy();
+    let attr = |a: &str| format!("{}#{a}", flake.path().display());
+    let drvs = |attr: &str| -> BTreeMap<String, String> {
+        serde_json::from_value(json(&nix_ok(&[
+            "eval",
+            "--json",
+            attr,
+            "--apply",
+            "builtins.mapAttrs (name: drv: drv.drvPath)",
+        ])))
+        .unwrap()
+    };
+    let before = drvs(&attr("nodes"));
+    let demo = flake.path().join("examples/demo-ext");
+    let nonce = nonce();
+    append(
+        &demo.join("csrc/kernels/row_norm.cu"),
+        &format!("\n// edit {nonce}\n"),
+    );
+    let after = drvs(&attr("nodes"));
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    let changed: BTreeSet<String> = before
+        .iter()
+        .filter(|(name, drv)| after[*name] != **drv)
+        .map(|(name, _)| name.clone())
+        .collect();
+    // One object per toolkit; every cell relinks, and so reassembles and
+    // re-audits; no binding changes.
+    let mut expected = set(&["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]);
+    for cell in after.keys().filter_map(|n| n.strip_prefix("link-")) {
+        for kind in ["link", "wheel", "audit"] {
+            expected.insert(format!("{kind}-{cell}"));
+        }
+    }
+    assert_eq!(changed, expected);
+
+    // Now the bindings too: building cu130-py313 compiles that one kernel
+    // and that one binding, and links, assembles and audits.
+    append(
+        &demo.join("csrc/bindings.cpp"),
+        &format!("\n// edit {nonce}\n"),
+    );
+    let out = nix_ok(&["build", "--no-link", &attr("wheels.cu130-py313")]);
+    assert_eq!(
+        drv_names(&stderr(&out), true),
+        set(&[
+            "cuwheel-plan.json",
+            "kernel-cuda130-row_norm",
+            "binding-cuda130-py313",
+            "link-cu130-py313",
+            "wheel-cu130-py313",
+            "audit-cu130-py313",
+        ]),
+        "{}",
+        stderr(&out)
+    );
+    // After it, another Python of the toolkit needs no kernel object.
+    let out = nix_ok(&["build", "--dry-run", &attr("wheels.cu130-py311")]);
+    let text = stderr(&out);
+    assert!(text.contains("will be built"), "{text}");
+    assert_eq!(
+        drv_names(&text, false),
+        set(&[
+            "binding-cuda130-py311",
+            "link-cu130-py311",
+            "wheel-cu130-py311",
+            "audit-cu130-py311",
+        ]),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_call_outside_the_stable_abi_fails_the_abi3_build() {
+    let flake = flake_copy();
+    let ops = flake.path().join("examples/demo-ext/csrc/ops.cpp");
+    // Declared by hand: with Py_LIMITED_API, Python.h hides what is outside it.
+    append(
+        &ops,
+        &format!(
+            "\n// {}\nextern \"C\" PyObject **_PyObject_GetDictPtr(PyObject *);\n\
+             extern \"C\" PyObject **cuwheel_test_dict(PyObject *o) {{ return _PyObject_GetDictPtr(o); }}\n",
+            nonce()
+        ),
+    );
+    let out = nix(&[
+        "build",
+        "--no-link",
+        &format!("{}#wheels.cu130-abi3", flake.path().display()),
+    ])
+    .output()
+    .unwrap();
+    let text = stderr(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("_PyObject_GetDictPtr"), "{text}");
+    assert!(
+        text.contains("the audit of cell cu130-abi3 failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn two_cells_rebuild_bit_for_bit_and_a_second_store_builds_the_same_wheel() {
+    let cells = ["cu130-py313", "cu130-abi3"];
+    let results = build_cells(&cells);
+    // Every plan node of the two cells: kernels, bindings, links, wheels, audits.
+    let plan: serde_json::Value = serde_json::from_slice(
+        &run_ok(
+            Command::new(cuwheel_bin())
+                .args(["plan", "--json", "--project"])
+                .arg(common::flake::repo().join("examples/demo-ext")),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let mut names = BTreeSet::new();
+    for cell in cells {
+        let c = &plan["cells"][cell];
+        for key in ["binding", "link", "wheel", "audit"] {
+            names.insert(c[key].as_str().unwrap().to_string());
+        }
+        for k in c["kernels"].as_array().unwrap() {
+            names.insert(k.as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(names.len(), 3 + 4 * 2, "{names:?}");
+    let mut drvs = Vec::new();
+    for name in &names {
+        let out = nix_ok(&[
+            "eval",
+            "--raw",
+            &installable(&format!("nodes.{name}.drvPath")),
+        ]);
+        drvs.push(String::from_utf8(out.stdout).unwrap());
+    }
+    let mut args = vec!["--realise", "--check"];
+    args.extend(drvs.iter().map(String::as_str));
+    nix_ok_with("nix-store", &args);
+
+    // A second store, rooted in a temporary directory, holding only the
+    // pinned artifacts this cell needs: it builds everything else itself.
+    let root = tempfile::tempdir().unwrap();
+    let store = format!("local?root={}", root.path().display());
+    let audit_drv = String::from_utf8(
+        nix_ok(&["eval", "--raw", &installable("wheels.cu130-py313.drvPath")]).stdout,
+    )
+    .unwrap();
+    let shown = json(&nix_ok(&["show-derivation", "--recursive", &audit_drv]));
+    let pinned: Vec<String> = shown
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|derivation| {
+            let out = &derivation["outputs"]["out"];
+            out.get("hash")?;
+            Some(out["path"].as_str()?.to_string())
+        })
+        .collect();
+    assert!(pinned.len() > 20, "{pinned:?}");
+    let mut args = vec!["copy", "--no-check-sigs", "--to", &store];
+    args.extend(pinned.iter().map(String::as_str));
+    nix_ok(&args);
+    let built = json(&nix_ok(&[
+        "build",
+        "--no-link",
+        "--json",
+        "--store",
+        &store,
+        &installable("wheels.cu130-py313"),
+    ]));
+    let out = built[0]["outputs"]["out"].as_str().unwrap();
+    assert_eq!(
+        Path::new(out),
+        results["cu130-py313"],
+        "the same derivation"
+    );
+    let first = wheel_of(&results["cu130-py313"]);
+    let second = root
+        .path()
+        .join(out.trim_start_matches('/'))
+        .join(first.file_name().unwrap());
+    let identical = fs::read(&second).unwrap() == fs::read(&first).unwrap();
+    // Store directories are read-only: make them writable to delete them.
+    run_ok(Command::new("chmod").arg("-R").arg("u+w").arg(root.path()));
+    drop(root);
+    assert!(
+        identical,
+        "the wheel built in the second store differs from the first"
+    );
+}

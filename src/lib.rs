@@ -9,11 +9,13 @@
 //! `plan` the derivation graph Nix builds; `build` what the driver does
 //! inside it (the wheel assembly); `audit` the verdict on a wheel;
 //! `publish` the package index audited wheels are served from;
-//! `process` runs the registries' clients.
+//! `process` runs the registries' clients; `json` writes the canonical JSON
+//! of cuwheel's files.
 
 pub mod audit;
 pub mod build;
 pub mod fetch;
+pub mod json;
 pub mod lock;
 pub mod plan;
 pub mod process;

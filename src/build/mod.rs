@@ -76,10 +76,7 @@ impl Provenance {
 impl WheelRecipe {
     /// The canonical JSON, ending in a newline.
     pub fn to_json(&self) -> String {
-        let value = serde_json::to_value(self).expect("a recipe always serialises");
-        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value always prints");
-        text.push('\n');
-        text
+        crate::json::canonical(self)
     }
 
     /// The wheel's file name.
@@ -121,10 +118,9 @@ impl WheelRecipe {
         wheel
             .add_tree(tree, "")
             .with_context(|| format!("cannot add the files of {}", tree.display()))?;
-        let provenance = serde_json::to_string_pretty(&self.provenance)
-            .context("cannot encode the provenance")?;
+        let provenance = crate::json::canonical(&self.provenance);
         let member = format!("{}/{PROVENANCE_FILE}", wheel.filename().dist_info_dir());
-        wheel.add_member(&member, format!("{provenance}\n").into_bytes(), false)?;
+        wheel.add_member(&member, provenance.into_bytes(), false)?;
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
         wheel.write_into(out_dir, timestamp)

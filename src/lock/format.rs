@@ -155,10 +155,7 @@ impl Lock {
     /// The canonical bytes: serde_json's maps are sorted by key, every list
     /// is a sorted set, and the output ends in a newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let value = serde_json::to_value(self).expect("a lock always serialises");
-        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value always prints");
-        text.push('\n');
-        text.into_bytes()
+        crate::json::canonical(self).into_bytes()
     }
 
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Lock> {

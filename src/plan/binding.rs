@@ -23,9 +23,11 @@
 //! setuptools takes from Python's own flags; the config's `cxx-flags` come
 //! after it and win.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
-use crate::plan::kernel::{prefix_maps, slash_path, stage_files};
+use crate::plan::kernel::{
+    add_sources, compiler_inputs, include_inputs, prefix_maps, slash_path, stage_files,
+};
 use crate::plan::shell::{quote, var_then};
 use crate::plan::{Input, KernelToolchains, Node, TranslationUnit};
 use crate::spec::{BindingFlavour, Config, PythonVersion};
@@ -59,30 +61,14 @@ impl BindingObject {
     }
 
     pub fn node(&self, config: &Config) -> Node {
-        let tc = &self.toolchains;
-        let mut inputs = BTreeMap::from([
-            ("cuda".to_string(), Input::toolchain(&tc.cuda)),
-            ("gcc".to_string(), Input::toolchain(&tc.gcc)),
-            ("python".to_string(), Input::toolchain(&self.python)),
-            (
-                "torchHeaders".to_string(),
-                Input::Toolchain {
-                    toolchain: tc.torch.clone(),
-                    output: Some("headers".into()),
-                },
-            ),
-        ]);
-        let includes: Vec<(String, String)> = config
-            .include_dirs
-            .iter()
-            .enumerate()
-            .map(|(i, dir)| (format!("include{i}"), slash_path(&dir.value)))
-            .collect();
+        let mut inputs = compiler_inputs(&self.toolchains);
+        inputs.insert("python".to_string(), Input::toolchain(&self.python));
+        let includes = include_inputs(config);
         let mut files: Vec<(String, String)> = Vec::new();
         for (i, tu) in self.sources.iter().enumerate() {
             files.push((format!("source{i}"), slash_path(&tu.path)));
         }
-        let headers: std::collections::BTreeSet<String> = self
+        let headers: BTreeSet<String> = self
             .sources
             .iter()
             .flat_map(|tu| tu.headers.iter().map(|h| slash_path(h)))
@@ -90,14 +76,7 @@ impl BindingObject {
         for (i, header) in headers.into_iter().enumerate() {
             files.push((format!("header{i}"), header));
         }
-        for (var, path) in includes.iter().chain(&files) {
-            inputs.insert(
-                var.clone(),
-                Input::Source {
-                    source: path.clone(),
-                },
-            );
-        }
+        add_sources(&mut inputs, includes.iter().chain(&files));
         Node {
             name: self.name.clone(),
             script: self.script(config, &includes, &files),

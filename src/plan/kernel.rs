@@ -66,53 +66,19 @@ pub struct KernelObject {
 
 impl KernelObject {
     pub fn node(&self, config: &Config) -> Node {
-        let tc = &self.toolchains;
-        let mut inputs = BTreeMap::from([
-            ("cuda".to_string(), Input::toolchain(&tc.cuda)),
-            ("gcc".to_string(), Input::toolchain(&tc.gcc)),
-            (
-                "torchHeaders".to_string(),
-                Input::Toolchain {
-                    toolchain: tc.torch.clone(),
-                    output: Some("headers".into()),
-                },
-            ),
-            (
-                SOURCE_VAR.to_string(),
-                Input::Source {
-                    source: slash_path(&self.source),
-                },
-            ),
-        ]);
-        // Each include directory is its own input, named by position.
-        let includes: Vec<(String, String)> = config
-            .include_dirs
-            .iter()
-            .enumerate()
-            .map(|(i, dir)| (format!("include{i}"), slash_path(&dir.value)))
-            .collect();
-        for (var, dir) in &includes {
-            inputs.insert(
-                var.clone(),
-                Input::Source {
-                    source: dir.clone(),
-                },
-            );
-        }
+        let mut inputs = compiler_inputs(&self.toolchains);
+        let includes = include_inputs(config);
         let headers: Vec<(String, String)> = self
             .headers
             .iter()
             .enumerate()
             .map(|(i, header)| (format!("header{i}"), slash_path(header)))
             .collect();
-        for (var, header) in &headers {
-            inputs.insert(
-                var.clone(),
-                Input::Source {
-                    source: header.clone(),
-                },
-            );
-        }
+        let source = (SOURCE_VAR.to_string(), slash_path(&self.source));
+        add_sources(
+            &mut inputs,
+            [&source].into_iter().chain(&includes).chain(&headers),
+        );
         Node {
             name: self.name.clone(),
             script: self.script(config, &includes, &headers),
@@ -201,6 +167,47 @@ impl KernelObject {
         s += "mkdir -p \"$out\"\n";
         s += &format!("cp {} \"$out\"/\n", quote(&object));
         s
+    }
+}
+
+/// What every compile sees: the CUDA toolchain, gcc and the torch headers.
+pub(super) fn compiler_inputs(tc: &KernelToolchains) -> BTreeMap<String, Input> {
+    BTreeMap::from([
+        ("cuda".to_string(), Input::toolchain(&tc.cuda)),
+        ("gcc".to_string(), Input::toolchain(&tc.gcc)),
+        (
+            "torchHeaders".to_string(),
+            Input::Toolchain {
+                toolchain: tc.torch.clone(),
+                output: Some("headers".into()),
+            },
+        ),
+    ])
+}
+
+/// The config's include directories, each its own input named by position:
+/// (variable, project path).
+pub(super) fn include_inputs(config: &Config) -> Vec<(String, String)> {
+    config
+        .include_dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| (format!("include{i}"), slash_path(&dir.value)))
+        .collect()
+}
+
+/// Adds each (variable, project path) as a source input.
+pub(super) fn add_sources<'a>(
+    inputs: &mut BTreeMap<String, Input>,
+    sources: impl IntoIterator<Item = &'a (String, String)>,
+) {
+    for (var, path) in sources {
+        inputs.insert(
+            var.clone(),
+            Input::Source {
+                source: path.clone(),
+            },
+        );
     }
 }
 

@@ -314,10 +314,7 @@ impl Plan {
 
     /// The canonical JSON: keys sorted, two-space indent, final newline.
     pub fn to_json(&self) -> String {
-        let value = serde_json::to_value(self).expect("a plan always serialises");
-        let mut text = serde_json::to_string_pretty(&value).expect("a JSON value always prints");
-        text.push('\n');
-        text
+        crate::json::canonical(self)
     }
 
     /// How much the sharing saves: kernel compiles planned, and what a build

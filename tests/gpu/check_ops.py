@@ -83,7 +83,9 @@ def ref_bias_gelu(x, bias):
 def ref_bias_gelu_backward(grad_y, x, bias):
     grad_x = grad_y * ref_gelu_tanh_derivative(x + bias)
     # bias spans the last dimension: its gradient sums over every other one.
-    grad_bias = grad_x.reshape(-1, bias.numel()).sum(dim=0)
+    # Rows spelled out: reshape cannot infer -1 when a row is empty.
+    rows = grad_x.numel() // bias.numel() if bias.numel() else 0
+    grad_bias = grad_x.reshape(rows, bias.numel()).sum(dim=0)
     return grad_x, grad_bias
 
 
@@ -225,6 +227,7 @@ BIAS_GELU_CASES = (
     Case((3, 5, 257)),  # 3-D, last dimension not a multiple of the block
     Case((513, 1031)),  # elements not a multiple of the block
     Case((0, 8)),  # no rows: empty output, zero bias gradient
+    Case((4, 0)),  # empty rows: empty bias and bias gradient
     Case((65, 33), transposed=True),  # non-contiguous x
     Case(LARGE),  # grid-stride loop
 )

@@ -117,7 +117,9 @@ std::vector<at::Tensor> bias_gelu_backward(const at::Tensor& grad_y_in, const at
   // The bias gradient sums grad_x over every row; accumulate in float32 (or
   // float64) so half and bfloat16 rows do not lose precision.
   const at::ScalarType acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor grad_bias = grad_x.reshape({-1, bias.numel()}).sum(0, /*keepdim=*/false, acc).to(x.scalar_type());
+  // Rows spelled out: reshape cannot infer -1 when a row is empty (x of shape (4, 0)).
+  const int64_t rows = bias.numel() == 0 ? 0 : n / bias.numel();
+  at::Tensor grad_bias = grad_x.reshape({rows, bias.numel()}).sum(0, /*keepdim=*/false, acc).to(x.scalar_type());
   return {grad_x, grad_bias};
 }
 

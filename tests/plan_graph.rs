@@ -377,8 +377,9 @@ fn a_source_outside_the_project_is_refused() {
 
 #[test]
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
+    // Without asking Nix what is built (tests/wheels_nix.rs does).
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
-        .args(["plan", "--project"])
+        .args(["plan", "--no-store", "--project"])
         .arg(demo_dir())
         .output()
         .expect("cuwheel runs");

@@ -185,6 +185,27 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
             assert!(hash.check(&installed).unwrap(), "{name}: {}", entry.path);
         }
     }
+    // `cuwheel plan` asks the flake what is built: these cells' nodes are.
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["plan", "--project"])
+            .arg(common::flake::repo().join("examples/demo-ext")),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for node in [
+        "kernel-cuda130-axpby",
+        "binding-cuda130-py313",
+        "binding-cuda130-abi3",
+        "link-cu130-py311",
+        "wheel-cu130-abi3",
+        "audit-cu130-py313",
+    ] {
+        assert!(
+            text.contains(&format!("  built     {node}  ")),
+            "{node}:\n{text}"
+        );
+    }
+    assert!(text.contains(" derivations are built; "), "{text}");
 }
 
 #[test]

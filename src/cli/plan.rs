@@ -1,10 +1,11 @@
 //! `cuwheel plan`: the derivation graph of the project's matrix — as JSON
 //! for `nix/plan.nix` (`--json`), or as a summary for people: the cells and
-//! their wheels, every node and which cells share it, and what the sharing
+//! their wheels, every node, which cells share it and whether it is already
+//! built (asked of the flake that builds the project), and what the sharing
 //! saves.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -13,6 +14,8 @@ use clap::Args;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
 use cuwheel::plan::{Plan, sources};
 use cuwheel::spec::Spec;
+use cuwheel::store::StorePath;
+use cuwheel::store::nix::Nix;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -22,6 +25,13 @@ pub struct PlanArgs {
     /// Print the plan as JSON (the input of nix/plan.nix)
     #[arg(long)]
     json: bool,
+    /// The flake that builds the project, asked which derivations are built
+    /// (default: the nearest directory holding flake.nix, from the project up)
+    #[arg(long, value_name = "DIR")]
+    flake: Option<PathBuf>,
+    /// Do not ask Nix which derivations are already built
+    #[arg(long, conflicts_with = "flake")]
+    no_store: bool,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
@@ -34,13 +44,68 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot plan the build of {}", args.project.display()))?;
     if args.json {
         print!("{}", plan.to_json());
-    } else {
-        print!("{}", summary(&plan));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let flake = match args.flake {
+        Some(flake) => Some(flake),
+        None if args.no_store => None,
+        None => nearest_flake(&args.project)?,
+    };
+    let built = match &flake {
+        Some(flake) => {
+            eprintln!(
+                "plan: asking Nix which derivations of {}#nodes are built",
+                flake.display()
+            );
+            Some(built_nodes(flake)?)
+        }
+        None => None,
+    };
+    print!("{}", summary(&plan, built.as_ref()));
+    if flake.is_none() && !args.no_store {
+        println!("(no flake.nix above the project: whether each derivation is built is not shown)");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn summary(plan: &Plan) -> String {
+/// The nearest directory holding `flake.nix`, from `project` up.
+fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
+    let start = project
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", project.display()))?;
+    Ok(start
+        .ancestors()
+        .find(|dir| dir.join("flake.nix").is_file())
+        .map(Path::to_path_buf))
+}
+
+/// The flake's plan nodes whose outputs are valid in the store.
+fn built_nodes(flake: &Path) -> Result<BTreeSet<String>> {
+    let nix = Nix::system();
+    let installable = format!("{}#nodes", flake.display());
+    let outs = nix
+        .eval_json(&installable, "builtins.mapAttrs (name: node: node.outPath)")
+        .with_context(|| {
+            format!(
+                "cannot ask {installable} for its derivations; pass --no-store to plan without                  Nix, or --flake for the flake that builds this project"
+            )
+        })?;
+    let outs: BTreeMap<String, String> = serde_json::from_value(outs)
+        .with_context(|| format!("{installable} is not a set of derivations"))?;
+    let mut by_path = BTreeMap::new();
+    for (name, out) in outs {
+        let path: StorePath = out
+            .parse()
+            .with_context(|| format!("{installable}.{name}: `{out}` is not a store path"))?;
+        by_path.insert(path, name);
+    }
+    let paths: Vec<StorePath> = by_path.keys().cloned().collect();
+    let valid = nix.valid_paths(&paths)?;
+    Ok(valid.iter().map(|p| by_path[p].clone()).collect())
+}
+
+/// The summary; `built` (when known) names the nodes already in the store.
+fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
     let mut text = format!("cells ({}):\n", plan.cells.len());
     for (name, cell) in &plan.cells {
         text += &format!("  {name}  {}\n", cell.wheel_file);
@@ -61,7 +126,19 @@ fn summary(plan: &Plan) -> String {
         } else {
             "used by"
         };
-        text += &format!("  {name}  {shared} {}\n", cells.join(" "));
+        let state = match built {
+            Some(built) if built.contains(name) => "built     ",
+            Some(_) => "to build  ",
+            None => "",
+        };
+        text += &format!("  {state}{name}  {shared} {}\n", cells.join(" "));
+    }
+    if let Some(built) = built {
+        let count = plan.nodes.keys().filter(|n| built.contains(*n)).count();
+        text += &format!(
+            "{count} of {} derivations are built; `nix build` builds the others\n",
+            plan.nodes.len()
+        );
     }
     text += &format!("{}\n", plan.sharing());
     text

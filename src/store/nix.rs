@@ -1,5 +1,5 @@
 //! A thin, typed wrapper over the Nix 2.8 commands cuwheel calls: add a
-//! fixed-output file, instantiate, realise, query validity, show a
+//! fixed-output file, instantiate, realise, evaluate, query validity, show a
 //! derivation. In: store paths and files; out: store paths and parsed JSON,
 //! or a [`NixError`] that says what failed and what to do about it.
 //!
@@ -238,6 +238,19 @@ impl Nix {
         cmd.arg("--realise")
             .args(drvs.iter().map(StorePath::to_absolute));
         self.store_paths(cmd)
+    }
+
+    /// `nix eval --json INSTALLABLE --apply F`: the value, as JSON.
+    pub fn eval_json(&self, installable: &str, apply: &str) -> Result<serde_json::Value, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["eval", "--json", installable, "--apply", apply]);
+        let command = describe(&cmd);
+        let stdout = self.run(cmd)?;
+        serde_json::from_str(&stdout).map_err(|e| NixError::BadOutput {
+            command,
+            problem: format!("not JSON: {e}"),
+            output: stdout,
+        })
     }
 
     /// Which of `paths` are valid (present and registered) in the store.

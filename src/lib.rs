@@ -9,6 +9,7 @@
 //! `plan` the derivation graph Nix builds; `build` what the driver does
 //! inside it (the wheel assembly); `audit` the verdict on a wheel;
 //! `publish` the package index audited wheels are served from;
+//! `reproduce` the verdict on whether a checkout rebuilds a wheel bit for bit;
 //! `process` runs the registries' clients; `json` writes the canonical JSON
 //! of cuwheel's files.
 
@@ -20,6 +21,7 @@ pub mod lock;
 pub mod plan;
 pub mod process;
 pub mod publish;
+pub mod reproduce;
 pub mod spec;
 pub mod store;
 pub mod wheel;

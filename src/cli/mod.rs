@@ -7,6 +7,7 @@ mod fetch;
 mod lock;
 mod plan;
 mod publish;
+mod reproduce;
 mod store;
 
 use std::process::ExitCode;
@@ -39,6 +40,8 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Publish audited wheels into a static package index directory: one index per CUDA variant plus a combined one
     Publish(publish::PublishArgs),
+    /// Rebuild a wheel from this checkout and compare: identical, or exactly which files, sections, symbols and lines differ
+    Reproduce(reproduce::ReproduceArgs),
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Publish(args) => publish::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
         Command::Store(command) => store::run(command),
     };
     match result {

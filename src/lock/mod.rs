@@ -117,7 +117,7 @@ fn progress(message: &str) {
 
 /// The sha256 of the `[tool.cuwheel]` table as canonical JSON (keys sorted,
 /// no whitespace): it changes exactly when the config does.
-fn config_sha256(pyproject: &Path) -> Result<String> {
+pub fn config_sha256(pyproject: &Path) -> Result<String> {
     let text = std::fs::read_to_string(pyproject)
         .with_context(|| format!("cannot read {}", pyproject.display()))?;
     let document: toml::Table = toml::from_str(&text)

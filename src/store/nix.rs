@@ -113,6 +113,12 @@ pub struct ShownDerivation {
     pub outputs: BTreeMap<String, ShownOutput>,
 }
 
+/// One entry of `nix build --json`.
+#[derive(Debug, Deserialize)]
+struct BuiltInstallable {
+    outputs: BTreeMap<String, String>,
+}
+
 /// The Nix commands, run against the system store or a store rooted at a
 /// directory of the caller's (`--store DIR`, which needs no daemon and no
 /// root: used by tests and for builds in a second, independent store).
@@ -267,6 +273,52 @@ impl Nix {
             .filter(|p| !invalid.contains(p))
             .cloned()
             .collect())
+    }
+
+    /// `nix build --no-link --json INSTALLABLE...`: builds what is missing
+    /// and returns each installable's `out` path, in order.
+    pub fn build(&self, installables: &[&str]) -> Result<Vec<StorePath>, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["build", "--no-link", "--json"])
+            .args(installables);
+        let command = describe(&cmd);
+        let stdout = self.run(cmd)?;
+        let bad = |problem: String| NixError::BadOutput {
+            command: command.clone(),
+            problem,
+            output: stdout.clone(),
+        };
+        let built: Vec<BuiltInstallable> =
+            serde_json::from_str(&stdout).map_err(|e| bad(e.to_string()))?;
+        built
+            .iter()
+            .map(|b| {
+                let out = b
+                    .outputs
+                    .get("out")
+                    .ok_or_else(|| bad("no `out` output".into()))?;
+                out.parse()
+                    .map_err(|e| bad(format!("'{out}' is not a store path: {e}")))
+            })
+            .collect()
+    }
+
+    /// `nix eval --raw INSTALLABLE`: the string it evaluates to.
+    pub fn eval_raw(&self, installable: &str) -> Result<String, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["eval", "--raw", installable]);
+        self.run(cmd)
+    }
+
+    /// `nix-store --realise --check --keep-going --keep-failed DRV...`:
+    /// builds each (already built) derivation again and fails when an
+    /// output's bytes differ; the differing output is kept at
+    /// `<output>.check`.
+    pub fn check(&self, drvs: &[StorePath]) -> Result<(), NixError> {
+        let mut cmd = self.command("nix-store");
+        cmd.args(["--realise", "--check", "--keep-going", "--keep-failed"])
+            .args(drvs.iter().map(StorePath::to_absolute));
+        self.run(cmd).map(drop)
     }
 
     /// `nix show-derivation DRV...`, keyed by `.drv` path.

@@ -1,0 +1,253 @@
+//! `cuwheel reproduce`: does this checkout rebuild this wheel bit for bit?
+//!
+//! In: a wheel (a path, or a URL [`download`]ed with curl) and a checkout
+//! (the project directory and the flake that builds it). Out: a [`Verdict`].
+//! The steps: read the wheel's provenance; [`checkout`] compares it with the
+//! checkout and stops at the first sign of another one (config, lock, a
+//! source file, the cell); [`rebuild`] has Nix build the cell and build
+//! each of its derivations again, comparing; [`diff`] compares the given
+//! wheel with the built one — by member, with [`elf`] sections and symbols
+//! and [`text`] line diffs. Everything but `download`, `rebuild` and the
+//! reading here is pure.
+
+pub mod checkout;
+pub mod diff;
+pub mod download;
+pub mod elf;
+pub mod rebuild;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::audit::archs::PROVENANCE_FILE;
+use crate::build::Provenance;
+use crate::store::Hash;
+use crate::wheel::WheelArchive;
+use checkout::{Checkout, Mismatch};
+use diff::{WheelBytes, WheelDiff};
+use rebuild::{NotDeterministic, Rebuild};
+
+/// Where the checkout is and how far to distrust the store.
+pub struct ReproduceOptions {
+    /// The project directory: `pyproject.toml` and `cuwheel.lock`.
+    pub project: PathBuf,
+    /// The flake that builds the project; by default the nearest directory
+    /// holding `flake.nix`, from the project up.
+    pub flake: Option<String>,
+    /// Build every derivation of the cell again (`nix-store --check`);
+    /// without it, outputs the store already holds are trusted.
+    pub check: bool,
+}
+
+/// The answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict")]
+pub enum Verdict {
+    /// The rebuilt wheel is the given one, byte for byte.
+    Identical {
+        wheel: String,
+        sha256: String,
+        built: PathBuf,
+        checked: bool,
+    },
+    /// The rebuilt wheel differs.
+    Different {
+        wheel: String,
+        built: PathBuf,
+        diff: WheelDiff,
+    },
+    /// A derivation of the cell gave other bytes when built again.
+    NotDeterministic {
+        wheel: String,
+        derivations: Vec<NotDeterministic>,
+    },
+    /// The checkout is not the one the wheel was built from: nothing built.
+    OtherCheckout {
+        wheel: String,
+        project: PathBuf,
+        mismatches: Vec<Mismatch>,
+    },
+}
+
+impl Verdict {
+    /// The report for people.
+    pub fn render(&self) -> String {
+        match self {
+            Verdict::Identical {
+                wheel,
+                sha256,
+                checked,
+                ..
+            } => {
+                let how = if *checked {
+                    ""
+                } else {
+                    " (--no-check: outputs already in the store were trusted)"
+                };
+                format!("identical: {wheel} sha256 {sha256}{how}\n")
+            }
+            Verdict::Different { wheel, built, diff } => format!(
+                "different: {wheel} is not what this checkout builds ({})\n{}\
+                 The checkout matches the wheel's provenance: either the wheel was changed after \
+                 its build, or its build is not reproducible.\n",
+                built.display(),
+                diff.render()
+            ),
+            Verdict::NotDeterministic { wheel, derivations } => {
+                let mut text = format!(
+                    "not reproducible: building {wheel}'s derivations again gave other bytes:\n"
+                );
+                for d in derivations {
+                    text += &format!("  {}: output {} differs", d.derivation, d.output);
+                    match &d.kept {
+                        Some(kept) => text += &format!(" from the rebuild kept at {kept}\n"),
+                        None => text += "\n",
+                    }
+                }
+                text += "Compare each output with its rebuild (`cuwheel reproduce` of the wheels, \
+                         or diffoscope) to find the source of non-determinism.\n";
+                text
+            }
+            Verdict::OtherCheckout {
+                wheel,
+                project,
+                mismatches,
+            } => {
+                let mut text = format!(
+                    "other checkout: {wheel} was not built from the project in {}:\n",
+                    project.display()
+                );
+                for m in mismatches {
+                    text += &format!("  {m}\n");
+                }
+                text += "Nothing was built. Check out the commit that built the wheel (the one \
+                         whose files have the wheel's digests above) and run `cuwheel reproduce` \
+                         again.\n";
+                text
+            }
+        }
+    }
+}
+
+/// Reproduces `wheel` (a path or an `http(s)://` URL).
+pub fn reproduce(
+    wheel: &str,
+    options: &ReproduceOptions,
+    progress: &dyn Fn(&str),
+) -> Result<Verdict> {
+    let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let path = if download::is_url(wheel) {
+        progress(&format!("downloading {wheel}"));
+        download::download(wheel, downloads.path())?
+    } else {
+        PathBuf::from(wheel)
+    };
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let given = WheelArchive::from_bytes(&path, &bytes)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let provenance = read_provenance(&given)?;
+
+    let project = &options.project;
+    let checkout = Checkout::read(project)
+        .with_context(|| format!("cannot read the checkout in {}", project.display()))?;
+    let mismatches = checkout::compare(&provenance, &checkout);
+    if !mismatches.is_empty() {
+        return Ok(Verdict::OtherCheckout {
+            wheel: name,
+            project: project.clone(),
+            mismatches,
+        });
+    }
+    let cell = &checkout.cells[&provenance.cell];
+    let flake = match &options.flake {
+        Some(flake) => flake.clone(),
+        None => find_flake(project)?.display().to_string(),
+    };
+    let result = match rebuild::rebuild(&flake, &provenance.cell, cell, options.check, progress)? {
+        Rebuild::Built(result) => result,
+        Rebuild::NotDeterministic(derivations) => {
+            return Ok(Verdict::NotDeterministic {
+                wheel: name,
+                derivations,
+            });
+        }
+    };
+    let built_path = result.join(&cell.wheel_file);
+    let built_bytes = std::fs::read(&built_path).with_context(|| {
+        format!(
+            "cannot read {}: the flake {flake} built a result without the plan's wheel; is it the \
+             flake of the project in {}? Pass it with --flake",
+            built_path.display(),
+            project.display()
+        )
+    })?;
+    let built = WheelArchive::from_bytes(&built_path, &built_bytes)?;
+    let diff = diff::diff(
+        &WheelBytes {
+            file_name: &name,
+            bytes: &bytes,
+            members: given.members(),
+        },
+        &WheelBytes {
+            file_name: &cell.wheel_file,
+            bytes: &built_bytes,
+            members: built.members(),
+        },
+    );
+    Ok(if diff.is_identical() {
+        Verdict::Identical {
+            wheel: name,
+            sha256: Hash::sha256(&bytes).to_hex(),
+            built: built_path,
+            checked: options.check,
+        }
+    } else {
+        Verdict::Different {
+            wheel: name,
+            built: built_path,
+            diff,
+        }
+    })
+}
+
+fn read_provenance(wheel: &WheelArchive) -> Result<Provenance> {
+    let member = format!("{}/{PROVENANCE_FILE}", wheel.dist_info_dir());
+    let Some(file) = wheel.member(&member) else {
+        bail!(
+            "{} is not a cuwheel wheel: it has no {member}, which cuwheel writes into every wheel \
+             it builds; only wheels built by cuwheel can be reproduced",
+            wheel.path().display()
+        );
+    };
+    serde_json::from_slice(&file.data).with_context(|| {
+        format!(
+            "{}: {member} is not a provenance this cuwheel reads; reproduce it with the cuwheel \
+             version that built it",
+            wheel.path().display()
+        )
+    })
+}
+
+/// The nearest directory holding `flake.nix`, from `project` up.
+fn find_flake(project: &Path) -> Result<PathBuf> {
+    let start = project
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", project.display()))?;
+    start
+        .ancestors()
+        .find(|dir| dir.join("flake.nix").is_file())
+        .map(Path::to_path_buf)
+        .with_context(|| {
+            format!(
+                "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
+                 builds this project",
+                start.display()
+            )
+        })
+}

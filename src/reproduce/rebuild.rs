@@ -1,0 +1,160 @@
+//! The rebuild of one cell by Nix, never trusting an output the store
+//! already holds.
+//!
+//! In: the flake, the cell and its plan nodes. Out: the cell's result
+//! directory (wheel and audit), after `nix build` made what was missing and
+//! `nix-store --realise --check` built every plan node of the cell again
+//! and compared the bytes — or the derivations whose outputs came out
+//! different ([`NotDeterministic`]).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::plan::PlanCell;
+use crate::store::nix::{Nix, NixError};
+
+/// A derivation whose second build gave other bytes than its first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotDeterministic {
+    pub derivation: String,
+    pub output: String,
+    /// Where Nix kept the second build's output (`--keep-failed`).
+    pub kept: Option<String>,
+}
+
+pub enum Rebuild {
+    /// The result directory of the cell (`wheels.<cell>`).
+    Built(PathBuf),
+    NotDeterministic(Vec<NotDeterministic>),
+}
+
+/// Every plan node a cell's wheel is made of, kernels first.
+pub fn nodes_of(cell: &PlanCell) -> Vec<&str> {
+    cell.kernels
+        .iter()
+        .chain([&cell.binding, &cell.link, &cell.wheel, &cell.audit])
+        .map(String::as_str)
+        .collect()
+}
+
+/// Builds `FLAKE#wheels.<cell>`; with `check`, then builds each of the
+/// cell's nodes again and has Nix compare.
+pub fn rebuild(
+    flake: &str,
+    cell_name: &str,
+    cell: &PlanCell,
+    check: bool,
+    progress: &dyn Fn(&str),
+) -> Result<Rebuild> {
+    let nix = Nix::system();
+    let installable = format!("{flake}#wheels.{cell_name}");
+    progress(&format!("building {installable}"));
+    let built = nix
+        .build(&[&installable])
+        .with_context(|| format!("cannot build {installable}"))?;
+    let result = built
+        .first()
+        .with_context(|| format!("`nix build {installable}` reported no output"))?;
+    if check {
+        let nodes = nodes_of(cell);
+        let mut drvs = Vec::new();
+        for node in &nodes {
+            let attr = format!("{flake}#nodes.{node}.drvPath");
+            let drv = nix
+                .eval_raw(&attr)
+                .with_context(|| format!("cannot find the derivation of {node}"))?;
+            drvs.push(drv.trim().parse().with_context(|| {
+                format!("`nix eval --raw {attr}` printed `{drv}`, not a store path")
+            })?);
+        }
+        progress(&format!(
+            "building again and comparing ({}): {}",
+            "nix-store --realise --check",
+            nodes.join(" ")
+        ));
+        if let Err(err) = nix.check(&drvs) {
+            let found = match &err {
+                NixError::Failed { stderr, .. } => not_deterministic(stderr),
+                _ => Vec::new(),
+            };
+            if found.is_empty() {
+                return Err(err).context("cannot build the cell's derivations again");
+            }
+            return Ok(Rebuild::NotDeterministic(found));
+        }
+    }
+    Ok(Rebuild::Built(nix.real_path(result)))
+}
+
+/// Nix 2.8's "derivation '…' may not be deterministic: output '…' differs
+/// [from '….check']" lines.
+pub fn not_deterministic(stderr: &str) -> Vec<NotDeterministic> {
+    let quoted = |text: &str| -> Vec<String> {
+        text.split('\'')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    stderr
+        .lines()
+        .filter(|line| line.contains("may not be deterministic"))
+        .filter_map(|line| {
+            let mut parts = quoted(line).into_iter();
+            Some(NotDeterministic {
+                derivation: parts.next()?,
+                output: parts.next()?,
+                kept: parts.next(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nixs_non_determinism_lines_are_read() {
+        let stderr = "checking outputs of '/nix/store/a-link.drv'...\n\
+            error: derivation '/nix/store/a-link.drv' may not be deterministic: output \
+            '/nix/store/b-link' differs from '/nix/store/b-link.check'\n\
+            error: derivation '/nix/store/c-k.drv' may not be deterministic: output \
+            '/nix/store/d-k' differs\n\
+            error: build of '/nix/store/a-link.drv' failed\n";
+        assert_eq!(
+            not_deterministic(stderr),
+            [
+                NotDeterministic {
+                    derivation: "/nix/store/a-link.drv".into(),
+                    output: "/nix/store/b-link".into(),
+                    kept: Some("/nix/store/b-link.check".into()),
+                },
+                NotDeterministic {
+                    derivation: "/nix/store/c-k.drv".into(),
+                    output: "/nix/store/d-k".into(),
+                    kept: None,
+                },
+            ]
+        );
+        assert_eq!(not_deterministic("error: builder failed"), []);
+    }
+
+    #[test]
+    fn a_cells_nodes_are_kernels_then_the_rest() {
+        let cell = PlanCell {
+            kernels: ["kernel-b".to_string(), "kernel-a".to_string()].into(),
+            binding: "binding".into(),
+            link: "link".into(),
+            wheel: "wheel".into(),
+            audit: "audit".into(),
+            wheel_file: "w.whl".into(),
+        };
+        assert_eq!(
+            nodes_of(&cell),
+            ["kernel-a", "kernel-b", "binding", "link", "wheel", "audit"]
+        );
+    }
+}

@@ -49,7 +49,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     let flake = match args.flake {
         Some(flake) => Some(flake),
         None if args.no_store => None,
-        None => nearest_flake(&args.project)?,
+        None => sources::nearest_flake(&args.project)?,
     };
     let built = match &flake {
         Some(flake) => {
@@ -66,17 +66,6 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         println!("(no flake.nix above the project: whether each derivation is built is not shown)");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The nearest directory holding `flake.nix`, from `project` up.
-fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
-    let start = project
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", project.display()))?;
-    Ok(start
-        .ancestors()
-        .find(|dir| dir.join("flake.nix").is_file())
-        .map(Path::to_path_buf))
 }
 
 /// The flake's plan nodes whose outputs are valid in the store.

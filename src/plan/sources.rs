@@ -68,6 +68,19 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
     ))
 }
 
+/// The nearest directory holding `flake.nix`, from `project` up: the flake
+/// that builds the project, whose derivations `cuwheel plan` and
+/// `cuwheel reproduce` ask Nix about.
+pub fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
+    let start = project
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", project.display()))?;
+    Ok(start
+        .ancestors()
+        .find(|dir| dir.join("flake.nix").is_file())
+        .map(Path::to_path_buf))
+}
+
 /// Every regular file under `dir` (relative to `root`).
 fn walk(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
     let full = root.join(dir);

@@ -236,18 +236,11 @@ fn read_provenance(wheel: &WheelArchive) -> Result<Provenance> {
 
 /// The nearest directory holding `flake.nix`, from `project` up.
 fn find_flake(project: &Path) -> Result<PathBuf> {
-    let start = project
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", project.display()))?;
-    start
-        .ancestors()
-        .find(|dir| dir.join("flake.nix").is_file())
-        .map(Path::to_path_buf)
-        .with_context(|| {
-            format!(
-                "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
-                 builds this project",
-                start.display()
-            )
-        })
+    crate::plan::sources::nearest_flake(project)?.with_context(|| {
+        format!(
+            "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
+             builds this project",
+            project.display()
+        )
+    })
 }

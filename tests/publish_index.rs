@@ -13,12 +13,12 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Rng, TestEnv, cuwheel_bin, run_ok};
+use common::{Rng, Server, TestEnv, cuwheel_bin, run_ok};
 use cuwheel::wheel::{
     CoreMetadata, FileHash, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
     parse_record,
@@ -241,64 +241,6 @@ fn check_index(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     indexes
 }
 
-/// `python3 -m http.server` serving a directory on a free port, stopped on drop.
-struct Server {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(env: &TestEnv, dir: &Path, log: &Path) -> Server {
-        let mut child = Command::new(env.python())
-            .args([
-                "-u",
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "0",
-                "--directory",
-            ])
-            .arg(dir)
-            .stdout(Stdio::piped())
-            .stderr(fs::File::create(log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
-        let port = line
-            .split(" port ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("cannot read the server's port from {line:?}"));
-        Server {
-            child,
-            port,
-            log: log.to_path_buf(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}/{path}", self.port)
-    }
-
-    fn requests(&self) -> String {
-        fs::read_to_string(&self.log).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn fresh_venv(env: &TestEnv, dir: &Path) -> PathBuf {
     run_ok(
         Command::new(env.python())
@@ -373,7 +315,7 @@ fn pip_and_uv_install_from_the_cu130_index() {
     assert_eq!(indexes["cu128/"], BTreeSet::from([names(&cu128)]));
     assert_eq!(indexes[""], BTreeSet::from([names(&cu128), names(&cu130)]));
 
-    let server = Server::start(&env, &index, &t.join("server.log"));
+    let server = Server::start(&index, &t.join("server.log"));
     let python = fresh_venv(&env, &t.join("pip-venv"));
     run_ok(
         Command::new(env.python())

@@ -15,12 +15,11 @@
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use common::cuwheel_bin;
 use common::flake::{installable, json, nix_ok, repo};
+use common::{Server, cuwheel_bin};
 use cuwheel::build::Provenance;
 use cuwheel::store::Hash;
 use cuwheel::wheel::{WheelArchive, WheelBuilder, ZipTimestamp};
@@ -254,50 +253,15 @@ fn a_wheel_without_provenance_is_not_a_cuwheel_wheel() {
     assert!(stderr.contains("cuwheel-provenance.json"), "{stderr}");
 }
 
-/// `python3 -m http.server` on a port the system picks, stopped on drop.
-struct Server(Child, u16);
-
-impl Server {
-    fn start(dir: &Path) -> Server {
-        let mut child = Command::new("python3")
-            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"])
-            .arg("--directory")
-            .arg(dir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
-        let port = line
-            .split(" port ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in the server's {line:?}"));
-        Server(child, port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_wheel_served_over_http_reproduces_by_url() {
     let wheel = built_wheel();
     let dir = tempfile::tempdir().unwrap();
     let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
     fs::copy(&wheel, dir.path().join(&name)).unwrap();
-    let server = Server::start(dir.path());
+    let server = Server::start(dir.path(), &dir.path().join("server.log"));
     // As an index links it: the local label's `+` encoded.
-    let url = format!("http://127.0.0.1:{}/{}", server.1, name.replace('+', "%2B"));
+    let url = server.url(&name.replace('+', "%2B"));
     let out = reproduce(&["--no-check", &url]);
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -309,7 +273,7 @@ fn a_wheel_served_over_http_reproduces_by_url() {
     assert!(stderr.contains(&format!("downloading {url}")), "{stderr}");
 
     // A URL the server does not have is an error naming it.
-    let missing = format!("http://127.0.0.1:{}/missing-1.0-py3-none-any.whl", server.1);
+    let missing = server.url("missing-1.0-py3-none-any.whl");
     let out = reproduce(&["--no-check", &missing]);
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -96,3 +96,64 @@ pub fn run_ok(cmd: &mut Command) -> Output {
 pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
 }
+
+/// `python3 -m http.server` serving a directory on 127.0.0.1, on a port the
+/// system picks; its request log goes to `log`. Stopped on drop.
+pub struct Server {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    pub fn start(dir: &Path, log: &Path) -> Server {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new("python3")
+            .args([
+                "-u",
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                "0",
+                "--directory",
+            ])
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
+        let port = line
+            .split(" port ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("cannot read the server's port from {line:?}"));
+        Server {
+            child,
+            port,
+            log: log.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// The requests served so far, one log line each.
+    pub fn requests(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -20,8 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::{Rng, Server, TestEnv, cuwheel_bin, run_ok};
 use cuwheel::wheel::{
-    CoreMetadata, FileHash, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
-    parse_record,
+    CoreMetadata, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
 };
 use sha2::{Digest, Sha256};
 
@@ -263,26 +262,11 @@ fn assert_installed(python: &Path, wheel: &Path, version: &str, installer: &str)
     assert_eq!(lines[..2], [version, version], "{text}");
     let site = Path::new(lines[2]);
 
-    let archive = WheelArchive::open(wheel).unwrap();
-    let dist_info = archive.dist_info_dir().to_string();
-    let record = &archive.member(&format!("{dist_info}/RECORD")).unwrap().data;
-    let entries = parse_record(std::str::from_utf8(record).unwrap()).unwrap();
-    let mut checked = 0;
-    for entry in entries {
-        let Some(hash) = entry.hash else { continue };
-        if entry.path.ends_with("/RECORD") {
-            continue;
-        }
-        let installed = fs::read(site.join(&entry.path))
-            .unwrap_or_else(|e| panic!("{} is not installed: {e}", entry.path));
-        assert_eq!(
-            FileHash::sha256(&installed),
-            hash,
-            "{}: the installed bytes differ from RECORD",
-            entry.path
-        );
-        checked += 1;
-    }
+    let checked = common::assert_installed_as_recorded(site, wheel);
+    let dist_info = WheelArchive::open(wheel)
+        .unwrap()
+        .dist_info_dir()
+        .to_string();
     assert!(checked >= 3, "RECORD listed only {checked} hashed files");
     let recorded_installer = fs::read_to_string(site.join(&dist_info).join("INSTALLER")).unwrap();
     assert_eq!(recorded_installer.trim(), installer);

@@ -157,3 +157,29 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Checks that every file the wheel's RECORD hashes is installed under
+/// `site` with those bytes; returns how many were checked.
+pub fn assert_installed_as_recorded(site: &Path, wheel: &Path) -> usize {
+    let archive = cuwheel::wheel::WheelArchive::open(wheel).unwrap();
+    let record = &archive
+        .member(&format!("{}/RECORD", archive.dist_info_dir()))
+        .unwrap()
+        .data;
+    let mut checked = 0;
+    for entry in cuwheel::wheel::parse_record(std::str::from_utf8(record).unwrap()).unwrap() {
+        let Some(hash) = entry.hash else { continue };
+        let installed = std::fs::read(site.join(&entry.path)).unwrap_or_else(|e| {
+            panic!("{}: {} is not installed: {e}", wheel.display(), entry.path)
+        });
+        assert_eq!(
+            cuwheel::wheel::FileHash::sha256(&installed),
+            hash,
+            "{}: the installed {} differs from RECORD",
+            wheel.display(),
+            entry.path
+        );
+        checked += 1;
+    }
+    checked
+}

@@ -302,16 +302,22 @@ fn check_available_offline(
         }
     }
     if !unavailable.is_empty() {
-        let source = match &options.substituter {
+        let cache = match &options.substituter {
             Some(substituter) => format!("the binary cache {}", substituter.url),
-            None => "no binary cache (none was given)".to_owned(),
+            None => "a binary cache (none was given: --substituter)".to_owned(),
         };
+        const SHOWN: usize = 8;
+        let mut names = unavailable[..unavailable.len().min(SHOWN)].join(", ");
+        if unavailable.len() > SHOWN {
+            names += &format!(" and {} more", unavailable.len() - SHOWN);
+        }
         bail!(
-            "offline, {} pinned paths are in neither {source} nor a local cache, and pip, apt-get \
-             and cargo may not run: {}. Export them into the cache (`cuwheel cache export`) on a \
-             machine that has them, or fetch without --offline",
+            "offline, {} of the {} missing pinned paths are neither in {cache} nor in a local \
+             cache (cuwheel's downloads, cargo's registry), and pip, apt-get and cargo may not \
+             run: {names}. Export them into a binary cache (`cuwheel cache export`) on a machine \
+             that has them, or fetch without --offline",
             unavailable.len(),
-            unavailable.join(", ")
+            missing.len()
         );
     }
     Ok(())

@@ -5,7 +5,8 @@
 //! `[tool.cuwheel]` config and expands its matrix into checked cells; `store`
 //! holds the Nix formats every stage uses to name store objects without
 //! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
-//! and `fetch` puts them into the Nix store; `wheel` the wheel format;
+//! and `fetch` puts them into the Nix store; `cache` archives them (and
+//! what is built from them) in a signed Nix binary cache; `wheel` the wheel format;
 //! `plan` the derivation graph Nix builds; `build` what the driver does
 //! inside it (the wheel assembly); `audit` the verdict on a wheel;
 //! `publish` the package index audited wheels are served from;
@@ -15,6 +16,7 @@
 
 pub mod audit;
 pub mod build;
+pub mod cache;
 pub mod fetch;
 pub mod json;
 pub mod lock;

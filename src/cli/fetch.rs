@@ -1,5 +1,6 @@
 //! `cuwheel fetch`: put every artifact of the project's `cuwheel.lock` into
-//! the Nix store, verified.
+//! the Nix store, verified: from a signed binary cache where one is given,
+//! else through the registries' clients.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use cuwheel::cache::Substituter;
 use cuwheel::fetch::{FetchOptions, fetch};
 use cuwheel::lock::LOCK_FILE;
 use cuwheel::lock::format::Lock;
@@ -26,6 +28,15 @@ pub struct FetchArgs {
     /// The Python interpreter whose pip downloads wheels [default: python3]
     #[arg(long)]
     python: Option<PathBuf>,
+    /// A binary cache (`cuwheel cache export`) to copy missing paths from before any registry: a URL or a directory
+    #[arg(long, requires = "trusted_key", value_name = "URL_OR_DIR")]
+    substituter: Option<String>,
+    /// The public key the binary cache must be signed with: NAME:BASE64, or a file holding it (NAME.pub)
+    #[arg(long, requires = "substituter", value_name = "KEY_OR_FILE")]
+    trusted_key: Option<String>,
+    /// Never run pip, apt-get or cargo: take missing paths from the binary cache and local caches only
+    #[arg(long)]
+    offline: bool,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
@@ -34,9 +45,15 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
     };
+    let substituter = match (&args.substituter, &args.trusted_key) {
+        (Some(url), Some(key)) => Some(Substituter::new(url, key)?),
+        _ => None,
+    };
     let options = FetchOptions {
         jobs: args.jobs,
         python: args.python,
+        substituter,
+        offline: args.offline,
     };
     fetch(&lock, &nix, &options)?;
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 
 mod audit;
 mod build_wheel;
+mod cache;
 mod fetch;
 mod lock;
 mod plan;
@@ -32,6 +33,9 @@ enum Command {
     /// Assemble a cell's wheel inside its Nix build (written into the plan)
     #[command(hide = true)]
     BuildWheel(build_wheel::BuildWheelArgs),
+    /// A signed Nix binary cache of the pinned artifacts and what is built from them: the archive that outlives the registries
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
     /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
     Fetch(fetch::FetchArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
@@ -52,6 +56,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::BuildWheel(args) => build_wheel::run(args),
+        Command::Cache(command) => cache::run(command),
         Command::Fetch(args) => fetch::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),

@@ -72,15 +72,16 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
 fn built_nodes(flake: &Path) -> Result<BTreeSet<String>> {
     let nix = Nix::system();
     let installable = format!("{}#nodes", flake.display());
-    let outs = nix
-        .eval_json(&installable, "builtins.mapAttrs (name: node: node.outPath)")
+    let outs: BTreeMap<String, String> = nix
+        .eval_json(
+            &installable,
+            Some("builtins.mapAttrs (name: node: node.outPath)"),
+        )
         .with_context(|| {
             format!(
                 "cannot ask {installable} for its derivations; pass --no-store to plan without                  Nix, or --flake for the flake that builds this project"
             )
         })?;
-    let outs: BTreeMap<String, String> = serde_json::from_value(outs)
-        .with_context(|| format!("{installable} is not a set of derivations"))?;
     let mut by_path = BTreeMap::new();
     for (name, out) in outs {
         let path: StorePath = out

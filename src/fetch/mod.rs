@@ -4,13 +4,17 @@
 //! In: a [`Lock`] and a store ([`Nix`]). Out: the store holding every
 //! pinned path, and a [`Summary`]. For each path the expected store path is
 //! computed first ([`crate::store::path`]); a valid one is skipped without
-//! any download. A missing one is taken from cuwheel's cache or downloaded
+//! any download. Missing ones are first copied from a binary cache, when
+//! one is given ([`crate::cache`]; refused unless signed by its key). The
+//! rest are taken from cuwheel's cache or downloaded
 //! through pip / apt-get into a temporary directory, its size and sha256
 //! checked before anything touches the store (a mismatch leaves the store
 //! unchanged), added with `nix-store --add-fixed` under its store name, and
 //! the path Nix prints compared with the expected one. Seeds are cut from
 //! their artifact, checked against their NAR hash and added recursively.
-//! Downloads run on a few worker threads; [`progress`] shows them.
+//! Downloads run on a few worker threads; [`progress`] shows them. Offline,
+//! pip, apt-get and cargo are never run: what neither the binary cache nor
+//! a local cache holds is an error.
 
 pub mod crates;
 pub mod progress;
@@ -23,6 +27,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cache::{Substituter, unsigned};
 use crate::lock::apt::{self, AptSuite};
 use crate::lock::cache::{Cache, Clients, Expected};
 use crate::lock::format::{Artifact, Lock, Source, store_name};
@@ -40,6 +45,10 @@ pub struct FetchOptions {
     pub jobs: usize,
     /// The Python whose pip downloads wheels (default: `python3`).
     pub python: Option<std::path::PathBuf>,
+    /// A binary cache tried before the registries.
+    pub substituter: Option<Substituter>,
+    /// Never run pip, apt-get or cargo.
+    pub offline: bool,
 }
 
 /// What a fetch did.
@@ -47,8 +56,10 @@ pub struct FetchOptions {
 pub struct Summary {
     /// Paths that were already valid.
     pub present: usize,
-    /// Paths added by this run.
+    /// Paths added by this run from a registry or a local cache.
     pub added: usize,
+    /// Paths copied by this run from the binary cache.
+    pub from_binary_cache: usize,
     /// Bytes downloaded by this run (cached files not counted).
     pub downloaded: u64,
 }
@@ -72,6 +83,12 @@ fn flat_path(sha256: &str, name: &str) -> Result<StorePath> {
     let hash = Hash::parse(sha256, Some(HashAlgo::Sha256))
         .with_context(|| format!("the sha256 of {name} is not a sha256"))?;
     Ok(fixed_output_path(FileIngestion::Flat, &hash, name)?)
+}
+
+/// Every path the lock (and cuwheel's Cargo.lock) pins: what `cuwheel
+/// fetch` puts into the store.
+pub fn pinned_paths(lock: &Lock) -> Result<Vec<StorePath>> {
+    Ok(wanted(lock)?.into_iter().map(|w| w.path).collect())
 }
 
 /// Every path the lock (and cuwheel's Cargo.lock) pins, with its kind.
@@ -120,19 +137,29 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
     let wanted = wanted(lock)?;
     let paths: Vec<StorePath> = wanted.iter().map(|w| w.path.clone()).collect();
     let valid: BTreeSet<StorePath> = nix.valid_paths(&paths)?.into_iter().collect();
-    let missing: Vec<&Wanted> = wanted.iter().filter(|w| !valid.contains(&w.path)).collect();
+    let mut missing: Vec<&Wanted> = wanted.iter().filter(|w| !valid.contains(&w.path)).collect();
     let mut summary = Summary {
         present: valid.len(),
         ..Summary::default()
     };
+    if let (Some(substituter), false) = (&options.substituter, missing.is_empty()) {
+        let copied = from_binary_cache(nix, substituter, &missing)?;
+        missing.retain(|w| !copied.contains(&w.path));
+        summary.from_binary_cache = copied.len();
+    }
     if missing.is_empty() {
         eprintln!(
-            "fetch: nothing to download: all {} paths are already in the store",
-            wanted.len()
+            "fetch: nothing to download: all {} paths are in the store ({} copied from the \
+             binary cache)",
+            wanted.len(),
+            summary.from_binary_cache
         );
         return Ok(summary);
     }
     let cache = Cache::locate()?;
+    if options.offline {
+        check_available_offline(lock, &missing, &cache, options)?;
+    }
     let clients = prepare_clients(lock, &missing, &cache, options)?;
     let session = Session {
         nix,
@@ -183,12 +210,117 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
         );
     }
     eprintln!(
-        "fetch: added {} paths ({} downloaded), {} were already in the store",
+        "fetch: added {} paths ({} downloaded), copied {} from the binary cache, {} were \
+         already in the store",
         summary.added,
         megabytes(summary.downloaded),
+        summary.from_binary_cache,
         summary.present
     );
     Ok(summary)
+}
+
+/// Copies what the binary cache holds of `missing` into the store, after
+/// checking every such path is signed by the substituter's key (nothing is
+/// copied otherwise); returns the paths copied.
+fn from_binary_cache(
+    nix: &Nix,
+    substituter: &Substituter,
+    missing: &[&Wanted],
+) -> Result<BTreeSet<StorePath>> {
+    let url = &substituter.url;
+    let paths: Vec<StorePath> = missing.iter().map(|w| w.path.clone()).collect();
+    let held: Vec<_> = nix
+        .path_infos(Some(url), &paths, false)
+        .with_context(|| format!("cannot read the binary cache {url}"))?
+        .into_iter()
+        .filter(|info| info.valid)
+        .collect();
+    if held.is_empty() {
+        eprintln!(
+            "fetch: the binary cache {url} holds none of the {} missing paths",
+            paths.len()
+        );
+        return Ok(BTreeSet::new());
+    }
+    let key = &substituter.public_key;
+    let bad = unsigned(nix, key, &held)?;
+    if !bad.is_empty() {
+        let signers: BTreeSet<&str> = held
+            .iter()
+            .flat_map(|info| &info.signatures)
+            .filter_map(|sig| sig.split_once(':').map(|(name, _)| name))
+            .collect();
+        bail!(
+            "the binary cache {url} is not signed by the trusted key {}: {} of its {} paths for \
+             this lock carry no valid signature by it (first: {}; the cache is signed by: {}). \
+             Nothing was copied. Pass the public key of the key the cache was exported with \
+             (`cuwheel cache key` wrote it as NAME.pub beside NAME.sec), or export the cache \
+             again with this key",
+            key.name,
+            bad.len(),
+            held.len(),
+            bad[0].to_absolute(),
+            if signers.is_empty() {
+                "no key".to_owned()
+            } else {
+                signers.into_iter().collect::<Vec<_>>().join(", ")
+            }
+        );
+    }
+    let copied: Vec<StorePath> = held
+        .iter()
+        .map(|info| info.path.parse())
+        .collect::<Result<_, _>>()
+        .context("Nix reported something that is not a store path")?;
+    eprintln!(
+        "fetch: copying {} paths from the binary cache {url}",
+        copied.len()
+    );
+    nix.copy_from(url, &substituter.nix_options(), &copied)
+        .with_context(|| format!("cannot copy from the binary cache {url}"))?;
+    Ok(copied.into_iter().collect())
+}
+
+/// Offline, every missing path must come from a local cache: cuwheel's for
+/// artifacts, cargo's for crates (a seed is cut from its artifact).
+fn check_available_offline(
+    lock: &Lock,
+    missing: &[&Wanted],
+    cache: &Cache,
+    options: &FetchOptions,
+) -> Result<()> {
+    let mut unavailable = Vec::new();
+    for wanted in missing {
+        let available = match &wanted.what {
+            Kind::Artifact(name) => cache.cached(&expected(&lock.artifacts[name])).is_some(),
+            Kind::Crate(krate) => crates::in_registry_cache(krate)?.is_some(),
+            Kind::Seed(_) => true,
+        };
+        if !available {
+            unavailable.push(wanted.path.name().to_owned());
+        }
+    }
+    if !unavailable.is_empty() {
+        let cache = match &options.substituter {
+            Some(substituter) => format!("the binary cache {}", substituter.url),
+            None => "a binary cache (none was given: --substituter)".to_owned(),
+        };
+        const SHOWN: usize = 8;
+        let mut names = unavailable[..unavailable.len().min(SHOWN)].join(", ");
+        if unavailable.len() > SHOWN {
+            names += &format!(" and {} more", unavailable.len() - SHOWN);
+        }
+        bail!(
+            "offline, {} of the {} missing pinned paths are neither in {cache} nor in a local \
+             cache (cuwheel's downloads, cargo's registry), and pip, apt-get and cargo may not \
+             run: {names}. Export them into a binary cache (`cuwheel cache export`) on a machine \
+             that has them, or fetch without --offline",
+            unavailable.len(),
+            missing.len()
+        );
+    }
+    Ok(())
 }
 
 /// pip, and apt updated for each suite that some missing, uncached

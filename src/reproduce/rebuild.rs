@@ -52,7 +52,7 @@ pub fn rebuild(
     let installable = format!("{flake}#wheels.{cell_name}");
     progress(&format!("building {installable}"));
     let built = nix
-        .build(&[&installable])
+        .build(std::slice::from_ref(&installable))
         .with_context(|| format!("cannot build {installable}"))?;
     let result = built
         .first()

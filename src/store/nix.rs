@@ -1,7 +1,9 @@
 //! A thin, typed wrapper over the Nix 2.8 commands cuwheel calls: add a
-//! fixed-output file, instantiate, realise, evaluate, query validity, show a
-//! derivation. In: store paths and files; out: store paths and parsed JSON,
-//! or a [`NixError`] that says what failed and what to do about it.
+//! fixed-output file, instantiate, realise, build and evaluate flake outputs, query
+//! validity and path infos, show a derivation, and copy, sign and verify
+//! paths of a binary cache. In: store paths and files; out: store paths and
+//! parsed JSON, or a [`NixError`] that says what failed and what to do about
+//! it.
 //!
 //! Every call pins the settings the project depends on — a real sandbox
 //! that may not silently fall back to none, and no binary cache — so a
@@ -113,10 +115,30 @@ pub struct ShownDerivation {
     pub outputs: BTreeMap<String, ShownOutput>,
 }
 
-/// One entry of `nix build --json`.
-#[derive(Debug, Deserialize)]
-struct BuiltInstallable {
-    outputs: BTreeMap<String, String>,
+/// One entry of `nix path-info --json --sigs`: what a store (local or a
+/// binary cache) knows about a path. `valid` is false for a path it lacks,
+/// and then nothing else is set.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathInfo {
+    pub path: String,
+    #[serde(default = "valid_by_default")]
+    pub valid: bool,
+    #[serde(default)]
+    pub nar_hash: String,
+    #[serde(default)]
+    pub nar_size: u64,
+    #[serde(default)]
+    pub references: Vec<String>,
+    #[serde(default)]
+    pub signatures: Vec<String>,
+    pub ca: Option<String>,
+    /// The compressed size, in a binary cache.
+    pub download_size: Option<u64>,
+}
+
+fn valid_by_default() -> bool {
+    true
 }
 
 /// The Nix commands, run against the system store or a store rooted at a
@@ -148,12 +170,17 @@ impl Nix {
     }
 
     fn command(&self, program: &str) -> Command {
+        self.command_on(program, self.store.as_deref().map(Path::as_os_str))
+    }
+
+    /// A command on another store than this one's (a binary cache's URL).
+    fn command_on(&self, program: &str, store: Option<&std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         if program == "nix" {
             cmd.args(["--extra-experimental-features", "nix-command flakes"]);
         }
-        if let Some(root) = &self.store {
-            cmd.arg("--store").arg(root);
+        if let Some(store) = store {
+            cmd.arg("--store").arg(store);
         }
         for (name, value) in PINNED_OPTIONS {
             cmd.args(["--option", name, value]);
@@ -246,19 +273,6 @@ impl Nix {
         self.store_paths(cmd)
     }
 
-    /// `nix eval --json INSTALLABLE --apply F`: the value, as JSON.
-    pub fn eval_json(&self, installable: &str, apply: &str) -> Result<serde_json::Value, NixError> {
-        let mut cmd = self.command("nix");
-        cmd.args(["eval", "--json", installable, "--apply", apply]);
-        let command = describe(&cmd);
-        let stdout = self.run(cmd)?;
-        serde_json::from_str(&stdout).map_err(|e| NixError::BadOutput {
-            command,
-            problem: format!("not JSON: {e}"),
-            output: stdout,
-        })
-    }
-
     /// Which of `paths` are valid (present and registered) in the store.
     pub fn valid_paths(&self, paths: &[StorePath]) -> Result<Vec<StorePath>, NixError> {
         if paths.is_empty() {
@@ -273,34 +287,6 @@ impl Nix {
             .filter(|p| !invalid.contains(p))
             .cloned()
             .collect())
-    }
-
-    /// `nix build --no-link --json INSTALLABLE...`: builds what is missing
-    /// and returns each installable's `out` path, in order.
-    pub fn build(&self, installables: &[&str]) -> Result<Vec<StorePath>, NixError> {
-        let mut cmd = self.command("nix");
-        cmd.args(["build", "--no-link", "--json"])
-            .args(installables);
-        let command = describe(&cmd);
-        let stdout = self.run(cmd)?;
-        let bad = |problem: String| NixError::BadOutput {
-            command: command.clone(),
-            problem,
-            output: stdout.clone(),
-        };
-        let built: Vec<BuiltInstallable> =
-            serde_json::from_str(&stdout).map_err(|e| bad(e.to_string()))?;
-        built
-            .iter()
-            .map(|b| {
-                let out = b
-                    .outputs
-                    .get("out")
-                    .ok_or_else(|| bad("no `out` output".into()))?;
-                out.parse()
-                    .map_err(|e| bad(format!("'{out}' is not a store path: {e}")))
-            })
-            .collect()
     }
 
     /// `nix eval --raw INSTALLABLE`: the string it evaluates to.
@@ -329,6 +315,155 @@ impl Nix {
         let mut cmd = self.command("nix");
         cmd.arg("show-derivation")
             .args(drvs.iter().map(StorePath::to_absolute));
+        self.json(cmd)
+    }
+}
+
+impl Nix {
+    /// `nix build --no-link --json INSTALLABLE...`: builds what is missing
+    /// and returns every output path, in order.
+    pub fn build(&self, installables: &[String]) -> Result<Vec<StorePath>, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["build", "--no-link", "--json"])
+            .args(installables);
+        let built: Vec<BuiltOutputs> = self.json(cmd)?;
+        let mut paths = Vec::new();
+        for outputs in built {
+            for path in outputs.outputs.into_values() {
+                paths.push(path.parse().map_err(|e| NixError::BadOutput {
+                    command: "nix build --json".into(),
+                    problem: format!("'{path}' is not a store path: {e}"),
+                    output: String::new(),
+                })?);
+            }
+        }
+        Ok(paths)
+    }
+
+    /// `nix eval --json INSTALLABLE [--apply FUNCTION]`.
+    pub fn eval_json<T: serde::de::DeserializeOwned>(
+        &self,
+        installable: &str,
+        apply: Option<&str>,
+    ) -> Result<T, NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["eval", "--json", installable]);
+        if let Some(apply) = apply {
+            cmd.args(["--apply", apply]);
+        }
+        self.json(cmd)
+    }
+
+    /// `nix path-info --json --sigs [-r] PATH...` on this store, or on the
+    /// store at `url` (a binary cache); a path the store lacks comes back
+    /// with `valid: false` (the closure of one cannot be asked for).
+    pub fn path_infos(
+        &self,
+        url: Option<&str>,
+        paths: &[StorePath],
+        closure: bool,
+    ) -> Result<Vec<PathInfo>, NixError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = match url {
+            Some(url) => self.command_on("nix", Some(url.as_ref())),
+            None => self.command("nix"),
+        };
+        cmd.args(["path-info", "--json", "--sigs"]);
+        if closure {
+            cmd.arg("--recursive");
+        }
+        cmd.args(paths.iter().map(StorePath::to_absolute));
+        self.json(cmd)
+    }
+
+    /// `nix copy --to URL PATH...`: the paths and their closure into the
+    /// store at `url`; what it already has is skipped.
+    pub fn copy_to(&self, url: &str, paths: &[StorePath]) -> Result<(), NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(["copy", "--to", url])
+            .args(paths.iter().map(StorePath::to_absolute));
+        self.run(cmd).map(drop)
+    }
+
+    /// `nix copy --from URL PATH...` into this store, with Nix's signature
+    /// checks on and `options` (a substituter's trust settings) after the
+    /// pinned ones.
+    pub fn copy_from(
+        &self,
+        url: &str,
+        options: &[String],
+        paths: &[StorePath],
+    ) -> Result<(), NixError> {
+        let mut cmd = self.command("nix");
+        cmd.args(options)
+            .args(["copy", "--from", url])
+            .args(paths.iter().map(StorePath::to_absolute));
+        self.run(cmd).map(drop)
+    }
+
+    /// `nix store sign --store URL --key-file KEY PATH...`: adds this key's
+    /// signature to the paths of the store at `url` that lack it.
+    pub fn sign(&self, url: &str, key_file: &Path, paths: &[StorePath]) -> Result<(), NixError> {
+        let mut cmd = self.command_on("nix", Some(url.as_ref()));
+        cmd.args(["store", "sign", "--key-file"])
+            .arg(key_file)
+            .args(paths.iter().map(StorePath::to_absolute));
+        self.run(cmd).map(drop)
+    }
+
+    /// `nix store verify --no-contents --sigs-needed 1` on the store at
+    /// `url`, trusting only `public_key`: the paths Nix calls untrusted.
+    /// Nix counts a content-addressed path as trusted whatever its
+    /// signatures, so a caller that wants the signature itself checked
+    /// passes a store whose path infos carry no content address.
+    pub fn untrusted_paths(
+        &self,
+        url: &str,
+        public_key: &str,
+        paths: &[StorePath],
+    ) -> Result<Vec<StorePath>, NixError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.command_on("nix", Some(url.as_ref()));
+        cmd.args(["--option", "trusted-public-keys", public_key])
+            .args(["store", "verify", "--no-contents", "--sigs-needed", "1"])
+            .args(paths.iter().map(StorePath::to_absolute));
+        match self.run(cmd) {
+            Ok(_) => Ok(Vec::new()),
+            Err(NixError::Failed {
+                command,
+                status,
+                stderr,
+                hint,
+            }) => {
+                let untrusted: Vec<StorePath> = stderr
+                    .lines()
+                    .filter_map(|line| {
+                        let rest = line.strip_prefix("path '")?;
+                        let (path, _) = rest.split_once("' is untrusted")?;
+                        path.parse().ok()
+                    })
+                    .collect();
+                if untrusted.is_empty() {
+                    // Not a verdict on signatures (a missing path, a bad URL).
+                    Err(NixError::Failed {
+                        command,
+                        status,
+                        stderr,
+                        hint,
+                    })
+                } else {
+                    Ok(untrusted)
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(&self, cmd: Command) -> Result<T, NixError> {
         let command = describe(&cmd);
         let stdout = self.run(cmd)?;
         serde_json::from_str(&stdout).map_err(|e| NixError::BadOutput {
@@ -337,6 +472,11 @@ impl Nix {
             output: stdout,
         })
     }
+}
+
+#[derive(Deserialize)]
+struct BuiltOutputs {
+    outputs: BTreeMap<String, String>,
 }
 
 fn describe(cmd: &Command) -> String {

@@ -1,0 +1,203 @@
+//! Signing keys of a binary cache, in Nix's text form `NAME:BASE64`: a
+//! public key is 32 bytes (Ed25519), a secret key 64 (the seed, then the
+//! public key, as libsodium lays it out, which is how Nix stores it).
+//!
+//! In: key text or files, or a name to generate a pair under. Out: parsed
+//! keys, or a new pair written with `nix-store --generate-binary-cache-key`
+//! (never over an existing file).
+
+use std::fmt;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+
+const PUBLIC_LEN: usize = 32;
+const SECRET_LEN: usize = 64;
+
+/// A public key Nix checks signatures with (`trusted-public-keys`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicKey {
+    pub name: String,
+    key: [u8; PUBLIC_LEN],
+}
+
+impl fmt::Display for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.name, STANDARD.encode(self.key))
+    }
+}
+
+/// `NAME:BASE64` with `len` bytes behind the colon.
+fn parse_key(text: &str, len: usize, what: &str) -> Result<(String, Vec<u8>)> {
+    let text = text.trim();
+    let Some((name, data)) = text.split_once(':') else {
+        bail!("'{text}' is not a Nix {what} key: expected NAME:BASE64");
+    };
+    check_name(name).with_context(|| format!("'{text}' is not a Nix {what} key (NAME:BASE64)"))?;
+    let bytes = STANDARD
+        .decode(data)
+        .ok()
+        .filter(|b| b.len() == len)
+        .with_context(|| {
+            format!("'{text}' is not a Nix {what} key: after NAME: expected {len} bytes in base64")
+        })?;
+    Ok((name.to_owned(), bytes))
+}
+
+/// A key name as Nix writes it before the colon.
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains(|c: char| c == ':' || c.is_whitespace() || c == '/') {
+        bail!(
+            "'{name}' cannot name a key: use a non-empty name without ':', '/' or spaces, such as \
+             'my-cache-1'"
+        );
+    }
+    Ok(())
+}
+
+impl PublicKey {
+    pub fn parse(text: &str) -> Result<PublicKey> {
+        let (name, bytes) = parse_key(text, PUBLIC_LEN, "public")?;
+        let mut key = [0; PUBLIC_LEN];
+        key.copy_from_slice(&bytes);
+        Ok(PublicKey { name, key })
+    }
+
+    /// The key itself, or the file holding it (as `cuwheel cache key` writes
+    /// `NAME.pub`).
+    pub fn from_text_or_file(value: &str) -> Result<PublicKey> {
+        let file = Path::new(value);
+        if file.is_file() {
+            let text = fs::read_to_string(file)
+                .with_context(|| format!("cannot read the public key file {value}"))?;
+            return PublicKey::parse(&text).with_context(|| format!("in {value}"));
+        }
+        PublicKey::parse(value).with_context(|| {
+            format!("'{value}' is neither a public key file nor a public key (NAME:BASE64)")
+        })
+    }
+}
+
+/// A secret key file (`nix-store --generate-binary-cache-key`'s first
+/// output): its public half.
+pub fn public_key_of_secret(file: &Path) -> Result<PublicKey> {
+    let text = fs::read_to_string(file)
+        .with_context(|| format!("cannot read the secret key file {}", file.display()))?;
+    let (name, bytes) = parse_key(&text, SECRET_LEN, "secret").with_context(|| {
+        format!(
+            "{} is not a Nix secret key file (make one with `cuwheel cache key NAME --out DIR`)",
+            file.display()
+        )
+    })?;
+    let mut key = [0; PUBLIC_LEN];
+    key.copy_from_slice(&bytes[PUBLIC_LEN..]);
+    Ok(PublicKey { name, key })
+}
+
+/// The files a new key pair is written to.
+#[derive(Debug)]
+pub struct KeyPair {
+    pub secret: PathBuf,
+    pub public: PathBuf,
+}
+
+/// Generates a key pair named `name` into `dir/NAME.sec` (mode 0600) and
+/// `dir/NAME.pub`. Refuses if either exists: overwriting a secret key would
+/// orphan every cache signed with it.
+pub fn generate(name: &str, dir: &Path) -> Result<KeyPair> {
+    check_name(name)?;
+    let pair = KeyPair {
+        secret: dir.join(format!("{name}.sec")),
+        public: dir.join(format!("{name}.pub")),
+    };
+    for file in [&pair.secret, &pair.public] {
+        if file.symlink_metadata().is_ok() {
+            bail!(
+                "{} exists; cuwheel does not overwrite keys (a cache signed with the old key could \
+                 no longer be signed): choose another name or directory",
+                file.display()
+            );
+        }
+    }
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Generated beside the final names, then linked there: a link never
+    // replaces an existing file, so a race cannot overwrite one either.
+    let work = tempfile::tempdir_in(dir)
+        .with_context(|| format!("cannot create a temporary directory in {}", dir.display()))?;
+    let (secret, public) = (work.path().join("sec"), work.path().join("pub"));
+    let out = Command::new("nix-store")
+        .arg("--generate-binary-cache-key")
+        .arg(name)
+        .args([&secret, &public])
+        .output()
+        .context(
+            "cannot run `nix-store`: install Nix 2.8 or later (on Debian and Ubuntu: `apt-get \
+             install nix-bin`)",
+        )?;
+    if !out.status.success() {
+        bail!(
+            "`nix-store --generate-binary-cache-key {name}` failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", secret.display()))?;
+    for (from, to) in [(&secret, &pair.secret), (&public, &pair.public)] {
+        fs::hard_link(from, to)
+            .with_context(|| format!("cannot write {} (does it exist now?)", to.display()))?;
+    }
+    Ok(pair)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_keys_and_derives_the_public_half() {
+        let public = format!("demo-1:{}", STANDARD.encode([7u8; 32]));
+        let key = PublicKey::parse(&format!("  {public}\n")).unwrap();
+        assert_eq!(key.name, "demo-1");
+        assert_eq!(key.to_string(), public);
+
+        let mut secret = vec![1u8; 32];
+        secret.extend([7u8; 32]);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("demo-1.sec");
+        fs::write(&file, format!("demo-1:{}", STANDARD.encode(&secret))).unwrap();
+        assert_eq!(public_key_of_secret(&file).unwrap(), key);
+    }
+
+    #[test]
+    fn bad_keys_say_what_a_key_looks_like() {
+        for bad in ["", "demo", ":AAAA", "demo:not-base64!", "demo:AAAA"] {
+            let err = format!("{:#}", PublicKey::parse(bad).unwrap_err());
+            assert!(err.contains("NAME"), "{bad}: {err}");
+        }
+        let err = format!(
+            "{:#}",
+            PublicKey::from_text_or_file("keys/missing.pub").unwrap_err()
+        );
+        assert!(err.contains("neither a public key file"), "{err}");
+        let public = format!("demo-1:{}", STANDARD.encode([7u8; 32]));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.sec");
+        fs::write(&file, &public).unwrap();
+        let err = format!("{:#}", public_key_of_secret(&file).unwrap_err());
+        assert!(err.contains("cuwheel cache key"), "{err}");
+    }
+
+    #[test]
+    fn a_key_name_is_checked_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = format!("{:#}", generate("a:b", dir.path()).unwrap_err());
+        assert!(err.contains("cannot name a key"), "{err}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

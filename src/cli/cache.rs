@@ -1,0 +1,80 @@
+//! `cuwheel cache key` and `cuwheel cache export`: a signing key pair, and a
+//! signed Nix binary cache of everything the project's wheels are made from.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use cuwheel::cache::export::export;
+use cuwheel::cache::key::generate;
+use cuwheel::fetch::progress::megabytes;
+use cuwheel::lock::format::{LOCK_FILE, Lock};
+use cuwheel::store::nix::Nix;
+
+#[derive(Subcommand)]
+pub enum CacheCommand {
+    /// Generate a signing key pair: DIR/NAME.sec (secret, mode 0600) and DIR/NAME.pub; never overwrites
+    Key(KeyArgs),
+    /// Copy every pinned artifact, toolchain, kernel object and the driver into a signed binary cache directory
+    Export(ExportArgs),
+}
+
+#[derive(Args)]
+pub struct KeyArgs {
+    /// The key's name, which signatures carry (such as `my-cache-1`)
+    name: String,
+    /// The directory to write the pair into
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The binary cache directory (created if missing; what it holds is kept)
+    dir: PathBuf,
+    /// The secret key to sign with (`cuwheel cache key` writes one)
+    #[arg(long, value_name = "SECRET_KEY_FILE")]
+    key: PathBuf,
+    /// The project directory (holding cuwheel.lock)
+    #[arg(long, default_value = ".")]
+    project: PathBuf,
+    /// The flake that builds the project's toolchains, kernels and driver
+    #[arg(long, default_value = ".")]
+    flake: String,
+    /// A Nix store rooted at this directory instead of the system's
+    #[arg(long)]
+    store: Option<PathBuf>,
+}
+
+pub fn run(command: CacheCommand) -> Result<ExitCode> {
+    match command {
+        CacheCommand::Key(args) => {
+            let pair = generate(&args.name, &args.out)?;
+            println!("secret key: {}", pair.secret.display());
+            println!("public key: {}", pair.public.display());
+        }
+        CacheCommand::Export(args) => {
+            let lock = Lock::read(&args.project.join(LOCK_FILE))?;
+            let nix = match &args.store {
+                Some(root) => Nix::with_store_root(root),
+                None => Nix::system(),
+            };
+            let done = export(&lock, &nix, &args.flake, &args.dir, &args.key)?;
+            println!(
+                "exported {} store paths to {} ({} new): {} pinned, {} toolchains, {} kernel \
+                 objects, the driver, and their closure; {} as NARs, {} compressed",
+                done.paths,
+                done.url,
+                done.added,
+                done.pinned,
+                done.toolchains,
+                done.kernels,
+                megabytes(done.nar_bytes),
+                megabytes(done.file_bytes)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

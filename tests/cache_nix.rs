@@ -1,0 +1,425 @@
+//! The binary cache with real Nix:
+//! - `cuwheel cache key` writes a private secret key and never overwrites;
+//! - `cuwheel cache export` of the demo, then, in a second, empty store
+//!   rooted in a temporary directory and with pip, apt-get and cargo out of
+//!   reach, `cuwheel fetch --offline` fills it from the cache alone, and
+//!   `nix build` with the cache as its substituter builds a byte-identical
+//!   `cu130-py313` wheel, building only what is not in the cache;
+//! - a cache signed by another key of the same name is refused, by cuwheel
+//!   (before copying anything) and by Nix (for a path that is not
+//!   content-addressed);
+//! - offline without a cache, the missing paths are named and no client runs.
+//!
+//! The demo's pinned artifacts must be in the store (`bash tests/prepare.sh`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::flake::{installable, json, nix_ok, repo};
+use common::{cuwheel_bin, run_ok};
+use cuwheel::cache::Substituter;
+use cuwheel::fetch::pinned_paths;
+use cuwheel::lock::format::{LOCK_FILE, Lock};
+
+fn demo() -> PathBuf {
+    repo().join("examples/demo-ext")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A store rooted in a temporary directory; its store directories are
+/// read-only, so they are made writable before the directory is dropped
+/// (it can hold gigabytes).
+struct TempStore(tempfile::TempDir);
+
+impl TempStore {
+    fn new() -> TempStore {
+        TempStore(tempfile::tempdir().unwrap())
+    }
+    fn root(&self) -> &Path {
+        self.0.path()
+    }
+    fn url(&self) -> String {
+        format!("local?root={}", self.root().display())
+    }
+    /// The store paths it holds.
+    fn paths(&self) -> Vec<String> {
+        match fs::read_dir(self.root().join("nix/store")) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name != ".links")
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        let _ = Command::new("chmod")
+            .arg("-R")
+            .arg("u+w")
+            .arg(self.root())
+            .status();
+    }
+}
+
+/// `cuwheel fetch` of the demo into `store`, offline, where pip, apt-get
+/// and cargo cannot be reached: PATH holds only nix and nix-store, HOME and
+/// the caches are empty, and the proxies point at a closed port.
+fn fetch_offline(store: &TempStore, scratch: &Path, cache: Option<(&Path, &Path)>) -> Output {
+    let bin = scratch.join("bin");
+    let home = scratch.join("home");
+    if !bin.exists() {
+        fs::create_dir_all(&bin).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        for tool in ["nix", "nix-store"] {
+            let found = run_ok(Command::new("sh").args(["-c", &format!("command -v {tool}")]));
+            let target = text(&found.stdout).trim().to_string();
+            std::os::unix::fs::symlink(target, bin.join(tool)).unwrap();
+        }
+    }
+    let closed = "http://127.0.0.1:9/";
+    let mut cmd = Command::new(cuwheel_bin());
+    cmd.env_clear()
+        .env("PATH", &bin)
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("CARGO_HOME", home.join("cargo"))
+        .env("PIP_INDEX_URL", closed)
+        .env("http_proxy", closed)
+        .env("https_proxy", closed)
+        .args(["fetch", "--offline", "--project"])
+        .arg(demo())
+        .arg("--store")
+        .arg(store.root());
+    if let Some((dir, key)) = cache {
+        cmd.arg("--substituter")
+            .arg(dir)
+            .arg("--trusted-key")
+            .arg(key);
+    }
+    cmd.output().unwrap()
+}
+
+fn demo_pinned() -> Vec<String> {
+    let lock = Lock::read(&demo().join(LOCK_FILE)).unwrap();
+    pinned_paths(&lock)
+        .unwrap()
+        .iter()
+        .map(|p| p.to_absolute())
+        .collect()
+}
+
+/// Derivation names in Nix's "building '…drv'" lines.
+fn built(stderr: &str) -> BTreeSet<String> {
+    stderr
+        .lines()
+        .filter_map(|line| {
+            let drv = line.trim().strip_prefix("building '")?.split('\'').next()?;
+            let base = drv.rsplit('/').next()?.strip_suffix(".drv")?;
+            Some(base.split_once('-')?.1.to_string())
+        })
+        .collect()
+}
+
+/// A second key pair named like the first, with other key material.
+fn impostor_key(dir: &Path, name: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    run_ok(
+        Command::new("nix-store")
+            .args(["--generate-binary-cache-key", name])
+            .arg(dir.join("other.sec"))
+            .arg(dir.join("other.pub")),
+    );
+    dir.join("other.pub")
+}
+
+#[test]
+fn a_key_pair_is_private_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "key", "demo-cache-1", "--out"])
+            .arg(&keys),
+    );
+    let secret = keys.join("demo-cache-1.sec");
+    let public = keys.join("demo-cache-1.pub");
+    assert_eq!(
+        fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let public_text = fs::read_to_string(&public).unwrap();
+    assert!(public_text.starts_with("demo-cache-1:"), "{public_text}");
+    // The public key is the secret key's public half.
+    assert_eq!(
+        cuwheel::cache::key::public_key_of_secret(&secret)
+            .unwrap()
+            .to_string(),
+        public_text.trim()
+    );
+    let before = fs::read(&secret).unwrap();
+    let out = Command::new(cuwheel_bin())
+        .args(["cache", "key", "demo-cache-1", "--out"])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("does not overwrite keys"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(fs::read(&secret).unwrap(), before);
+    let mut names: Vec<_> = fs::read_dir(&keys)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["demo-cache-1.pub", "demo-cache-1.sec"]);
+}
+
+#[test]
+fn a_cache_signed_by_another_key_of_the_same_name_is_refused_before_any_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "key", "demo-cache-1", "--out"])
+            .arg(&keys),
+    );
+    // A small cache, written and signed by Nix with the other key: the
+    // demo's busybox seed (content-addressed, as every pinned path is, so
+    // Nix itself would not check its signature).
+    let other_dir = dir.path().join("other");
+    let other_public = impostor_key(&other_dir, "demo-cache-1");
+    let busybox = demo_pinned()
+        .into_iter()
+        .find(|p| p.ends_with("-busybox"))
+        .expect("the demo pins a busybox seed");
+    let cache = dir.path().join("cache");
+    nix_ok(&[
+        "copy",
+        "--to",
+        &format!(
+            "file://{}?secret-key={}",
+            cache.display(),
+            other_dir.join("other.sec").display()
+        ),
+        &busybox,
+    ]);
+    let store = TempStore::new();
+    let out = fetch_offline(
+        &store,
+        dir.path(),
+        Some((&cache, &keys.join("demo-cache-1.pub"))),
+    );
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is not signed by the trusted key demo-cache-1")
+            && stderr.contains(&busybox)
+            && stderr.contains("Nothing was copied"),
+        "{stderr}"
+    );
+    assert_eq!(store.paths(), Vec::<String>::new());
+    // With the key it was signed with, the same cache is accepted (and the
+    // rest is missing, offline, which names the fix).
+    let out = fetch_offline(&store, dir.path(), Some((&cache, &other_public)));
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("copying 1 paths from the binary cache"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cuwheel cache export"), "{stderr}");
+    assert_eq!(
+        store.paths(),
+        [busybox.trim_start_matches("/nix/store/").to_string()]
+    );
+}
+
+#[test]
+fn offline_without_a_cache_names_what_is_missing_and_runs_no_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TempStore::new();
+    let out = fetch_offline(&store, dir.path(), None);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    // Every pinned path is missing; all but the seeds (cut from their
+    // artifacts) are unavailable.
+    let pinned = demo_pinned().len();
+    let seeds = Lock::read(&demo().join(LOCK_FILE)).unwrap().seeds.len();
+    assert!(
+        stderr.contains(&format!(
+            "offline, {} of the {pinned} missing pinned paths are neither in a binary cache",
+            pinned - seeds
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fetch without --offline"), "{stderr}");
+    // Neither apt nor cargo was started (pip has no line of its own).
+    assert!(
+        !stderr.contains("package index") && !stderr.contains("cargo fetch of"),
+        "{stderr}"
+    );
+    assert_eq!(store.paths(), Vec::<String>::new());
+}
+
+#[test]
+fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
+    // The wheel in the main store.
+    let main = json(&nix_ok(&[
+        "build",
+        "--no-link",
+        "--json",
+        &installable("wheels.cu130-py313"),
+    ]));
+    let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
+
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "key", "demo-cache-1", "--out"])
+            .arg(&keys),
+    );
+    let (secret, public) = (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"));
+    let cache = dir.path().join("cache");
+    let export = || {
+        let out = run_ok(
+            Command::new(cuwheel_bin())
+                .args(["cache", "export"])
+                .arg(&cache)
+                .arg("--key")
+                .arg(&secret)
+                .arg("--project")
+                .arg(demo())
+                .arg("--flake")
+                .arg(repo()),
+        );
+        text(&out.stdout)
+    };
+    let first = export();
+    let pinned = demo_pinned();
+    assert!(
+        first.contains(&format!(
+            "{} pinned, 11 toolchains, 6 kernel objects, the driver",
+            pinned.len()
+        )),
+        "{first}"
+    );
+    let paths: usize = first
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(paths > pinned.len() + 11 + 6, "{first}");
+    assert!(first.contains(&format!("({paths} new)")), "{first}");
+    eprintln!("{first}");
+    // Idempotent: nothing new the second time.
+    let second = export();
+    assert!(
+        second.starts_with(&format!("exported {paths} store paths")) && second.contains("(0 new)"),
+        "{second}"
+    );
+
+    // A second, empty store, filled from the cache alone.
+    let store = TempStore::new();
+    let out = fetch_offline(&store, dir.path(), Some((&cache, &public)));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "all {} paths are in the store ({} copied from the binary cache)",
+            pinned.len(),
+            pinned.len()
+        )),
+        "{stderr}"
+    );
+
+    // Nix builds the wheel there with the cache as its one substituter:
+    // toolchains, kernel objects and the driver come from it; only the
+    // plan and the cell's own nodes are built.
+    let substituter = Substituter::new(cache.to_str().unwrap(), public.to_str().unwrap()).unwrap();
+    let mut args = vec![
+        "build".to_string(),
+        "--no-link".into(),
+        "--json".into(),
+        "--store".into(),
+        store.url(),
+    ];
+    args.extend(substituter.nix_options());
+    args.push(installable("wheels.cu130-py313"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = nix_ok(&args);
+    let names = built(&text(&out.stderr));
+    let expected: BTreeSet<String> = [
+        "cuwheel-plan.json",
+        "binding-cuda130-py313",
+        "link-cu130-py313",
+        "wheel-cu130-py313",
+        "audit-cu130-py313",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(names, expected, "{}", text(&out.stderr));
+    let second_result = json(&out)[0]["outputs"]["out"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(Path::new(&second_result), result, "the same derivation");
+    let wheel = fs::read_dir(&result)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().ends_with(".whl"))
+        .expect("the result holds the wheel");
+    let in_second = store
+        .root()
+        .join(second_result.trim_start_matches('/'))
+        .join(&wheel);
+    assert!(
+        fs::read(&in_second).unwrap() == fs::read(result.join(&wheel)).unwrap(),
+        "the wheel built from the cache differs from the main store's"
+    );
+
+    // Nix itself refuses what is not content-addressed (the driver) from
+    // the cache when trusting another key of the same name.
+    let other = impostor_key(&dir.path().join("other"), "demo-cache-1");
+    let impostor = Substituter::new(cache.to_str().unwrap(), other.to_str().unwrap()).unwrap();
+    let driver = text(
+        &nix_ok(&[
+            "eval",
+            "--raw",
+            &installable("packages.x86_64-linux.cuwheel.outPath"),
+        ])
+        .stdout,
+    );
+    let fresh = TempStore::new();
+    let mut cmd = common::flake::nix(&[]);
+    cmd.args(impostor.nix_options()).args([
+        "copy",
+        "--from",
+        &substituter.url,
+        "--to",
+        &fresh.url(),
+        &driver,
+    ]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("lacks a valid signature"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(fresh.paths(), Vec::<String>::new());
+}

@@ -391,6 +391,27 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         fs::read(&in_second).unwrap() == fs::read(result.join(&wheel)).unwrap(),
         "the wheel built from the cache differs from the main store's"
     );
+    // And `cuwheel reproduce` there, from the cache alone, builds every
+    // derivation of the cell again (kernel objects included, which came
+    // from the cache) and finds the main store's wheel identical.
+    let out = Command::new(cuwheel_bin())
+        .args(["reproduce", "--project"])
+        .arg(repo().join("examples/demo-ext"))
+        .arg("--store")
+        .arg(store.root())
+        .arg("--substituter")
+        .arg(&cache)
+        .arg("--trusted-key")
+        .arg(&public)
+        .arg(result.join(&wheel))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && text(&out.stdout).contains("identical: "),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 
     // Nix itself refuses what is not content-addressed (the driver) from
     // the cache when trusting another key of the same name.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use cuwheel::cache::Substituter;
 use cuwheel::cache::export::export;
 use cuwheel::cache::key::generate;
 use cuwheel::fetch::progress::megabytes;
@@ -77,4 +78,25 @@ pub fn run(command: CacheCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The binary cache a command may substitute from: `--substituter` and
+/// `--trusted-key`, given together (fetch and reproduce take them).
+#[derive(Args)]
+pub struct SubstituterArgs {
+    /// A binary cache (`cuwheel cache export`) to take missing paths from before any registry: a URL or a directory
+    #[arg(long, requires = "trusted_key", value_name = "URL_OR_DIR")]
+    substituter: Option<String>,
+    /// The public key the binary cache must be signed with: NAME:BASE64, or a file holding it (NAME.pub)
+    #[arg(long, requires = "substituter", value_name = "KEY_OR_FILE")]
+    trusted_key: Option<String>,
+}
+
+impl SubstituterArgs {
+    pub fn substituter(&self) -> Result<Option<Substituter>> {
+        match (&self.substituter, &self.trusted_key) {
+            (Some(url), Some(key)) => Ok(Some(Substituter::new(url, key)?)),
+            _ => Ok(None),
+        }
+    }
 }

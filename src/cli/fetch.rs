@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use cuwheel::cache::Substituter;
+use super::cache::SubstituterArgs;
 use cuwheel::fetch::{FetchOptions, fetch};
 use cuwheel::lock::LOCK_FILE;
 use cuwheel::lock::format::Lock;
@@ -28,12 +28,8 @@ pub struct FetchArgs {
     /// The Python interpreter whose pip downloads wheels [default: python3]
     #[arg(long)]
     python: Option<PathBuf>,
-    /// A binary cache (`cuwheel cache export`) to copy missing paths from before any registry: a URL or a directory
-    #[arg(long, requires = "trusted_key", value_name = "URL_OR_DIR")]
-    substituter: Option<String>,
-    /// The public key the binary cache must be signed with: NAME:BASE64, or a file holding it (NAME.pub)
-    #[arg(long, requires = "substituter", value_name = "KEY_OR_FILE")]
-    trusted_key: Option<String>,
+    #[command(flatten)]
+    cache: SubstituterArgs,
     /// Never run pip, apt-get or cargo: take missing paths from the binary cache and local caches only
     #[arg(long)]
     offline: bool,
@@ -45,14 +41,10 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
     };
-    let substituter = match (&args.substituter, &args.trusted_key) {
-        (Some(url), Some(key)) => Some(Substituter::new(url, key)?),
-        _ => None,
-    };
     let options = FetchOptions {
         jobs: args.jobs,
         python: args.python,
-        substituter,
+        substituter: args.cache.substituter()?,
         offline: args.offline,
     };
     fetch(&lock, &nix, &options)?;

@@ -9,6 +9,8 @@ use clap::Args;
 
 use cuwheel::reproduce::{ReproduceOptions, Verdict, reproduce};
 
+use super::cache::SubstituterArgs;
+
 /// Exit status when the rebuilt wheel differs, or a derivation does.
 const EXIT_DIFFERENT: u8 = 3;
 /// Exit status when the checkout is not the wheel's (nothing was built).
@@ -40,6 +42,11 @@ pub struct ReproduceArgs {
     /// wheel built on this machine is then only compared with itself
     #[arg(long)]
     no_check: bool,
+    /// Build in a Nix store rooted at this directory instead of the system's
+    #[arg(long, value_name = "ROOT")]
+    store: Option<PathBuf>,
+    #[command(flatten)]
+    cache: SubstituterArgs,
     /// Print the verdict as JSON
     #[arg(long)]
     json: bool,
@@ -50,6 +57,8 @@ pub fn run(args: ReproduceArgs) -> Result<ExitCode> {
         project: args.project,
         flake: args.flake,
         check: !args.no_check,
+        store: args.store,
+        substituter: args.cache.substituter()?,
     };
     let verdict = reproduce(&args.wheel, &options, &|message| {
         eprintln!("reproduce: {message}")

@@ -24,7 +24,9 @@ use serde::Serialize;
 
 use crate::audit::archs::PROVENANCE_FILE;
 use crate::build::Provenance;
+use crate::cache::Substituter;
 use crate::store::Hash;
+use crate::store::nix::Nix;
 use crate::wheel::WheelArchive;
 use checkout::{Checkout, Mismatch};
 use diff::{WheelBytes, WheelDiff};
@@ -40,6 +42,11 @@ pub struct ReproduceOptions {
     /// Build every derivation of the cell again (`nix-store --check`);
     /// without it, outputs the store already holds are trusted.
     pub check: bool,
+    /// Build in the store rooted at this directory instead of the system's.
+    pub store: Option<PathBuf>,
+    /// A binary cache to substitute from (`cuwheel cache export`), so that
+    /// a wheel can be rebuilt after the registries dropped its inputs.
+    pub substituter: Option<Substituter>,
 }
 
 /// The answer.
@@ -169,7 +176,21 @@ pub fn reproduce(
         Some(flake) => flake.clone(),
         None => find_flake(project)?.display().to_string(),
     };
-    let result = match rebuild::rebuild(&flake, &provenance.cell, cell, options.check, progress)? {
+    let mut nix = match &options.store {
+        Some(root) => Nix::with_store_root(root),
+        None => Nix::system(),
+    };
+    if let Some(substituter) = &options.substituter {
+        nix = nix.with_options(substituter.nix_options());
+    }
+    let result = match rebuild::rebuild(
+        &nix,
+        &flake,
+        &provenance.cell,
+        cell,
+        options.check,
+        progress,
+    )? {
         Rebuild::Built(result) => result,
         Rebuild::NotDeterministic(derivations) => {
             return Ok(Verdict::NotDeterministic {

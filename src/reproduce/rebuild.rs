@@ -42,13 +42,13 @@ pub fn nodes_of(cell: &PlanCell) -> Vec<&str> {
 /// Builds `FLAKE#wheels.<cell>`; with `check`, then builds each of the
 /// cell's nodes again and has Nix compare.
 pub fn rebuild(
+    nix: &Nix,
     flake: &str,
     cell_name: &str,
     cell: &PlanCell,
     check: bool,
     progress: &dyn Fn(&str),
 ) -> Result<Rebuild> {
-    let nix = Nix::system();
     let installable = format!("{flake}#wheels.{cell_name}");
     progress(&format!("building {installable}"));
     let built = nix

@@ -147,17 +147,29 @@ fn valid_by_default() -> bool {
 #[derive(Clone, Debug, Default)]
 pub struct Nix {
     store: Option<PathBuf>,
+    /// `--option` arguments after the pinned ones (a binary cache to
+    /// substitute from), which they override.
+    options: Vec<String>,
 }
 
 impl Nix {
     pub fn system() -> Nix {
-        Nix { store: None }
+        Nix::default()
     }
 
     pub fn with_store_root(root: &Path) -> Nix {
         Nix {
             store: Some(root.to_owned()),
+            options: Vec::new(),
         }
+    }
+
+    /// This Nix with `options` (`--option NAME VALUE` arguments, such as
+    /// [`Substituter::nix_options`](crate::cache::Substituter::nix_options))
+    /// passed after the pinned ones on every call.
+    pub fn with_options(mut self, options: Vec<String>) -> Nix {
+        self.options = options;
+        self
     }
 
     /// Where a store path's bytes are on this machine's file system.
@@ -185,6 +197,7 @@ impl Nix {
         for (name, value) in PINNED_OPTIONS {
             cmd.args(["--option", name, value]);
         }
+        cmd.args(&self.options);
         cmd
     }
 

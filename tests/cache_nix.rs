@@ -142,17 +142,23 @@ fn impostor_key(dir: &Path, name: &str) -> PathBuf {
     dir.join("other.pub")
 }
 
-#[test]
-fn a_key_pair_is_private_and_never_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
+/// `cuwheel cache key demo-cache-1 --out DIR/keys`: the secret and public
+/// key files.
+fn demo_key(dir: &Path) -> (PathBuf, PathBuf) {
+    let keys = dir.join("keys");
     run_ok(
         Command::new(cuwheel_bin())
             .args(["cache", "key", "demo-cache-1", "--out"])
             .arg(&keys),
     );
-    let secret = keys.join("demo-cache-1.sec");
-    let public = keys.join("demo-cache-1.pub");
+    (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"))
+}
+
+#[test]
+fn a_key_pair_is_private_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = demo_key(dir.path());
+    let keys = secret.parent().unwrap().to_path_buf();
     assert_eq!(
         fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
         0o600
@@ -190,12 +196,7 @@ fn a_key_pair_is_private_and_never_overwritten() {
 #[test]
 fn a_cache_signed_by_another_key_of_the_same_name_is_refused_before_any_copy() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["cache", "key", "demo-cache-1", "--out"])
-            .arg(&keys),
-    );
+    let (_, public) = demo_key(dir.path());
     // A small cache, written and signed by Nix with the other key: the
     // demo's busybox seed (content-addressed, as every pinned path is, so
     // Nix itself would not check its signature).
@@ -217,11 +218,7 @@ fn a_cache_signed_by_another_key_of_the_same_name_is_refused_before_any_copy() {
         &busybox,
     ]);
     let store = TempStore::new();
-    let out = fetch_offline(
-        &store,
-        dir.path(),
-        Some((&cache, &keys.join("demo-cache-1.pub"))),
-    );
+    let out = fetch_offline(&store, dir.path(), Some((&cache, &public)));
     let stderr = text(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
@@ -286,13 +283,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
 
     let dir = tempfile::tempdir().unwrap();
-    let keys = dir.path().join("keys");
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["cache", "key", "demo-cache-1", "--out"])
-            .arg(&keys),
-    );
-    let (secret, public) = (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"));
+    let (secret, public) = demo_key(dir.path());
     let cache = dir.path().join("cache");
     let export = || {
         let out = run_ok(

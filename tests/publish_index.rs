@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Rng, Server, TestEnv, cuwheel_bin, run_ok};
+use common::{Rng, Server, TestEnv, cuwheel_bin, run_ok, uv_install};
 use cuwheel::wheel::{
     CoreMetadata, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
 };
@@ -341,22 +341,7 @@ fn pip_and_uv_install_from_the_cu130_index() {
     );
 
     let python = fresh_venv(&env, &t.join("uv-venv"));
-    run_ok(
-        Command::new(&uv)
-            .args([
-                "pip",
-                "install",
-                "--no-config",
-                "--no-cache",
-                "--no-deps",
-                "--python",
-            ])
-            .arg(&python)
-            .arg("--index-url")
-            .arg(server.url("cu128/"))
-            .arg("demo-ext")
-            .env("UV_PYTHON_DOWNLOADS", "never"),
-    );
+    uv_install(&env, &python, &server.url("cu128/"), "demo-ext");
     assert_installed(&python, &cu128, "0.1.0+pt211cu128", "uv");
 
     // pip and uv fetched each PEP 658 metadata file, then the wheel.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::flake::{nix_ok, repo};
-use common::{Server, TestEnv, assert_installed_as_recorded, cuwheel_bin, run_ok};
+use common::{Server, TestEnv, assert_installed_as_recorded, cuwheel_bin, run_ok, uv_install};
 
 /// A fresh venv of this machine's Python (3.11) without pip; its python.
 fn fresh_venv(dir: &Path) -> PathBuf {
@@ -117,19 +117,7 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
 
     // uv, the same.
     let python = fresh_venv(&tmp.path().join("uv"));
-    run_ok(
-        Command::new(env.venv_bin("uv"))
-            .args([
-                "pip",
-                "install",
-                "--no-config",
-                "--no-cache",
-                "--no-deps",
-                "--python",
-            ])
-            .arg(&python)
-            .args(["--index-url", &cu130, "demo-ext"]),
-    );
+    uv_install(&env, &python, &cu130, "demo-ext");
     let site = site_packages(&python);
     assert_installed_as_recorded(&site, &wheel("cp311-cp311", "pt211cu130"));
 

@@ -183,3 +183,16 @@ pub fn assert_installed_as_recorded(site: &Path, wheel: &Path) -> usize {
     }
     checked
 }
+
+/// Real uv (from the test venv) installs `requirement` from the index at
+/// `index_url` into the venv of `python`, without dependencies or caches.
+pub fn uv_install(env: &TestEnv, python: &Path, index_url: &str, requirement: &str) {
+    run_ok(
+        Command::new(env.venv_bin("uv"))
+            .args(["pip", "install", "--no-config", "--no-cache", "--no-deps"])
+            .arg("--python")
+            .arg(python)
+            .args(["--index-url", index_url, requirement])
+            .env("UV_PYTHON_DOWNLOADS", "never"),
+    );
+}

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Rng, Server, TestEnv, cuwheel_bin, run_ok, uv_install};
+use common::{Rng, Server, TestEnv, cuwheel_bin, fresh_venv, run_ok, uv_install};
 use cuwheel::wheel::{
     CoreMetadata, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
 };
@@ -238,15 +238,6 @@ fn check_index(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
         indexes.insert(root, files);
     }
     indexes
-}
-
-fn fresh_venv(env: &TestEnv, dir: &Path) -> PathBuf {
-    run_ok(
-        Command::new(env.python())
-            .args(["-m", "venv", "--without-pip"])
-            .arg(dir),
-    );
-    dir.join("bin/python")
 }
 
 /// Checks what is installed in the venv of `python` against the wheel:

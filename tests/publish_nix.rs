@@ -9,29 +9,14 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::flake::{nix_ok, repo};
-use common::{Server, TestEnv, assert_installed_as_recorded, cuwheel_bin, run_ok, uv_install};
-
-/// A fresh venv of this machine's Python (3.11) without pip; its python.
-fn fresh_venv(dir: &Path) -> PathBuf {
-    run_ok(
-        Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(dir),
-    );
-    dir.join("bin/python")
-}
-
-fn site_packages(python: &Path) -> PathBuf {
-    let out = run_ok(Command::new(python).args([
-        "-c",
-        "import sysconfig; print(sysconfig.get_path('purelib'))",
-    ]));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
+use common::flake::{installable, nix_ok, repo};
+use common::{
+    Server, TestEnv, assert_installed_as_recorded, cuwheel_bin, fresh_venv, run_ok, site_packages,
+    uv_install,
+};
 
 /// The one wheel pip downloads from `index` for a CPython `version`.
 fn pip_pick(env: &TestEnv, index: &str, version: &str, dest: &Path) -> String {
@@ -65,7 +50,7 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     let env = TestEnv::get();
     let tmp = tempfile::tempdir().unwrap();
     let index = tmp.path().join("index");
-    let repo_flake = format!("{}#publish", repo().display());
+    let repo_flake = installable("publish");
     let out = nix_ok(&["run", &repo_flake, "--", "--to", index.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     let published = text.lines().filter(|l| l.starts_with("published ")).count();
@@ -91,7 +76,7 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     };
 
     // pip, for this machine's Python 3.11: the cp311 wheel, not the abi3 one.
-    let python = fresh_venv(&tmp.path().join("pip"));
+    let python = fresh_venv(&env, &tmp.path().join("pip"));
     run_ok(
         Command::new(env.python())
             .args(["-m", "pip", "--disable-pip-version-check", "--python"])
@@ -116,7 +101,7 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     assert_installed_as_recorded(&site, &wheel("cp311-cp311", "pt211cu130"));
 
     // uv, the same.
-    let python = fresh_venv(&tmp.path().join("uv"));
+    let python = fresh_venv(&env, &tmp.path().join("uv"));
     uv_install(&env, &python, &cu130, "demo-ext");
     let site = site_packages(&python);
     assert_installed_as_recorded(&site, &wheel("cp311-cp311", "pt211cu130"));

@@ -86,6 +86,11 @@ impl Default for AuditOptions {
 /// Audits the wheel at `path`. Errors only when the wheel cannot be read.
 pub fn audit_wheel(path: &Path, options: &AuditOptions) -> Result<AuditReport> {
     let archive = WheelArchive::open(path)?;
+    Ok(audit_archive(path, &archive, options))
+}
+
+/// [`audit_wheel`] of a wheel already read from `path`.
+pub fn audit_archive(path: &Path, archive: &WheelArchive, options: &AuditOptions) -> AuditReport {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -98,7 +103,7 @@ pub fn audit_wheel(path: &Path, options: &AuditOptions) -> Result<AuditReport> {
         members: archive.members(),
         format_findings,
     };
-    Ok(audit_input(input, options))
+    audit_input(input, options)
 }
 
 /// A readable wheel, as the checks see it.

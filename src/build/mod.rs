@@ -14,9 +14,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::archs::PROVENANCE_FILE;
-use crate::wheel::{
-    BuildTag, CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, WheelFilename, ZipTimestamp,
-};
+use crate::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
 
 /// How one cell's wheel is named and described.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,18 +75,6 @@ impl WheelRecipe {
     /// The canonical JSON, ending in a newline.
     pub fn to_json(&self) -> String {
         crate::json::canonical(self)
-    }
-
-    /// The wheel's file name.
-    pub fn file_name(&self) -> String {
-        self.filename()
-            .map(|f| f.to_string())
-            .unwrap_or_else(|_| format!("{}-{}-{}.whl", self.name, self.version, self.tag))
-    }
-
-    fn filename(&self) -> Result<WheelFilename> {
-        let (metadata, tags) = self.identity()?;
-        Ok(WheelBuilder::new(metadata, tags, None::<BuildTag>).filename())
     }
 
     fn identity(&self) -> Result<(CoreMetadata, TagSet)> {
@@ -152,14 +138,6 @@ mod tests {
                 cuwheel: "0.1.0".into(),
             },
         }
-    }
-
-    #[test]
-    fn the_file_name_follows_pytorch() {
-        assert_eq!(
-            recipe().file_name(),
-            "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
-        );
     }
 
     #[test]

@@ -130,22 +130,18 @@ pub fn generate(name: &str, dir: &Path) -> Result<KeyPair> {
     let work = tempfile::tempdir_in(dir)
         .with_context(|| format!("cannot create a temporary directory in {}", dir.display()))?;
     let (secret, public) = (work.path().join("sec"), work.path().join("pub"));
-    let out = Command::new("nix-store")
-        .arg("--generate-binary-cache-key")
-        .arg(name)
-        .args([&secret, &public])
-        .output()
-        .context(
+    crate::process::checked_output(
+        Command::new("nix-store")
+            .arg("--generate-binary-cache-key")
+            .arg(name)
+            .args([&secret, &public]),
+        &format!("nix-store --generate-binary-cache-key {name}"),
+        || {
             "cannot run `nix-store`: install Nix 2.8 or later (on Debian and Ubuntu: `apt-get \
-             install nix-bin`)",
-        )?;
-    if !out.status.success() {
-        bail!(
-            "`nix-store --generate-binary-cache-key {name}` failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+             install nix-bin`)"
+                .to_string()
+        },
+    )?;
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o600))
         .with_context(|| format!("cannot make {} private", secret.display()))?;
     for (from, to) in [(&secret, &pair.secret), (&public, &pair.public)] {

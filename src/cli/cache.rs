@@ -12,6 +12,7 @@ use cuwheel::cache::export::export;
 use cuwheel::cache::key::generate;
 use cuwheel::fetch::progress::megabytes;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
+use cuwheel::plan::sources::find_flake;
 use cuwheel::store::nix::Nix;
 
 #[derive(Subcommand)]
@@ -42,8 +43,9 @@ pub struct ExportArgs {
     #[arg(long, default_value = ".")]
     project: PathBuf,
     /// The flake that builds the project's toolchains, kernels and driver
-    #[arg(long, default_value = ".")]
-    flake: String,
+    /// (default: the nearest directory holding flake.nix, from the project up)
+    #[arg(long, value_name = "REF")]
+    flake: Option<String>,
     /// A Nix store rooted at this directory instead of the system's
     #[arg(long)]
     store: Option<PathBuf>,
@@ -62,7 +64,11 @@ pub fn run(command: CacheCommand) -> Result<ExitCode> {
                 Some(root) => Nix::with_store_root(root),
                 None => Nix::system(),
             };
-            let done = export(&lock, &nix, &args.flake, &args.dir, &args.key)?;
+            let flake = match args.flake {
+                Some(flake) => flake,
+                None => find_flake(&args.project)?.display().to_string(),
+            };
+            let done = export(&lock, &nix, &flake, &args.dir, &args.key)?;
             println!(
                 "exported {} store paths to {} ({} new): {} pinned, {} toolchains, {} kernel \
                  objects, the driver, and their closure; {} as NARs, {} compressed",

@@ -11,9 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use cuwheel::lock::format::{LOCK_FILE, Lock};
 use cuwheel::plan::{Plan, sources};
-use cuwheel::spec::Spec;
 use cuwheel::store::StorePath;
 use cuwheel::store::nix::Nix;
 
@@ -35,13 +33,7 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
-    let spec = Spec::load(&args.project)?;
-    let cells = spec.cells()?;
-    let lock_path = args.project.join(LOCK_FILE);
-    let lock = Lock::read(&lock_path)?;
-    let (kernels, project) = sources::read(&spec, &lock_path)?;
-    let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
-        .with_context(|| format!("cannot plan the build of {}", args.project.display()))?;
+    let (_, _, plan) = sources::plan_project(&args.project)?;
     if args.json {
         print!("{}", plan.to_json());
         return Ok(ExitCode::SUCCESS);

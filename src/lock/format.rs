@@ -139,16 +139,7 @@ pub enum Source {
 /// colon) becomes `-`, then every character outside `[A-Za-z0-9+._?=-]`
 /// becomes `-` (Debian's `~`, for one).
 pub fn store_name(file: &str) -> String {
-    file.replace("%3a", "-")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "+._?=-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    crate::store::path::sanitize_name(&file.replace("%3a", "-"))
 }
 
 impl Lock {

@@ -26,7 +26,7 @@
 use std::collections::BTreeSet;
 
 use crate::plan::kernel::{
-    add_sources, compiler_inputs, include_inputs, prefix_maps, slash_path, stage_files,
+    add_sources, compiler_inputs, include_inputs, input_files, prefix_maps, slash_path, stage_files,
 };
 use crate::plan::shell::{quote, var_then};
 use crate::plan::{Input, KernelToolchains, Node, TranslationUnit};
@@ -135,7 +135,7 @@ impl BindingObject {
             self.toolchains.gcc,
         );
         s += "# Written by `cuwheel plan`.\n";
-        s += &stage_files(files);
+        s += &stage_files(&input_files(files));
         s += "set -- \\\n";
         for flag in &flags {
             s += &format!("  {flag} \\\n");

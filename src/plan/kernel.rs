@@ -33,6 +33,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::plan::shell::{literal_var_literal, quote, var_then};
 use crate::plan::{Input, KernelToolchains, Node, PlanError};
 use crate::spec::{Config, CudaArch};
+use crate::store::path::sanitize_name;
 
 /// Every kernel node's name starts with this.
 pub const NAME_PREFIX: &str = "kernel-";
@@ -147,7 +148,7 @@ impl KernelObject {
         // `#include "..."` finds them and `__FILE__` is relative.
         let mut files = vec![(SOURCE_VAR.to_string(), source.clone())];
         files.extend(headers.iter().cloned());
-        s += &stage_files(&files);
+        s += &stage_files(&input_files(&files));
         s += "set -- \\\n";
         for flag in &flags {
             s += &format!("  {flag} \\\n");
@@ -234,8 +235,8 @@ pub(super) fn prefix_maps(
     flags
 }
 
-/// Copies each input file (variable, project path) to its project path in
-/// the build directory, creating the directories first.
+/// Copies each file (a shell word naming it, the relative path it goes to)
+/// into the build directory, creating the directories first.
 pub(super) fn stage_files(files: &[(String, String)]) -> String {
     let dirs: BTreeSet<String> = files
         .iter()
@@ -247,10 +248,18 @@ pub(super) fn stage_files(files: &[(String, String)]) -> String {
         let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
         s += &format!("mkdir -p {}\n", dirs.join(" "));
     }
-    for (var, path) in files {
-        s += &format!("cp \"${var}\" {}\n", quote(path));
+    for (from, path) in files {
+        s += &format!("cp {from} {}\n", quote(path));
     }
     s
+}
+
+/// Each input file's (variable, project path) as [`stage_files`] takes it.
+pub(super) fn input_files(files: &[(String, String)]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .map(|(var, path)| (var_then(var, ""), path.clone()))
+        .collect()
 }
 
 /// The shell function that reports a kernel reaching `Python.h`, with the
@@ -301,7 +310,7 @@ pub fn name_prefix(tc: &KernelToolchains, all: &BTreeSet<&KernelToolchains>) -> 
     {
         parts.push(tc.gcc.clone());
     }
-    store_name(&parts.join("-"))
+    sanitize_name(&parts.join("-"))
 }
 
 /// Each TU's object stem: its file stem, or, where two TUs share a stem,
@@ -323,7 +332,7 @@ pub fn unique_stems(sources: &[PathBuf]) -> Result<Vec<String>, PlanError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        stems.push(store_name(&stem));
+        stems.push(sanitize_name(&stem));
     }
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
     for stem in &stems {
@@ -336,7 +345,7 @@ pub fn unique_stems(sources: &[PathBuf]) -> Result<Vec<String>, PlanError> {
             if count[stem.as_str()] == 1 {
                 stem.clone()
             } else {
-                store_name(&slash_path(&source.with_extension("")).replace('/', "-"))
+                sanitize_name(&slash_path(&source.with_extension("")).replace('/', "-"))
             }
         })
         .collect();
@@ -351,19 +360,6 @@ pub fn unique_stems(sources: &[PathBuf]) -> Result<Vec<String>, PlanError> {
         }
     }
     Ok(stems)
-}
-
-/// A Nix store name: characters outside `[A-Za-z0-9+._?=-]` become `-`.
-fn store_name(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "+._?=-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }
 
 /// A relative path with `/` separators, as the plan writes it.

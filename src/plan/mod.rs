@@ -27,10 +27,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{Provenance, WheelRecipe};
-use crate::lock::format::{CellToolchains, Lock, Toolchain};
+use crate::lock::format::{Lock, Toolchain};
 use crate::spec::{
     BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonVersion, TorchVersion,
 };
+use crate::wheel::{TagSet, WheelFilename};
 
 pub use binding::BindingObject;
 pub use includes::TranslationUnit;
@@ -168,7 +169,6 @@ struct CellPlan<'a> {
     /// The Python headers the binding is compiled against, and their version.
     python: String,
     python_version: PythonVersion,
-    locked: &'a CellToolchains,
 }
 
 impl Plan {
@@ -216,16 +216,20 @@ impl Plan {
             let parts: Vec<&str> = config.module.components().collect();
             parts[..parts.len() - 1].join("/")
         };
+        // Each flavour's binding sources and their object stems.
+        let mut bindings = BTreeMap::new();
+        for (flavour, sources) in &project.bindings {
+            let paths: Vec<PathBuf> = sources.iter().map(|tu| tu.path.clone()).collect();
+            bindings.insert(*flavour, (sources, kernel::unique_stems(&paths)?));
+        }
         let mut plan_cells = BTreeMap::new();
         for cp in &cell_plans {
             let cell = cp.cell;
             let name = cell.name().to_string();
-            let sources = project
-                .bindings
+            let (sources, stems) = bindings
                 .get(&cell.flavour)
-                .cloned()
+                .map(|(sources, stems)| ((*sources).clone(), stems.clone()))
                 .unwrap_or_default();
-            let binding_paths: Vec<PathBuf> = sources.iter().map(|tu| tu.path.clone()).collect();
             let python_part = match cell.python {
                 Some(python) => format!("py{}{}", python.major, python.minor),
                 None => "abi3".to_string(),
@@ -237,7 +241,7 @@ impl Plan {
                     kernel::name_prefix(&cp.toolchains, &sets)
                 ),
                 flavour: cell.flavour,
-                stems: kernel::unique_stems(&binding_paths)?,
+                stems,
                 sources,
                 toolchains: cp.toolchains.clone(),
                 python: cp.python.clone(),
@@ -253,21 +257,29 @@ impl Plan {
                 binding: binding.name.clone(),
                 binding_objects: binding.objects(),
             };
-            let mut toolchains = BTreeMap::from([
-                ("cuda".to_string(), cp.locked.cuda.clone()),
-                ("gcc".to_string(), cp.locked.gcc.clone()),
+            let toolchains = BTreeMap::from([
+                ("cuda".to_string(), cp.toolchains.cuda.clone()),
+                ("gcc".to_string(), cp.toolchains.gcc.clone()),
                 ("python".to_string(), cp.python.clone()),
-                ("torch".to_string(), cp.locked.torch.clone()),
+                ("torch".to_string(), cp.toolchains.torch.clone()),
             ]);
-            toolchains.retain(|_, v| !v.is_empty());
+            let tag = cell.wheel_tag(&config.baseline);
+            let version = cell.wheel_version(&config.version);
+            let wheel_file = WheelFilename {
+                name: config.name.clone(),
+                version: version.clone(),
+                build: None,
+                tags: TagSet::single(&tag),
+            }
+            .to_string();
             let recipe = WheelRecipe {
                 name: config.name.as_str().to_string(),
-                version: cell.wheel_version(&config.version).to_string(),
+                version: version.to_string(),
                 summary: config.summary.clone(),
                 license: config.license.clone(),
                 requires_python: config.requires_python.clone(),
                 requires_dist: vec![torch_requirement(cell.torch)],
-                tag: cell.wheel_tag(&config.baseline).to_string(),
+                tag: tag.to_string(),
                 provenance: Provenance {
                     cell: name.clone(),
                     cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
@@ -285,6 +297,7 @@ impl Plan {
                 module_file: link.file_name(config),
                 module_dir: module_dir.clone(),
                 package_files: project.package_files.clone(),
+                wheel_file,
                 recipe,
             };
             let wheel_node = assembly.wheel_node();
@@ -297,10 +310,9 @@ impl Plan {
                     link: link.name.clone(),
                     wheel: wheel_node.name.clone(),
                     audit: audit_node.name.clone(),
-                    wheel_file: assembly.recipe.file_name(),
+                    wheel_file: assembly.wheel_file.clone(),
                 },
             );
-            // Cells of one compiler set and Python share their binding node.
             nodes.insert(binding.name.clone(), binding.node(config));
             for node in [link.node(config), wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
@@ -431,7 +443,6 @@ impl<'a> CellPlan<'a> {
             },
             python,
             python_version: version,
-            locked,
         })
     }
 }

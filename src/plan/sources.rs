@@ -3,8 +3,9 @@
 //!
 //! In: a loaded [`Spec`] and its lock file. Out: the kernel
 //! [`TranslationUnit`]s and the [`ProjectSources`] (bindings, package files,
-//! digests) that [`Plan::new`](super::Plan::new) takes. This is the plan's
-//! only reading of files; the rest of the module is pure.
+//! digests) that [`Plan::new`] takes, and, through [`plan_project`], the
+//! plan itself. This is the plan's only reading of files; the rest of the
+//! module is pure.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::lock::format::{LOCK_FILE, Lock};
 use crate::plan::kernel::slash_path;
-use crate::plan::{ProjectSources, TranslationUnit};
+use crate::plan::{Plan, ProjectSources, TranslationUnit};
 use crate::spec::Spec;
 use crate::store::Hash;
 
@@ -68,6 +70,19 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
     ))
 }
 
+/// The plan of the project in `dir`, as `cuwheel plan` makes it: its spec,
+/// its sources and the plan itself.
+pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
+    let spec = Spec::load(dir)?;
+    let cells = spec.cells()?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = Lock::read(&lock_path)?;
+    let (kernels, project) = read(&spec, &lock_path)?;
+    let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
+        .with_context(|| format!("cannot plan the build of {}", dir.display()))?;
+    Ok((spec, project, plan))
+}
+
 /// The nearest directory holding `flake.nix`, from `project` up: the flake
 /// that builds the project, whose derivations `cuwheel plan` and
 /// `cuwheel reproduce` ask Nix about.
@@ -79,6 +94,17 @@ pub fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
         .ancestors()
         .find(|dir| dir.join("flake.nix").is_file())
         .map(Path::to_path_buf))
+}
+
+/// [`nearest_flake`], or an error saying to name the flake.
+pub fn find_flake(project: &Path) -> Result<PathBuf> {
+    nearest_flake(project)?.with_context(|| {
+        format!(
+            "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
+             builds this project",
+            project.display()
+        )
+    })
 }
 
 /// Every regular file under `dir` (relative to `root`).

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::build::WheelRecipe;
+use crate::plan::kernel::{slash_path, stage_files};
 use crate::plan::shell::quote;
 use crate::plan::{Input, Node};
 use crate::spec::PackageFile;
@@ -33,6 +34,8 @@ pub struct WheelAssembly {
     /// The module's directory inside the wheel (`demo_ext`), empty at the top.
     pub module_dir: String,
     pub package_files: Vec<PackageFile>,
+    /// The wheel's file name, as the recipe's name, version and tag give it.
+    pub wheel_file: String,
     pub recipe: WheelRecipe,
 }
 
@@ -62,32 +65,21 @@ impl WheelAssembly {
             inputs.insert(
                 var,
                 Input::Source {
-                    source: super::kernel::slash_path(&file.source),
+                    source: slash_path(&file.source),
                 },
             );
         }
-        let dirs: std::collections::BTreeSet<String> = files
-            .iter()
-            .filter_map(|(_, member)| {
-                member
-                    .rsplit_once('/')
-                    .map(|(dir, _)| format!("tree/{dir}"))
-            })
-            .collect();
         let mut s = format!(
             "# wheel-{}: {} assembled by the driver from the module and the package files.\n",
-            self.cell,
-            self.recipe.file_name()
+            self.cell, self.wheel_file
         );
         s += "# Written by `cuwheel plan`.\n";
-        s += "mkdir -p tree";
-        for dir in &dirs {
-            s += &format!(" {}", quote(dir));
-        }
-        s += "\n";
-        for (from, member) in &files {
-            s += &format!("cp {from} {}\n", quote(&format!("tree/{member}")));
-        }
+        // The members at their paths under tree/.
+        let files: Vec<(String, String)> = files
+            .into_iter()
+            .map(|(from, member)| (from, format!("tree/{member}")))
+            .collect();
+        s += &stage_files(&files);
         s += "cat > recipe.json <<'CUWHEEL_RECIPE'\n";
         s += &self.recipe.to_json();
         s += "CUWHEEL_RECIPE\n";
@@ -111,7 +103,7 @@ impl WheelAssembly {
                 },
             ),
         ]);
-        let file = quote(&self.recipe.file_name());
+        let file = quote(&self.wheel_file);
         let failed = quote(&format!(
             "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
              what the report names, or run `cuwheel audit` on the wheel for details.",

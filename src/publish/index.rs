@@ -163,10 +163,7 @@ fn render_index(
 }
 
 fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).expect("index JSON has only strings and numbers");
-    bytes.push(b'\n');
-    bytes
+    crate::json::canonical(value).into_bytes()
 }
 
 /// The `<head>` every page shares; PEP 629 names the API version there.

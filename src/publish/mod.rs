@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::audit::{AuditOptions, audit_wheel};
+use crate::audit::{AuditOptions, audit_archive};
 use crate::lock::cache::sha256_file;
 use crate::store::hash::Hash;
 use crate::wheel::WheelArchive;
@@ -150,13 +150,17 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
     let mut refused = Vec::new();
     let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
     for path in wheels {
-        let report = match audit_wheel(path, &options) {
-            Ok(report) => report,
+        let read = fs::read(path)
+            .with_context(|| format!("cannot read {}", path.display()))
+            .and_then(|bytes| Ok((WheelArchive::from_bytes(path, &bytes)?, bytes)));
+        let (archive, bytes) = match read {
+            Ok(read) => read,
             Err(err) => {
                 refused.push(format!("{}: cannot be read: {err:#}", path.display()));
                 continue;
             }
         };
+        let report = audit_archive(path, &archive, &options);
         if !report.passed {
             refused.push(format!(
                 "{} fails the audit:\n{}",
@@ -165,7 +169,7 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
             ));
             continue;
         }
-        let new = read_wheel(path)?;
+        let new = describe_wheel(path, &bytes, &archive);
         match checked.get(&new.wheel.file) {
             Some(other) if other.wheel.sha256 != new.wheel.sha256 => refused.push(format!(
                 "{} and {} have the same file name but different bytes; publish one of them",
@@ -191,14 +195,13 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
     Ok(checked.into_values().collect())
 }
 
-/// What the index says about a wheel: hashes, size, METADATA.
-fn read_wheel(path: &Path) -> Result<NewWheel> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let archive = WheelArchive::from_bytes(path, &bytes)?;
+/// What the index says about a wheel read from `path`: hashes, size,
+/// METADATA.
+fn describe_wheel(path: &Path, bytes: &[u8], archive: &WheelArchive) -> NewWheel {
     let metadata_member = format!("{}/METADATA", archive.dist_info_dir());
     let metadata = archive
         .member(&metadata_member)
-        .with_context(|| format!("{}: `{metadata_member}` is missing", path.display()))?
+        .expect("the reader refuses a wheel without METADATA")
         .data
         .clone();
     let file = path
@@ -206,18 +209,18 @@ fn read_wheel(path: &Path) -> Result<NewWheel> {
         .and_then(|name| name.to_str())
         .expect("the reader accepted the file name")
         .to_string();
-    Ok(NewWheel {
+    NewWheel {
         source: path.to_path_buf(),
         wheel: PublishedWheel {
             filename: archive.filename().clone(),
             file,
-            sha256: Hash::sha256(&bytes).to_hex(),
+            sha256: Hash::sha256(bytes).to_hex(),
             size: bytes.len() as u64,
             metadata_sha256: Hash::sha256(&metadata).to_hex(),
             requires_python: archive.metadata().requires_python.clone(),
         },
         metadata,
-    })
+    }
 }
 
 /// Project names are the index's directories: none may be a variant's name.

@@ -10,13 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::build::Provenance;
-use crate::lock::format::{LOCK_FILE, Lock};
-use crate::plan::{Plan, PlanCell, sources};
-use crate::spec::Spec;
+use crate::lock::format::LOCK_FILE;
+use crate::plan::{PlanCell, sources};
 
 /// What a wheel built from this checkout would record, and its plan.
 #[derive(Debug, Clone)]
@@ -30,13 +29,7 @@ pub struct Checkout {
 impl Checkout {
     /// Reads the project at `dir` as `cuwheel plan` does.
     pub fn read(dir: &Path) -> Result<Checkout> {
-        let spec = Spec::load(dir)?;
-        let cells = spec.cells()?;
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = Lock::read(&lock_path)?;
-        let (kernels, project) = sources::read(&spec, &lock_path)?;
-        let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
-            .with_context(|| format!("cannot plan the build of {}", dir.display()))?;
+        let (spec, project, plan) = sources::plan_project(dir)?;
         Ok(Checkout {
             config_sha256: crate::lock::config_sha256(&spec.pyproject)?,
             lock_sha256: project.lock_sha256,

@@ -17,7 +17,7 @@ pub mod elf;
 pub mod rebuild;
 pub mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -25,7 +25,6 @@ use serde::Serialize;
 use crate::audit::archs::PROVENANCE_FILE;
 use crate::build::Provenance;
 use crate::cache::Substituter;
-use crate::store::Hash;
 use crate::store::nix::Nix;
 use crate::wheel::WheelArchive;
 use checkout::{Checkout, Mismatch};
@@ -174,7 +173,9 @@ pub fn reproduce(
     let cell = &checkout.cells[&provenance.cell];
     let flake = match &options.flake {
         Some(flake) => flake.clone(),
-        None => find_flake(project)?.display().to_string(),
+        None => crate::plan::sources::find_flake(project)?
+            .display()
+            .to_string(),
     };
     let mut nix = match &options.store {
         Some(root) => Nix::with_store_root(root),
@@ -224,7 +225,7 @@ pub fn reproduce(
     Ok(if diff.is_identical() {
         Verdict::Identical {
             wheel: name,
-            sha256: Hash::sha256(&bytes).to_hex(),
+            sha256: diff.given_sha256.clone(),
             built: built_path,
             checked: options.check,
         }
@@ -251,17 +252,6 @@ fn read_provenance(wheel: &WheelArchive) -> Result<Provenance> {
             "{}: {member} is not a provenance this cuwheel reads; reproduce it with the cuwheel \
              version that built it",
             wheel.path().display()
-        )
-    })
-}
-
-/// The nearest directory holding `flake.nix`, from `project` up.
-fn find_flake(project: &Path) -> Result<PathBuf> {
-    crate::plan::sources::nearest_flake(project)?.with_context(|| {
-        format!(
-            "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
-             builds this project",
-            project.display()
         )
     })
 }

@@ -7,6 +7,7 @@
 //! and compared the bytes — or the derivations whose outputs came out
 //! different ([`NotDeterministic`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -59,15 +60,24 @@ pub fn rebuild(
         .with_context(|| format!("`nix build {installable}` reported no output"))?;
     if check {
         let nodes = nodes_of(cell);
+        // One evaluation for every node's derivation.
+        let installable = format!("{flake}#nodes");
+        let by_name: BTreeMap<String, String> = nix
+            .eval_json(
+                &installable,
+                Some("builtins.mapAttrs (name: node: node.drvPath)"),
+            )
+            .with_context(|| format!("cannot list the derivations of {installable}"))?;
         let mut drvs = Vec::new();
         for node in &nodes {
-            let attr = format!("{flake}#nodes.{node}.drvPath");
-            let drv = nix
-                .eval_raw(&attr)
-                .with_context(|| format!("cannot find the derivation of {node}"))?;
-            drvs.push(drv.trim().parse().with_context(|| {
-                format!("`nix eval --raw {attr}` printed `{drv}`, not a store path")
-            })?);
+            let drv = by_name
+                .get(*node)
+                .with_context(|| format!("{installable} has no node {node}"))?;
+            drvs.push(
+                drv.parse().with_context(|| {
+                    format!("{installable}.{node}: `{drv}` is not a store path")
+                })?,
+            );
         }
         progress(&format!(
             "building again and comparing ({}): {}",

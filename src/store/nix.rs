@@ -302,13 +302,6 @@ impl Nix {
             .collect())
     }
 
-    /// `nix eval --raw INSTALLABLE`: the string it evaluates to.
-    pub fn eval_raw(&self, installable: &str) -> Result<String, NixError> {
-        let mut cmd = self.command("nix");
-        cmd.args(["eval", "--raw", installable]);
-        self.run(cmd)
-    }
-
     /// `nix-store --realise --check --keep-going --keep-failed DRV...`:
     /// builds each (already built) derivation again and fails when an
     /// output's bytes differ; the differing output is kept at

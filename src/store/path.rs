@@ -115,6 +115,20 @@ impl FromStr for StorePath {
     }
 }
 
+/// `text` as a name Nix accepts: each character outside `[A-Za-z0-9+._?=-]`
+/// becomes `-`.
+pub fn sanitize_name(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "+._?=-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
 /// Nix's rule for the name part of a store path (`checkName`).
 pub fn check_name(name: &str) -> Result<(), StorePathError> {
     if name.is_empty() {

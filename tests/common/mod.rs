@@ -181,7 +181,28 @@ pub fn assert_installed_as_recorded(site: &Path, wheel: &Path) -> usize {
         );
         checked += 1;
     }
+    assert!(checked > 0, "{}: RECORD hashes no file", wheel.display());
     checked
+}
+
+/// A fresh venv at `dir` without pip of its own (the test venv's pip and uv
+/// install into it); its python.
+pub fn fresh_venv(env: &TestEnv, dir: &Path) -> PathBuf {
+    run_ok(
+        Command::new(env.python())
+            .args(["-m", "venv", "--without-pip"])
+            .arg(dir),
+    );
+    dir.join("bin/python")
+}
+
+/// The site-packages directory of the venv of `python`.
+pub fn site_packages(python: &Path) -> PathBuf {
+    let out = run_ok(Command::new(python).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_path('purelib'))",
+    ]));
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 /// Real uv (from the test venv) installs `requirement` from the index at

@@ -749,3 +749,40 @@ fn nix_failures_are_typed_and_explained() {
         "{err}"
     );
 }
+
+/// A machine whose Nix builds as a group that does not exist (Debian's
+/// nix-bin on a fresh machine): every build fails, and the error names the
+/// fix. The group is set with `--option`, so nothing on this machine changes.
+#[test]
+fn missing_build_users_are_named_with_the_fix() {
+    let store = tempfile::tempdir().unwrap();
+    let nix = Nix::with_store_root(store.path()).with_options(
+        [
+            "--option",
+            "build-users-group",
+            "cuwheel-test-no-such-group",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.nix");
+    fs::write(
+        &file,
+        r#"derivation { name = "build-users-probe"; system = "x86_64-linux"; builder = "/nonexistent"; }"#,
+    )
+    .unwrap();
+    let drvs = nix.instantiate(&file, None).unwrap();
+    match nix.realise(&drvs) {
+        Err(NixError::Failed { stderr, hint, .. }) => {
+            assert!(
+                stderr.contains("'cuwheel-test-no-such-group' specified in 'build-users-group'"),
+                "{stderr}"
+            );
+            let hint = hint.to_string();
+            assert!(hint.contains("scripts/setup-nix.sh"), "{hint}");
+            assert!(hint.contains("build users"), "{hint}");
+        }
+        other => panic!("expected the build-users failure, got {other:?}"),
+    }
+}

@@ -65,6 +65,13 @@ impl std::fmt::Display for Hint {
 /// Known failure texts of Nix 2.8 and the advice for each.
 const HINTS: &[(&str, &str)] = &[
     (
+        "specified in 'build-users-group' does not exist",
+        "Nix builds as the unprivileged users of its `build-users-group`, and this machine has \
+         no such group (Debian's nix-bin creates none): run `sudo bash scripts/setup-nix.sh` \
+         from a cuwheel checkout, which creates the group `nixbld` and 32 build users the way \
+         Nix's installer does and writes a sandboxed nix.conf",
+    ),
+    (
         "false-never-run",
         "a pinned artifact is not in the store yet: run `cuwheel fetch` to add it",
     ),

@@ -337,3 +337,52 @@ fn own_nodes(plan: &Plan, cells: &[String]) -> Result<BTreeSet<String>> {
     }
     Ok(own)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::plan::PlanCell;
+
+    fn plan(link: &str) -> Plan {
+        let cell = PlanCell {
+            kernels: ["kernel-cuda130-axpby".to_string()].into(),
+            binding: "binding-cuda130-py313".into(),
+            link: link.into(),
+            wheel: "wheel-cu130-py313".into(),
+            audit: "audit-cu130-py313".into(),
+            wheel_file: "demo_ext-0.1.0-cp313-cp313-manylinux_2_31_x86_64.whl".into(),
+        };
+        Plan {
+            cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
+            nodes: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_cells_own_nodes_are_its_binding_link_wheel_and_audit() {
+        let own = own_nodes(&plan("link-cu130-py313"), &["cu130-py313".into()]).unwrap();
+        assert_eq!(
+            own.into_iter().collect::<Vec<_>>(),
+            [
+                "audit-cu130-py313",
+                "binding-cuda130-py313",
+                "link-cu130-py313",
+                "wheel-cu130-py313"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_cell_is_refused_naming_the_cells() {
+        let err = own_nodes(&plan("link-cu130-py313"), &["cu999-py313".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the plan has no cell `cu999-py313`; its cells are: cu130-py313 (`cuwheel plan` \
+             lists them)"
+        );
+        let err = own_nodes(&plan("link\"x"), &["cu130-py313".into()]).unwrap_err();
+        assert!(err.to_string().contains("`link\"x`"), "{err}");
+    }
+}

@@ -253,6 +253,33 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
 }
 
 #[test]
+fn several_gencodes_compile_with_the_threads_nix_gives_the_build() {
+    let plan = demo_plan();
+    let script = &plan.nodes["kernel-cuda130-bias_gelu"].script;
+    let compile = script
+        .lines()
+        .find(|l| l.contains(" -c -o "))
+        .unwrap_or_else(|| panic!("no compile line in:\n{script}"));
+    // Read when the build runs, so the derivation is the same on every machine.
+    assert!(
+        compile.contains("--threads \"${NIX_BUILD_CORES:-1}\""),
+        "{compile}"
+    );
+    assert_eq!(script.matches("--threads").count(), 1, "{script}");
+    // One gencode: nothing for threads to share.
+    let mut one = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    one.cuda_archs.truncate(1);
+    one.cuda_archs[0].ptx = false;
+    let (lock, cells) = lock_for(&one, &|_| "torch211");
+    let plan = plan_of(&one, &["k/a.cu"], &lock, &cells).unwrap();
+    let script = &plan.nodes["kernel-cuda130-a"].script;
+    assert!(!script.contains("--threads"), "{script}");
+}
+
+#[test]
 fn scripts_are_valid_sh() {
     for node in demo_plan().nodes.values() {
         let out = Command::new("sh")

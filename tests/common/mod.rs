@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod flake;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -97,8 +98,29 @@ pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
 }
 
+/// A command run under coreutils' `timeout`, so that it ends after
+/// `limit_s` seconds even if the test process is killed before it can stop
+/// it; stop it with [`stop`], which `timeout` passes on.
+pub fn bounded(limit_s: u32, program: &str) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--signal=TERM", "--kill-after=5"])
+        .arg(limit_s.to_string())
+        .arg(program);
+    cmd
+}
+
+/// Stops a [`bounded`] command: SIGTERM to `timeout`, which sends it on to
+/// the command's process group, and waits for it.
+pub fn stop(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
 /// `python3 -m http.server` serving a directory on 127.0.0.1, on a port the
-/// system picks; its request log goes to `log`. Stopped on drop.
+/// system picks; its request log goes to `log`. Stopped on drop, and after
+/// half an hour in any case.
 pub struct Server {
     child: std::process::Child,
     port: u16,
@@ -108,7 +130,7 @@ pub struct Server {
 impl Server {
     pub fn start(dir: &Path, log: &Path) -> Server {
         use std::io::{BufRead, BufReader};
-        let mut child = Command::new("python3")
+        let mut child = bounded(1800, "python3")
             .args([
                 "-u",
                 "-m",
@@ -122,7 +144,7 @@ impl Server {
             .stdout(std::process::Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
-            .expect("python3 runs");
+            .expect("timeout and python3 run");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -153,9 +175,153 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// A Nix store rooted in a temporary directory; its store directories are
+/// read-only, so they are made writable before the directory is dropped
+/// (it can hold gigabytes).
+pub struct TempStore(tempfile::TempDir);
+
+impl TempStore {
+    pub fn new() -> TempStore {
+        TempStore(tempfile::tempdir().unwrap())
+    }
+    pub fn root(&self) -> &Path {
+        self.0.path()
+    }
+    /// `local?root=…`, as `--store` and `nix copy --to` take it.
+    pub fn url(&self) -> String {
+        format!("local?root={}", self.root().display())
+    }
+    /// The store paths it holds.
+    pub fn paths(&self) -> Vec<String> {
+        match std::fs::read_dir(self.root().join("nix/store")) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name != ".links")
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        let _ = Command::new("chmod")
+            .arg("-R")
+            .arg("u+w")
+            .arg(self.root())
+            .status();
+    }
+}
+
+/// `cuwheel cache export CACHE --key SECRET` of the demo with the
+/// repository's flake, and `extra` arguments: what it printed.
+pub fn cache_export(cache: &Path, secret: &Path, extra: &[&str]) -> String {
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "export"])
+            .arg(cache)
+            .arg("--key")
+            .arg(secret)
+            .arg("--project")
+            .arg(flake::repo().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake::repo())
+            .args(extra),
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Builds the demo's `cu130-py313` wheel in `store` with `options` (a
+/// binary cache as its substituter), and checks that Nix built only the
+/// plan and the cell's own nodes — toolchains, kernel objects and the driver
+/// came from the cache — and that the wheel is byte-identical to the one in
+/// `result` (the system store's). Nix's output.
+pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Path) -> Output {
+    let mut args = vec![
+        "build".to_string(),
+        "--no-link".into(),
+        "--json".into(),
+        "--store".into(),
+        store.url(),
+    ];
+    args.extend(options.iter().cloned());
+    args.push(flake::installable("wheels.cu130-py313"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = flake::nix_ok(&args);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let expected: std::collections::BTreeSet<String> = [
+        "cuwheel-plan.json",
+        "binding-cuda130-py313",
+        "link-cu130-py313",
+        "wheel-cu130-py313",
+        "audit-cu130-py313",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(flake::built(&log), expected, "{log}");
+    let second = PathBuf::from(flake::json(&out)[0]["outputs"]["out"].as_str().unwrap());
+    assert_eq!(second, result, "the same derivation");
+    let wheel = std::fs::read_dir(result)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().ends_with(".whl"))
+        .expect("the result holds the wheel");
+    let in_second = store
+        .root()
+        .join(second.strip_prefix("/").unwrap())
+        .join(&wheel);
+    assert!(
+        std::fs::read(&in_second).unwrap() == std::fs::read(result.join(&wheel)).unwrap(),
+        "the wheel built from the cache differs from the system store's"
+    );
+    out
+}
+
+/// Checks that Nix, trusting only a key named like the cache's with other
+/// key material (made in `dir`), refuses to copy `path` (input-addressed,
+/// so its signature counts) from the cache at `url` into an empty store.
+pub fn assert_other_key_refused(dir: &Path, url: &str, path: &str) {
+    let other = impostor_key(dir, "demo-cache-1");
+    let impostor = cuwheel::cache::Substituter::new(url, other.to_str().unwrap()).unwrap();
+    let fresh = TempStore::new();
+    let mut cmd = flake::nix(&[]);
+    cmd.args(impostor.nix_options())
+        .args(["copy", "--from", url, "--to", &fresh.url(), path]);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("lacks a valid signature"), "{stderr}");
+    assert_eq!(fresh.paths(), Vec::<String>::new());
+}
+
+/// A second key pair in `dir` named like the first, with other key
+/// material: its public key file.
+pub fn impostor_key(dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    run_ok(
+        Command::new("nix-store")
+            .args(["--generate-binary-cache-key", name])
+            .arg(dir.join("other.sec"))
+            .arg(dir.join("other.pub")),
+    );
+    dir.join("other.pub")
+}
+
+/// `cuwheel cache key demo-cache-1 --out DIR/keys`: the secret and public
+/// key files.
+pub fn demo_key(dir: &Path) -> (PathBuf, PathBuf) {
+    let keys = dir.join("keys");
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "key", "demo-cache-1", "--out"])
+            .arg(&keys),
+    );
+    (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"))
 }
 
 /// Checks that every file the wheel's RECORD hashes is installed under

@@ -34,10 +34,12 @@ venv=target/demo-venv
 
 cargo build --release --locked --quiet
 cuwheel=target/release/cuwheel
-# cuwheel.lock is committed; `cuwheel lock --project examples/demo-ext`
-# re-resolves it (needed only after a config change or when the Debian
-# mirror has dropped a pinned version).
-"$cuwheel" fetch --project examples/demo-ext --python "$venv/bin/python"
+# cuwheel.lock is committed. Only what the one cell built below needs is
+# fetched. Debian drops superseded versions from its mirror; fetch then takes
+# them from another suite or Debian's snapshot archive, and where none serves
+# them any more the script re-pins just those and says so (docs/fetch.md).
+bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
+  --cell cu130-py313
 
 "$cuwheel" plan --project examples/demo-ext
 

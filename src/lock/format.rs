@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// The format version this cuwheel reads and writes.
-pub const LOCK_VERSION: u32 = 1;
+pub const LOCK_VERSION: u32 = 2;
 /// The lock's file name, beside `pyproject.toml`.
 pub const LOCK_FILE: &str = "cuwheel.lock";
 /// The `used-by` entry of what builds cuwheel itself.
@@ -30,6 +30,18 @@ pub struct Lock {
     pub toolchains: BTreeMap<String, Toolchain>,
     pub seeds: BTreeMap<String, Seed>,
     pub artifacts: BTreeMap<String, Artifact>,
+    /// Each Debian suite the lock read, by name.
+    pub suites: BTreeMap<String, SuiteIndex>,
+}
+
+/// The index of one Debian suite as the lock read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SuiteIndex {
+    /// The `Date` of the signed Release file read, as a snapshot timestamp
+    /// (`YYYYMMDDTHHMMSSZ`): where Debian's snapshot archive still serves
+    /// the pinned files after the mirror has dropped them.
+    pub index_date: String,
 }
 
 /// The toolchain of each role of one cell.
@@ -87,6 +99,17 @@ pub enum Toolchain {
 
 impl Toolchain {
     pub fn artifacts(&self) -> &BTreeSet<String> {
+        match self {
+            Toolchain::Gcc { artifacts, .. }
+            | Toolchain::CudaWheels { artifacts, .. }
+            | Toolchain::CudaDebian { artifacts, .. }
+            | Toolchain::PythonHeaders { artifacts, .. }
+            | Toolchain::Torch { artifacts, .. }
+            | Toolchain::Rust { artifacts, .. } => artifacts,
+        }
+    }
+
+    pub fn artifacts_mut(&mut self) -> &mut BTreeSet<String> {
         match self {
             Toolchain::Gcc { artifacts, .. }
             | Toolchain::CudaWheels { artifacts, .. }
@@ -251,6 +274,13 @@ mod tests {
             toolchains,
             seeds: BTreeMap::new(),
             artifacts,
+            suites: [(
+                "bookworm".to_owned(),
+                SuiteIndex {
+                    index_date: "20251122T081906Z".into(),
+                },
+            )]
+            .into(),
         }
     }
 
@@ -287,6 +317,9 @@ mod tests {
                 < text.find("\"kind\": \"torch\"").unwrap()
         );
         assert!(text.contains("\"python\": null"));
+        assert!(text.contains(
+            "\"suites\": {\n    \"bookworm\": {\n      \"index-date\": \"20251122T081906Z\"\n    }\n  }"
+        ));
         assert!(
             text.contains(
                 "\"used-by\": [\n        \"cu130-abi3\",\n        \"cu130-py313\"\n      ]"
@@ -301,7 +334,7 @@ mod tests {
     fn other_versions_and_garbage_are_refused_with_advice() {
         let text = String::from_utf8(sample().to_bytes())
             .unwrap()
-            .replace("\"version\": 1\n", "\"version\": 9\n");
+            .replace("\"version\": 2\n", "\"version\": 9\n");
         let err = Lock::parse(text.as_bytes(), Path::new("x/cuwheel.lock")).unwrap_err();
         assert!(err.to_string().contains("format version 9"), "{err}");
         let err = Lock::parse(b"{", Path::new("x/cuwheel.lock")).unwrap_err();

@@ -93,6 +93,16 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// The names in the `nix/store` of a store rooted at `store` (none yet: empty).
+pub fn store_listing(store: &Path) -> std::collections::BTreeSet<String> {
+    match std::fs::read_dir(store.join("nix/store")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Default::default(),
+    }
+}
+
 /// The path of the `cuwheel` binary built for this test run.
 pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
@@ -118,29 +128,40 @@ pub fn stop(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-/// `python3 -m http.server` serving a directory on 127.0.0.1, on a port the
-/// system picks; its request log goes to `log`. Stopped on drop, and after
-/// half an hour in any case.
+/// `python3 -m http.server` serving a directory on 127.0.0.1 (or a server
+/// script of the tests), on a port the system picks; its request log goes to
+/// `log`. Stopped on drop, and a script server also when its stdin closes
+/// (the test process ended), for one held in a `static`; after half an hour in
+/// any case.
 pub struct Server {
     child: std::process::Child,
     port: u16,
     log: PathBuf,
+    _stdin: Option<std::process::ChildStdin>,
 }
 
 impl Server {
     pub fn start(dir: &Path, log: &Path) -> Server {
+        let mut python = bounded(1800, "python3");
+        python
+            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"])
+            .arg("--directory")
+            .arg(dir);
+        Server::spawn(python, log)
+    }
+
+    /// `python3 SCRIPT ARGS`: a script that serves like http.server does
+    /// and says so first (`Serving HTTP on 127.0.0.1 port N …`).
+    pub fn start_script(script: &Path, args: &[&Path], log: &Path) -> Server {
+        let mut python = bounded(1800, "python3");
+        python.arg("-u").arg(script).args(args);
+        python.stdin(std::process::Stdio::piped());
+        Server::spawn(python, log)
+    }
+
+    fn spawn(mut python: Command, log: &Path) -> Server {
         use std::io::{BufRead, BufReader};
-        let mut child = bounded(1800, "python3")
-            .args([
-                "-u",
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "0",
-                "--directory",
-            ])
-            .arg(dir)
+        let mut child = python
             .stdout(std::process::Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -154,9 +175,10 @@ impl Server {
             .split(" port ")
             .nth(1)
             .and_then(|rest| rest.split(' ').next())
-            .and_then(|p| p.parse().ok())
+            .and_then(|p| p.trim().parse().ok())
             .unwrap_or_else(|| panic!("cannot read the server's port from {line:?}"));
         Server {
+            _stdin: child.stdin.take(),
             child,
             port,
             log: log.to_path_buf(),

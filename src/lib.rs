@@ -18,6 +18,7 @@ pub mod audit;
 pub mod build;
 pub mod cache;
 pub mod fetch;
+pub mod init;
 pub mod json;
 pub mod lock;
 pub mod plan;

@@ -387,6 +387,23 @@ impl Interpreter {
     }
 
     pub(super) fn binary(&mut self, left: &Value, op: BinOp, right: &Value, line: usize) -> Value {
+        // A list joined with an unknown one keeps what is known; the unknown
+        // part stays an item, to be reported where the list is read.
+        if op == BinOp::Add {
+            match (left, right) {
+                (Value::List(items), Value::Unknown(_)) => {
+                    let mut joined = items.borrow().clone();
+                    joined.push(right.clone());
+                    return Value::list(joined);
+                }
+                (Value::Unknown(_), Value::List(items)) => {
+                    let mut joined = vec![left.clone()];
+                    joined.extend(items.borrow().iter().cloned());
+                    return Value::list(joined);
+                }
+                _ => {}
+            }
+        }
         if let (Value::Host(_), _) | (_, Value::Host(_)) = (left, right) {
             let host = if let Value::Host(_) = left {
                 left

@@ -270,6 +270,9 @@ impl Interpreter {
                 if let Some(u) = first_unknown {
                     return Ok(Value::Unknown(u));
                 }
+                if let Some(host) = args.iter().find(|a| matches!(a, Value::Host(_))) {
+                    return Ok(self.unformattable(host, line));
+                }
                 if name.starts_with("os.") || FILE_NATIVES.contains(&name) {
                     return self.call_file_native(name, args, kwargs, line);
                 }

@@ -202,6 +202,8 @@ impl Outcome {
         let mut out = String::new();
         let inferred = &self.inferred;
         let _ = writeln!(out, "init: inferred from {}", self.origin);
+        // Why each binding is one, said once per TU.
+        let mut shown = std::collections::BTreeSet::new();
         for module in &inferred.modules {
             let bindings: Vec<String> = module
                 .bindings
@@ -221,7 +223,9 @@ impl Outcome {
                 },
             );
             for reason in &module.reasons {
-                let _ = writeln!(out, "    binding: {reason}");
+                if shown.insert(reason) {
+                    let _ = writeln!(out, "    binding: {reason}");
+                }
             }
         }
         if !inferred.assumptions.is_empty() {

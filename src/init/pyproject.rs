@@ -21,10 +21,18 @@ pub struct Merge {
     pub kept: Vec<String>,
 }
 
+/// An array of strings; one item per line when it would be long.
 fn strings(items: &[String]) -> Value {
     let mut array = Array::new();
     for item in items {
         array.push(item.as_str());
+    }
+    if items.iter().map(|i| i.len() + 4).sum::<usize>() > 80 {
+        for value in array.iter_mut() {
+            value.decor_mut().set_prefix("\n  ");
+        }
+        array.set_trailing_comma(true);
+        array.set_trailing("\n");
     }
     Value::Array(array)
 }

@@ -27,6 +27,15 @@ fn inferred(files: &[(&str, &str)]) -> Inferred {
     infer(&root, false).unwrap().0
 }
 
+/// What `init` says when it refuses the tree at `root`.
+fn init_error(root: &Path) -> String {
+    let options = InitOptions {
+        cuwheel: Some("path:/c".into()),
+        ..InitOptions::default()
+    };
+    init(root, &options).unwrap_err().to_string()
+}
+
 fn findings(inferred: &Inferred) -> String {
     inferred
         .findings
@@ -267,15 +276,7 @@ fn setup_py_that_never_calls_setup_or_cannot_be_read_is_an_error() {
     assert_eq!(from_tree.modules[0].kernels, ["csrc/k.cu"]);
 
     let (_dir, root) = tree(&[("setup.py", "setup(name='x'\n")]);
-    let err = init(
-        &root,
-        &InitOptions {
-            cuwheel: Some("path:/c".into()),
-            ..InitOptions::default()
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let err = init_error(&root);
     assert!(err.starts_with("setup.py:2:1: "), "{err}");
     assert!(!root.join("pyproject.toml").exists() && !root.join("flake.nix").exists());
 }
@@ -287,15 +288,7 @@ fn an_invalid_pyproject_is_left_alone() {
         ("csrc/b.cpp", BINDING),
         ("x/__init__.py", "from x import _C\n"),
     ]);
-    let err = init(
-        &root,
-        &InitOptions {
-            cuwheel: Some("path:/c".into()),
-            ..InitOptions::default()
-        },
-    )
-    .unwrap_err()
-    .to_string();
+    let err = init_error(&root);
     assert!(err.contains("pyproject.toml is not valid TOML"), "{err}");
     assert_eq!(
         fs::read_to_string(root.join("pyproject.toml")).unwrap(),

@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::init::{InitOptions, init};
-use cuwheel::lock::{LockOptions, lock_project};
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -50,19 +49,9 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
     if args.dry_run || args.no_lock {
         return Ok(ExitCode::SUCCESS);
     }
-    let lock_options = LockOptions {
-        python: args.python,
-    };
-    let (lock, path) = lock_project(&args.dir, &lock_options).context(
+    super::lock::lock_and_report(&args.dir, args.python).context(
         "the config is written, but `cuwheel lock` failed on it: fix what the message names in \
          pyproject.toml (see what init printed as not inferred), then run `cuwheel lock`",
     )?;
-    eprintln!(
-        "lock: wrote {} ({} cells, {} toolchains, {} artifacts)",
-        path.display(),
-        lock.cells.len(),
-        lock.toolchains.len(),
-        lock.artifacts.len()
-    );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `cuwheel lock`: resolve every toolchain of the project's matrix and write
 //! `cuwheel.lock` beside its `pyproject.toml`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -20,10 +20,14 @@ pub struct LockArgs {
 }
 
 pub fn run(args: LockArgs) -> Result<ExitCode> {
-    let options = LockOptions {
-        python: args.python,
-    };
-    let (lock, path) = lock_project(&args.project, &options)?;
+    lock_and_report(&args.project, args.python)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Locks the project in `project` and says what was written (also what
+/// `cuwheel init` runs last).
+pub(super) fn lock_and_report(project: &Path, python: Option<PathBuf>) -> Result<()> {
+    let (lock, path) = lock_project(project, &LockOptions { python })?;
     eprintln!(
         "lock: wrote {} ({} cells, {} toolchains, {} artifacts)",
         path.display(),
@@ -31,5 +35,5 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
         lock.toolchains.len(),
         lock.artifacts.len()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -254,16 +254,6 @@ pub fn includes(text: &str) -> Vec<(String, bool)> {
 mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            fs::create_dir_all(full.parent().unwrap()).unwrap();
-            fs::write(full, text).unwrap();
-        }
-        dir
-    }
-
     #[test]
     fn includes_are_read_with_their_form() {
         let text = "#include <ATen/ATen.h>\n  #  include \"a.h\" // c\n// #include <Python.h>\n#define X\n";
@@ -278,7 +268,7 @@ mod tests {
 
     #[test]
     fn python_is_found_through_project_headers() {
-        let dir = tree(&[
+        let (_dir, root) = crate::init::write_tree(&[
             (
                 "csrc/ops.cu",
                 "#include \"ops.h\"\n#include <ATen/ATen.h>\n",
@@ -298,7 +288,7 @@ mod tests {
                 "#ifdef WITH_PYTHON\n#include <Python.h>\n#endif\nstatic auto r = torch::RegisterOperators();\n",
             ),
         ]);
-        let mut classifier = Classifier::new(dir.path());
+        let mut classifier = Classifier::new(&root);
         let include_dirs = [PathBuf::from("csrc/include")];
         let ops = classifier
             .classify(Path::new("csrc/ops.cu"), &include_dirs)

@@ -401,21 +401,8 @@ fn module(
             );
         }
         let class = classifier.classify(Path::new(&rel), &include_dirs)?;
-        match class.python {
-            Some(chain) => {
-                module.reasons.push(chain);
-                module
-                    .bindings
-                    .entry(class.flavour.unwrap_or(Flavour::Pybind11))
-                    .or_default()
-                    .push(rel);
-            }
-            None => {
-                if class.registers {
-                    registering.push((rel.clone(), class.flavour));
-                }
-                module.kernels.push(rel);
-            }
+        if !module.add_source(rel.clone(), &class) && class.registers {
+            registering.push((rel, class.flavour));
         }
     }
     if module.bindings.is_empty() {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::classify::{Classifier, Flavour, includes};
+use super::classify::{Classifier, includes};
 use super::model::{Inferred, Module, VersionSource};
 use super::python::ast::{ExprKind, StmtKind};
 use super::python::parse_module;
@@ -80,20 +80,8 @@ pub fn from_tree(root: &Path) -> Result<Inferred> {
     let mut leaf: Option<String> = None;
     for tu in &tus {
         let class = classifier.classify(tu, &dirs)?;
-        let rel = tu.to_string_lossy().to_string();
-        match class.python {
-            Some(chain) => {
-                module.reasons.push(chain);
-                module
-                    .bindings
-                    .entry(class.flavour.unwrap_or(Flavour::Pybind11))
-                    .or_default()
-                    .push(rel);
-                if leaf.is_none() {
-                    leaf = py_init_name(&fs::read_to_string(root.join(tu)).unwrap_or_default());
-                }
-            }
-            None => module.kernels.push(rel),
+        if module.add_source(tu.to_string_lossy().to_string(), &class) && leaf.is_none() {
+            leaf = py_init_name(&fs::read_to_string(root.join(tu)).unwrap_or_default());
         }
     }
     if module.bindings.is_empty() && !tus.is_empty() {
@@ -113,11 +101,7 @@ pub fn from_tree(root: &Path) -> Result<Inferred> {
         "add nvcc-flags, cxx-flags, defines and cuda-archs if the build needs them",
     );
     version(root, &packages, &mut inferred);
-    inferred.meta.license_files = ["LICENSE", "LICENCE", "COPYING", "NOTICE"]
-        .iter()
-        .filter(|n| root.join(n).is_file())
-        .map(|n| n.to_string())
-        .collect();
+    super::metadata::license_files(root, &mut inferred);
     Ok(inferred)
 }
 
@@ -199,21 +183,11 @@ fn py_init_name(text: &str) -> Option<String> {
 
 /// Root directories holding an `__init__.py`, sorted.
 fn packages(root: &Path) -> Vec<String> {
-    let mut found: Vec<String> = fs::read_dir(root)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| {
-                    !n.starts_with('.')
-                        && !SKIPPED_DIRS.contains(&n.as_str())
-                        && root.join(n).join("__init__.py").is_file()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    found.sort();
-    found
+    super::metadata::root_names(root, |n| {
+        !n.starts_with('.')
+            && !SKIPPED_DIRS.contains(&n)
+            && root.join(n).join("__init__.py").is_file()
+    })
 }
 
 /// The module's dotted name: the package that imports an extension-only

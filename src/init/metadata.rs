@@ -320,18 +320,10 @@ fn readme(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| cfg.get("long_description_content_type").map(str::to_string));
-    let by_extension = |path: &str| {
-        if path.ends_with(".md") {
-            "text/markdown"
-        } else if path.ends_with(".rst") {
-            "text/x-rst"
-        } else {
-            "text/plain"
-        }
-        .to_string()
-    };
     let file = |path: String| Readme::File {
-        content_type: content_type.clone().unwrap_or_else(|| by_extension(&path)),
+        content_type: content_type
+            .clone()
+            .unwrap_or_else(|| Readme::content_type_of(&path).to_string()),
         path,
     };
     inferred.meta.readme = match setup.arg("long_description", None) {
@@ -412,23 +404,29 @@ fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
     license_files(root, inferred);
 }
 
-fn license_files(root: &Path, inferred: &mut Inferred) {
-    let mut files: Vec<String> = fs::read_dir(root)
+/// `LICENSE*`, `COPYING*`, ... files at the root: shipped as license files.
+pub(super) fn license_files(root: &Path, inferred: &mut Inferred) {
+    inferred.meta.license_files = root_names(root, |name| {
+        LICENSE_NAMES
+            .iter()
+            .any(|l| name.to_ascii_uppercase().starts_with(l))
+            && root.join(name).is_file()
+    });
+}
+
+/// The sorted names of the root's entries that `keep` accepts.
+pub(super) fn root_names(root: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(root)
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| {
-                    LICENSE_NAMES
-                        .iter()
-                        .any(|l| n.to_ascii_uppercase().starts_with(l))
-                        && root.join(n).is_file()
-                })
+                .filter(|n| keep(n))
                 .collect()
         })
         .unwrap_or_default();
-    files.sort();
-    inferred.meta.license_files = files;
+    names.sort();
+    names
 }
 
 /// `MIT`, `Apache-2.0 OR MIT`, `(A AND B) WITH C`: identifiers joined by

@@ -183,6 +183,20 @@ fn build_requires_torch(pyproject: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A temporary tree holding `files` (path, text), and its canonical root:
+/// the unit tests' projects.
+#[cfg(test)]
+pub(crate) fn write_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().canonicalize().expect("its canonical path");
+    for (path, text) in files {
+        let full = root.join(path);
+        fs::create_dir_all(full.parent().expect("a parent")).expect("a directory");
+        fs::write(full, text).expect("a file");
+    }
+    (dir, root)
+}
+
 /// Replaces `path` with `text` through a temporary file beside it.
 fn write_atomically(path: &Path, text: &str) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::classify::Flavour;
+use super::classify::{Flavour, TuClass};
 use super::python::Note;
 use crate::spec::target::CudaArch;
 
@@ -67,6 +67,19 @@ pub enum Readme {
     Text { text: String, content_type: String },
 }
 
+impl Readme {
+    /// The content type a readme file has by its extension (PEP 621's rule).
+    pub fn content_type_of(path: &str) -> &'static str {
+        if path.ends_with(".md") {
+            "text/markdown"
+        } else if path.ends_with(".rst") {
+            "text/x-rst"
+        } else {
+            "text/plain"
+        }
+    }
+}
+
 /// One extension module of the wheel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Module {
@@ -89,6 +102,28 @@ pub struct Module {
     pub link_flags: Vec<String>,
     pub libraries: Vec<String>,
     pub strip: bool,
+}
+
+impl Module {
+    /// Adds a classified TU: a binding (under its flavour, pybind11 when its
+    /// includes name none) if it reaches Python, else a kernel. Returns
+    /// whether it is a binding.
+    pub fn add_source(&mut self, rel: String, class: &TuClass) -> bool {
+        match &class.python {
+            Some(chain) => {
+                self.reasons.push(chain.clone());
+                self.bindings
+                    .entry(class.flavour.unwrap_or(Flavour::Pybind11))
+                    .or_default()
+                    .push(rel);
+                true
+            }
+            None => {
+                self.kernels.push(rel);
+                false
+            }
+        }
+    }
 }
 
 /// Something `init` could not infer: the key, what and where, and what to

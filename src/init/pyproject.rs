@@ -124,7 +124,9 @@ pub fn merge(
     fill(
         "readme",
         meta.readme.as_ref().map(|readme| match readme {
-            Readme::File { path, content_type } if *content_type == default_content_type(path) => {
+            Readme::File { path, content_type }
+                if *content_type == Readme::content_type_of(path) =>
+            {
                 path.as_str().into()
             }
             Readme::File { path, content_type } => {
@@ -230,16 +232,6 @@ fn set(project: &mut Table, kept: &mut Vec<String>, key: &str, value: Option<Val
         None => {
             project.insert(key, Item::Value(value));
         }
-    }
-}
-
-fn default_content_type(path: &str) -> &'static str {
-    if path.ends_with(".md") {
-        "text/markdown"
-    } else if path.ends_with(".rst") {
-        "text/x-rst"
-    } else {
-        "text/plain"
     }
 }
 

@@ -148,7 +148,6 @@ mod parser {
 }
 
 mod evaluator {
-    use std::fs;
     use std::path::PathBuf;
 
     use crate::init::python::value::Value;
@@ -159,14 +158,9 @@ mod evaluator {
         setup_py: &str,
         files: &[(&str, &str)],
     ) -> (tempfile::TempDir, Result<Evaluation, EvalError>) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for (path, text) in files {
-            let full = root.join(path);
-            fs::create_dir_all(full.parent().unwrap()).unwrap();
-            fs::write(full, text).unwrap();
-        }
-        fs::write(root.join("setup.py"), setup_py).unwrap();
+        let mut all = files.to_vec();
+        all.push(("setup.py", setup_py));
+        let (dir, root) = crate::init::write_tree(&all);
         let evaluation = evaluate_setup_py(&root, setup_py);
         (dir, evaluation)
     }

@@ -88,6 +88,31 @@ setup(
 }
 
 #[test]
+fn archs_chosen_by_the_toolkit_version_are_reported() {
+    let setup = r#"
+import subprocess
+from packaging.version import Version
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension, CUDA_HOME
+out = subprocess.check_output([CUDA_HOME + "/bin/nvcc", "-V"], text=True)
+nvcc_version = Version(out.split("release ")[1].split(",")[0])
+cc = ["-gencode", "arch=compute_80,code=sm_80"]
+if nvcc_version >= Version("12.8"):
+    cc += ["-gencode", "arch=compute_100,code=sm_100"]
+setup(name="tk", version="1.0", ext_modules=[CUDAExtension("tk._C", ["b.cpp"], extra_compile_args={"nvcc": cc})])
+"#;
+    let inferred = inferred(&[("setup.py", setup), ("b.cpp", BINDING)]);
+    let archs: Vec<String> = inferred.archs.iter().map(ToString::to_string).collect();
+    assert_eq!(archs, ["8.0"]);
+    let said = findings(&inferred);
+    assert!(
+        said.contains("tool.cuwheel.cuda-archs: setup.py:9: `if nvcc_version >= Version(\"12.8\"):`: setup.py chooses archs here by what cuwheel cannot evaluate"),
+        "{said}"
+    );
+    assert!(said.contains("a table with a list per toolkit"), "{said}");
+}
+
+#[test]
 fn versions_and_requirements_point_at_the_files_they_are_read_from() {
     let setup = r#"
 import re

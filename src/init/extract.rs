@@ -18,7 +18,7 @@ use super::archs::{Archs, split_nvcc_flags};
 use super::classify::{Classifier, Flavour};
 use super::model::{Inferred, Module};
 use super::python::value::{Call, Value};
-use super::python::{Evaluation, Note, project_relative};
+use super::python::{ARCH_BRANCH, Evaluation, Note, project_relative};
 use crate::spec::config::ExtensionModule;
 
 /// The `Extension` keywords this reads; others are reported.
@@ -39,11 +39,12 @@ const READ_KEYWORDS: [&str; 13] = [
 ];
 
 /// What marks a setup.py line as choosing archs.
-const ARCH_HINTS: [&str; 4] = [
+const ARCH_HINTS: [&str; 5] = [
     "TORCH_CUDA_ARCH_LIST",
     "get_device_capability",
     "gencode",
     "generate-code",
+    ARCH_BRANCH,
 ];
 
 pub fn from_setup(root: &Path, evaluation: &Evaluation) -> Result<Inferred> {
@@ -148,6 +149,24 @@ pub fn from_setup(root: &Path, evaluation: &Evaluation) -> Result<Inferred> {
             ),
             "list the archs your users' GPUs need, like cuda-archs = [\"8.0\", \"9.0+PTX\"]",
         );
+    } else {
+        // Archs were read, but a branch that adds more was not taken.
+        for note in evaluation
+            .notes
+            .iter()
+            .filter(|n| n.text.contains(ARCH_BRANCH))
+        {
+            inferred.find(
+                "tool.cuwheel.cuda-archs",
+                format!(
+                    "{}: setup.py chooses archs here by what cuwheel cannot evaluate (the toolkit \
+                     version, or the GPU at hand); the branch not taken was left out",
+                    note.at
+                ),
+                "add its archs if the wheels need them; cuda-archs may be a table with a list per \
+                 toolkit, like { default = [\"8.0\"], \"12.8\" = [\"8.0\", \"10.0+PTX\"] }",
+            );
+        }
     }
     Ok(inferred)
 }

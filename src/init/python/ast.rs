@@ -375,12 +375,38 @@ fn fparts_exprs(parts: &[FPart]) -> Vec<&Expr> {
 
 /// Whether `name` occurs anywhere in these statements (see [`Expr::mentions`]).
 pub fn block_mentions(body: &[Stmt], name: &str) -> bool {
-    body.iter().any(|stmt| stmt_mentions(stmt, name))
+    block_any(
+        body,
+        &|e: &Expr| matches!(&e.kind, ExprKind::Name(n) | ExprKind::Attribute(_, n) if n == name),
+    )
 }
 
-fn stmt_mentions(stmt: &Stmt, name: &str) -> bool {
-    let e = |x: &Expr| x.mentions(name);
-    let b = |x: &[Stmt]| block_mentions(x, name);
+/// Whether a string literal in these statements contains `text`.
+pub fn block_has_string(body: &[Stmt], text: &str) -> bool {
+    block_any(body, &|e: &Expr| match &e.kind {
+        ExprKind::Const(Const::Str(s)) => s.contains(text),
+        ExprKind::FString(parts) => parts
+            .iter()
+            .any(|p| matches!(p, FPart::Text(s) if s.contains(text))),
+        _ => false,
+    })
+}
+
+/// Whether any expression in these statements (imported names included,
+/// as names) satisfies `pred`.
+pub fn block_any(body: &[Stmt], pred: &dyn Fn(&Expr) -> bool) -> bool {
+    body.iter().any(|stmt| stmt_any(stmt, pred))
+}
+
+fn expr_any(expr: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
+    let mut found = false;
+    expr.walk(&mut |e| found |= pred(e));
+    found
+}
+
+fn stmt_any(stmt: &Stmt, pred: &dyn Fn(&Expr) -> bool) -> bool {
+    let e = |x: &Expr| expr_any(x, pred);
+    let b = |x: &[Stmt]| block_any(x, pred);
     match &stmt.kind {
         StmtKind::Expr(x) | StmtKind::Assert(x) => e(x),
         StmtKind::Assign { targets, value } => targets.iter().any(e) || e(value),
@@ -397,9 +423,14 @@ fn stmt_mentions(stmt: &Stmt, name: &str) -> bool {
         } => e(target) || e(iter) || b(body) || b(orelse),
         StmtKind::Def(def) => b(&def.body),
         StmtKind::Return(x) | StmtKind::Raise(x) => x.as_ref().is_some_and(e),
-        StmtKind::Import(names) | StmtKind::ImportFrom { names, .. } => names
-            .iter()
-            .any(|(n, alias)| n.rsplit('.').next() == Some(name) || alias.as_deref() == Some(name)),
+        StmtKind::Import(names) | StmtKind::ImportFrom { names, .. } => {
+            names.iter().any(|(n, alias)| {
+                let bound = alias
+                    .as_deref()
+                    .unwrap_or_else(|| n.rsplit('.').next().unwrap_or(n));
+                pred(&Expr::new(stmt.line, ExprKind::Name(bound.to_string())))
+            })
+        }
         StmtKind::Try {
             body,
             handlers,

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_mentions};
+use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
 use super::parse_module;
 use super::source::{Source, SourceError};
 use super::value::{Call, Function, Scope, Value, shared};
@@ -27,6 +27,37 @@ const STEP_LIMIT: usize = 2_000_000;
 const DEPTH_LIMIT: usize = 64;
 /// What marks the branch of an `if` that builds the CUDA module.
 const CUDA_MARK: &str = "CUDAExtension";
+/// What marks a branch that chooses GPU archs: nvcc's arch options and
+/// torch's arch list.
+const ARCH_MARKS: [&str; 3] = ["arch=", "compute_", "TORCH_CUDA_ARCH_LIST"];
+/// How a note says that the branch not taken chooses archs.
+pub const ARCH_BRANCH: &str = "the branch not taken chooses GPU archs";
+
+/// What a branch of an `if` does that decides which one to take.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Branch {
+    /// It builds a `CUDAExtension`.
+    pub(super) cuda: bool,
+    /// It chooses GPU archs.
+    pub(super) archs: bool,
+}
+
+impl Branch {
+    pub(super) fn of_block(body: &[Stmt]) -> Branch {
+        Branch {
+            cuda: block_mentions(body, CUDA_MARK),
+            archs: ARCH_MARKS.iter().any(|m| block_has_string(body, m)),
+        }
+    }
+
+    pub(super) fn of_expr(expr: &Expr) -> Branch {
+        let stmt = Stmt {
+            line: expr.line,
+            kind: StmtKind::Expr(expr.clone()),
+        };
+        Branch::of_block(std::slice::from_ref(&stmt))
+    }
+}
 
 /// What evaluating `setup.py` gave.
 #[derive(Debug)]
@@ -258,12 +289,8 @@ impl Interpreter {
                 }
             }
             StmtKind::If { test, body, orelse } => {
-                let taken = self.decide(
-                    test,
-                    line,
-                    block_mentions(body, CUDA_MARK),
-                    block_mentions(orelse, CUDA_MARK),
-                )?;
+                let taken =
+                    self.decide(test, line, Branch::of_block(body), Branch::of_block(orelse))?;
                 return self.block(if taken { body } else { orelse });
             }
             StmtKind::For {
@@ -395,9 +422,10 @@ impl Interpreter {
         &mut self,
         test: &Expr,
         line: usize,
-        then_cuda: bool,
-        else_cuda: bool,
+        then: Branch,
+        orelse: Branch,
     ) -> Result<bool, EvalError> {
+        let (then_cuda, else_cuda) = (then.cuda, orelse.cuda);
         let mark = self.reads.len();
         let value = self.eval(test)?;
         let reads = self.reads.split_off(mark);
@@ -428,6 +456,7 @@ impl Interpreter {
             .map(|v| format!("`{v}`"))
             .collect::<Vec<_>>()
             .join(", ");
+        let decided = self.notes.len();
         let taken = match (known, cuda_side) {
             (_, Some(side)) => {
                 let reason = if env.is_empty() {
@@ -466,6 +495,13 @@ impl Interpreter {
                 false
             }
         };
+        // setup.py files choose archs by the toolkit or the GPU at hand.
+        let skipped = if taken { orelse } else { then };
+        if skipped.archs
+            && let Some(note) = self.notes.get_mut(decided)
+        {
+            note.text.push_str(&format!("; {ARCH_BRANCH}"));
+        }
         Ok(taken)
     }
 

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use super::ast::{
     Arg, BinOp, BoolOp, CompKind, Const, Expr, ExprKind, FPart, Generator, ParamKind, UnaryOp,
 };
-use super::eval::{EvalError, Flow, Frame, Interpreter};
+use super::eval::{Branch, EvalError, Flow, Frame, Interpreter};
 use super::ops;
 use super::value::{Function, Value, shared};
 
@@ -172,12 +172,8 @@ impl Interpreter {
                 result
             }
             ExprKind::IfExp { test, body, orelse } => {
-                let taken = self.decide(
-                    test,
-                    line,
-                    body.mentions("CUDAExtension"),
-                    orelse.mentions("CUDAExtension"),
-                )?;
+                let taken =
+                    self.decide(test, line, Branch::of_expr(body), Branch::of_expr(orelse))?;
                 self.eval(if taken { body } else { orelse })?
             }
             ExprKind::Lambda(def) => Value::Function(Rc::new(Function {

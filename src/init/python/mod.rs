@@ -29,6 +29,8 @@ mod tests;
 mod tokenize;
 pub mod value;
 
-pub use eval::{EvalError, Evaluation, Note, evaluate_setup_py, unknown_why as value_why};
+pub use eval::{
+    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, unknown_why as value_why,
+};
 pub use files::{normpath, project_relative};
 pub use parse::parse_module;

@@ -205,7 +205,7 @@ setup(
             "rep._C",
             ["csrc/b.cpp", "csrc/missing.cu"],
             include_dirs=[os.path.join(CUDA_HOME, "include"), "/usr/include/foo", "csrc"],
-            extra_compile_args=["-O2"] + extra,
+            extra_compile_args=["-O2", "-I" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor/inc/")] + extra,
             extra_link_args=["-L/opt/foo/lib", "-lfoo", "-fopenmp"],
             library_dirs=["/opt/foo/lib"],
             dlink=True,
@@ -217,6 +217,7 @@ setup(
     let inferred = inferred(&[
         ("setup.py", setup),
         ("csrc/b.cpp", BINDING),
+        ("vendor/inc/v.h", ""),
         (
             "csrc/plain.cpp",
             "#include <Python.h>\nPyMODINIT_FUNC PyInit__plain(void) { return 0; }\n",
@@ -237,7 +238,8 @@ setup(
         assert!(said.contains(expected), "missing {expected:?} in\n{said}");
     }
     let m = &inferred.modules[0];
-    assert_eq!(m.include_dirs, ["csrc"]);
+    // `-I<the project's absolute path>/vendor/inc/` became an include dir.
+    assert_eq!(m.include_dirs, ["csrc", "vendor/inc"]);
     assert_eq!(m.cxx_flags, ["-O2"]);
     assert_eq!(
         m.nvcc_flags,

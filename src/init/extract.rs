@@ -38,6 +38,9 @@ const READ_KEYWORDS: [&str; 13] = [
     "depends",
 ];
 
+/// The sources cuwheel compiles: CUDA and C++ translation units.
+const TU_EXTENSIONS: [&str; 4] = [".cu", ".cpp", ".cc", ".cxx"];
+
 /// What marks a setup.py line as choosing archs.
 const ARCH_HINTS: [&str; 5] = [
     "TORCH_CUDA_ARCH_LIST",
@@ -361,8 +364,9 @@ fn module(
         inferred,
     );
     let (cxx, nvcc) = compile_args(call.arg("extra_compile_args", None), &key, at, inferred);
-    module.cxx_flags = cxx;
+    module.cxx_flags = path_flags(root, cxx, &mut module.include_dirs, &key, at, inferred);
     let nvcc = if module.cuda { nvcc } else { Vec::new() };
+    let nvcc = path_flags(root, nvcc, &mut module.include_dirs, &key, at, inferred);
     let before = archs.problems.len();
     module.nvcc_flags = split_nvcc_flags(&nvcc, archs);
     for problem in archs.problems.drain(before..).collect::<Vec<_>>() {
@@ -412,6 +416,13 @@ fn module(
         else {
             continue;
         };
+        if !TU_EXTENSIONS.iter().any(|e| rel.ends_with(e)) {
+            inferred.find(
+                &format!("{key}.kernels"),
+                format!("{at}: `{rel}` is neither CUDA (.cu) nor C++ (.cpp, .cc, .cxx); it was kept, but cuwheel's compiles are nvcc's and g++'s"),
+                "check that it builds as C++, or drop it",
+            );
+        }
         if !module.cuda && rel.ends_with(".cu") {
             inferred.find(
                 &key,
@@ -455,6 +466,53 @@ fn module(
         module.bindings = BTreeMap::from([(flavour, all)]);
     }
     Ok(Some(module))
+}
+
+/// Compile flags that name paths: `-I<dir>` in the project becomes an
+/// include dir, and a flag naming a path of this machine (outside the
+/// project, or the project's absolute path) is reported and left out.
+fn path_flags(
+    root: &Path,
+    flags: Vec<String>,
+    include_dirs: &mut Vec<String>,
+    key: &str,
+    at: &str,
+    inferred: &mut Inferred,
+) -> Vec<String> {
+    let root_text = root.to_string_lossy().to_string();
+    let mut out = Vec::new();
+    let mut iter = flags.into_iter();
+    while let Some(flag) = iter.next() {
+        let dir = match flag.as_str() {
+            "-I" | "-isystem" => iter.next(),
+            _ => flag.strip_prefix("-I").map(str::to_string),
+        };
+        match dir {
+            Some(dir) => {
+                let trimmed = dir.trim_end_matches('/');
+                match project_relative(root, trimmed) {
+                    Some(rel) if root.join(&rel).is_dir() => {
+                        let rel = rel.to_string_lossy().to_string();
+                        if !include_dirs.contains(&rel) {
+                            include_dirs.push(rel);
+                        }
+                    }
+                    _ => inferred.find(
+                        &format!("{key}.include-dirs"),
+                        format!("{at}: the flag `{flag}` names `{dir}`, which is not a directory of the project; it was left out"),
+                        "list the project's include directories in include-dirs",
+                    ),
+                }
+            }
+            None if flag.contains(&root_text) => inferred.find(
+                key,
+                format!("{at}: the flag `{flag}` names this machine's path of the project; it was left out"),
+                "write the flag with a path relative to the project, or drop it",
+            ),
+            None => out.push(flag),
+        }
+    }
+    out
 }
 
 /// `define_macros=[("NAME", None), ("X", "1")]` → `["NAME", "X=1"]`.

@@ -106,14 +106,16 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             .and_then(|t| t.parse::<toml::Table>().ok())
             .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
     };
-    if inferred.meta.name.is_none() && !has("name") {
+    let reported = |inferred: &Inferred, key: &str| inferred.findings.iter().any(|f| f.key == key);
+    if inferred.meta.name.is_none() && !has("name") && !reported(&inferred, "project.name") {
         inferred.find(
             "project.name",
             "no name in setup.py or pyproject.toml; the directory's name was written",
             "write the distribution name, like name = \"my-ext\"",
         );
     }
-    if inferred.meta.version.is_none() && !has("version") {
+    if inferred.meta.version.is_none() && !has("version") && !reported(&inferred, "project.version")
+    {
         inferred.find("project.version", "no version was found; 0.0.0 was written", "write version = \"1.2.3\", or version = { file = \"VERSION\" } in [tool.cuwheel] with dynamic = [\"version\"]");
     }
     if let Some(torch) = build_requires_torch(existing.as_deref()) {

@@ -150,6 +150,9 @@ pub fn compare(left: &Value, op: CmpOp, right: &Value) -> Option<bool> {
                 (Value::None, Value::None) => true,
                 (Value::None, _) | (_, Value::None) => false,
                 (Value::Bool(a), Value::Bool(b)) => a == b,
+                // CPython's small ints and interned strings: `is` as `==`.
+                (Value::Int(a), Value::Int(b)) => a == b,
+                (Value::Str(a), Value::Str(b)) => a == b,
                 _ => return None,
             };
             Some(same == (op == CmpOp::Is))

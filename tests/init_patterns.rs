@@ -140,8 +140,9 @@ setup(
         ("tests/__init__.py", ""),
         (
             "requirements.txt",
-            "# runtime\nnumpy>=1.24\ntorch>=2.4  # pinned by cuwheel\n-e .\nrich\n",
+            "# runtime\nnumpy>=1.24\ntorch>=2.4  # pinned by cuwheel\n-e .\n-r requirements/more.txt\n",
         ),
+        ("requirements/more.txt", "rich\n"),
         ("csrc/b.cpp", BINDING),
     ]);
     assert_eq!(

@@ -209,22 +209,38 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
     let at = setup.at.clone();
     let requirements =
         |inferred: &mut Inferred, value: Option<&Value>, key: &str, cfg_key: &str| -> Vec<String> {
+            // What setup.py computed from one requirements file is that
+            // file's requirements.
+            let from_file = |inferred: &mut Inferred, item: &Value| -> Option<Vec<String>> {
+                let u = item.as_unknown().filter(|u| u.files.len() == 1)?;
+                let file = u.files.iter().next().expect("one file");
+                let lines = requirements_file(root, file, 0)?;
+                inferred.assumptions.push(super::python::Note {
+                    at: u.at.clone(),
+                    text: format!(
+                        "{key} is read from {} as a requirements file",
+                        file.display()
+                    ),
+                });
+                Some(lines)
+            };
             let listed = match value {
                 None => cfg.list(cfg_key),
                 Some(Value::Str(s)) => s.lines().map(str::to_string).collect(),
-                Some(Value::Unknown(u)) if u.files.len() == 1 => {
-                    let file = u.files.iter().next().expect("one file");
-                    let text = fs::read_to_string(root.join(file)).unwrap_or_default();
-                    inferred.assumptions.push(super::python::Note {
-                        at: u.at.clone(),
-                        text: format!(
-                            "{key} is read from {} as a requirements file",
-                            file.display()
-                        ),
-                    });
-                    text.lines().map(str::to_string).collect()
+                Some(v @ Value::Unknown(_)) => match from_file(inferred, v) {
+                    Some(lines) => lines,
+                    None => strings(Some(v), key, &at, inferred),
+                },
+                Some(v) => {
+                    let mut lines = Vec::new();
+                    for item in v.items().unwrap_or_else(|_| vec![v.clone()]) {
+                        match from_file(inferred, &item) {
+                            Some(more) => lines.extend(more),
+                            None => lines.extend(strings(Some(&item), key, &at, inferred)),
+                        }
+                    }
+                    lines
                 }
-                Some(v) => strings(Some(v), key, &at, inferred),
             };
             let mut out = Vec::new();
             for line in listed {
@@ -293,6 +309,31 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
         ),
     }
     inferred.meta.optional_dependencies = optional;
+}
+
+/// The lines of a requirements file, with the files its `-r` lines name
+/// (relative to it) read in their place.
+fn requirements_file(root: &Path, file: &Path, depth: usize) -> Option<Vec<String>> {
+    let text = fs::read_to_string(root.join(file)).ok()?;
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let included = line
+            .trim()
+            .strip_prefix("-r ")
+            .or_else(|| line.trim().strip_prefix("--requirement "))
+            .map(str::trim);
+        match included {
+            Some(other) if depth < 8 => {
+                match requirements_file(root, &dir.join(other), depth + 1) {
+                    Some(more) => lines.extend(more),
+                    None => lines.push(line.to_string()),
+                }
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    Some(lines)
 }
 
 fn people(setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {

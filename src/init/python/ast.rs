@@ -147,6 +147,10 @@ pub enum ExprKind {
     Starred(Box<Expr>),
     /// `name := value`
     Walrus(String, Box<Expr>),
+    /// `yield value` (a generator is evaluated eagerly into a list).
+    Yield(Option<Box<Expr>>),
+    /// `yield from iterable`
+    YieldFrom(Box<Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -318,7 +322,10 @@ impl Expr {
             ExprKind::Attribute(value, _)
             | ExprKind::Starred(value)
             | ExprKind::Unary(_, value) => each(&mut std::iter::once(&**value)),
-            ExprKind::Walrus(_, value) => each(&mut std::iter::once(&**value)),
+            ExprKind::Walrus(_, value) | ExprKind::YieldFrom(value) => {
+                each(&mut std::iter::once(&**value))
+            }
+            ExprKind::Yield(value) => each(&mut value.iter().map(|v| &**v)),
             ExprKind::Subscript(a, b) | ExprKind::BinOp(a, _, b) | ExprKind::BoolOp(_, a, b) => {
                 each(&mut [&**a, &**b].into_iter())
             }
@@ -395,7 +402,14 @@ pub fn block_has_string(body: &[Stmt], text: &str) -> bool {
 /// Whether any expression in these statements (imported names included,
 /// as names) satisfies `pred`.
 pub fn block_any(body: &[Stmt], pred: &dyn Fn(&Expr) -> bool) -> bool {
-    body.iter().any(|stmt| stmt_any(stmt, pred))
+    body.iter().any(|stmt| stmt_any(stmt, pred, true))
+}
+
+/// Whether a function with this body is a generator: it yields, outside
+/// the functions defined inside it.
+pub fn block_yields(body: &[Stmt]) -> bool {
+    let pred = |e: &Expr| matches!(e.kind, ExprKind::Yield(_) | ExprKind::YieldFrom(_));
+    body.iter().any(|stmt| stmt_any(stmt, &pred, false))
 }
 
 fn expr_any(expr: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
@@ -404,9 +418,9 @@ fn expr_any(expr: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
     found
 }
 
-fn stmt_any(stmt: &Stmt, pred: &dyn Fn(&Expr) -> bool) -> bool {
+fn stmt_any(stmt: &Stmt, pred: &dyn Fn(&Expr) -> bool, into_defs: bool) -> bool {
     let e = |x: &Expr| expr_any(x, pred);
-    let b = |x: &[Stmt]| block_any(x, pred);
+    let b = |x: &[Stmt]| x.iter().any(|s| stmt_any(s, pred, into_defs));
     match &stmt.kind {
         StmtKind::Expr(x) | StmtKind::Assert(x) => e(x),
         StmtKind::Assign { targets, value } => targets.iter().any(e) || e(value),
@@ -421,7 +435,7 @@ fn stmt_any(stmt: &Stmt, pred: &dyn Fn(&Expr) -> bool) -> bool {
             body,
             orelse,
         } => e(target) || e(iter) || b(body) || b(orelse),
-        StmtKind::Def(def) => b(&def.body),
+        StmtKind::Def(def) => into_defs && b(&def.body),
         StmtKind::Return(x) | StmtKind::Raise(x) => x.as_ref().is_some_and(e),
         StmtKind::Import(names) | StmtKind::ImportFrom { names, .. } => {
             names.iter().any(|(n, alias)| {

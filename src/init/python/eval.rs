@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
 use super::parse_module;
 use super::source::{Source, SourceError};
-use super::value::{Call, Function, Scope, Value, shared};
+use super::value::{Call, Function, Scope, Unknown, Value, shared};
 
 /// The most statements and expressions one file may take to evaluate.
 const STEP_LIMIT: usize = 2_000_000;
@@ -116,6 +116,23 @@ pub(super) struct Frame {
     pub(super) scopes: Vec<Scope>,
     pub(super) globals: HashSet<String>,
     pub(super) source: Rc<Source>,
+    /// What a generator function has yielded so far (`None` elsewhere).
+    pub(super) yields: Option<Vec<Value>>,
+    /// A loop this call skipped because what it iterates is unknown: what
+    /// the call returns is then incomplete, and says so.
+    pub(super) skipped: Option<Rc<Unknown>>,
+}
+
+impl Frame {
+    pub(super) fn new(scopes: Vec<Scope>, source: Rc<Source>) -> Frame {
+        Frame {
+            scopes,
+            globals: HashSet::new(),
+            source,
+            yields: None,
+            skipped: None,
+        }
+    }
 }
 
 pub struct Interpreter {
@@ -156,11 +173,7 @@ pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalErro
         setup: None,
         environ: BTreeMap::new(),
         project_values: Vec::new(),
-        frames: vec![Frame {
-            scopes: vec![globals],
-            globals: HashSet::new(),
-            source,
-        }],
+        frames: vec![Frame::new(vec![globals], source)],
         reads: Vec::new(),
         importing: false,
         modules: HashMap::new(),
@@ -229,8 +242,8 @@ impl Interpreter {
         Ok(())
     }
 
-    pub(super) fn leave(&mut self) {
-        self.frames.pop();
+    pub(super) fn leave(&mut self) -> Option<Frame> {
+        self.frames.pop()
     }
 
     /// The value bound to `name`, innermost scope first.
@@ -368,7 +381,20 @@ impl Interpreter {
                         }
                         None => Flow::Raise(at),
                     },
-                    Flow::Next => self.block(orelse)?,
+                    Flow::Next => {
+                        let mut imported = unmodelled_imports(body);
+                        imported.retain(|m| self.project_module_file(m).is_none());
+                        if !imported.is_empty() && !handlers.is_empty() {
+                            self.note(
+                                line,
+                                format!(
+                                    "assumed that `import {}` succeeds; the except branch was not taken",
+                                    imported.join("`, `")
+                                ),
+                            );
+                        }
+                        self.block(orelse)?
+                    }
                     other => other,
                 };
                 return match self.block(finalbody)? {
@@ -448,6 +474,13 @@ impl Interpreter {
                 "skipped this branch"
             }
         };
+        let side_taken = |taken: bool| {
+            if taken {
+                "took this branch"
+            } else {
+                "took the other branch"
+            }
+        };
         if env.is_empty() && known.is_some() {
             return Ok(known.unwrap_or(false));
         }
@@ -468,7 +501,7 @@ impl Interpreter {
                     line,
                     format!(
                         "{reason}: {} (the one that builds a CUDAExtension)",
-                        branch(side)
+                        side_taken(side)
                     ),
                 );
                 side
@@ -567,6 +600,18 @@ impl Interpreter {
                     Some(unknown) => unknown.why.clone(),
                     None => why,
                 };
+                let skipped = Rc::new(Unknown {
+                    why: format!("a loop over something not known ({why}) was skipped"),
+                    at: self.at(line),
+                    files: iterable
+                        .as_unknown()
+                        .map(|u| u.files.clone())
+                        .unwrap_or_default(),
+                    text_of: None,
+                });
+                if let Some(frame) = self.frames.last_mut() {
+                    frame.skipped.get_or_insert(skipped);
+                }
                 self.note(
                     line,
                     format!("cannot loop over this ({why}): the loop was skipped"),
@@ -599,6 +644,54 @@ impl Interpreter {
         }
         Ok(())
     }
+}
+
+/// Modules a build of a torch extension has, whose attributes are
+/// modelled or irrelevant: importing them is not an assumption.
+const BUILD_MODULES: [&str; 21] = [
+    "os",
+    "sys",
+    "glob",
+    "re",
+    "platform",
+    "subprocess",
+    "setuptools",
+    "distutils",
+    "torch",
+    "pathlib",
+    "itertools",
+    "io",
+    "codecs",
+    "warnings",
+    "ast",
+    "json",
+    "shutil",
+    "packaging",
+    "pkg_resources",
+    "wheel",
+    "typing",
+];
+
+/// The top-level modules a try body imports that are neither build
+/// modules nor the project's.
+fn unmodelled_imports(body: &[Stmt]) -> Vec<String> {
+    let mut found = Vec::new();
+    for stmt in body {
+        let modules: Vec<&str> = match &stmt.kind {
+            StmtKind::Import(names) => names.iter().map(|(n, _)| n.as_str()).collect(),
+            StmtKind::ImportFrom {
+                module, level: 0, ..
+            } => vec![module.as_str()],
+            _ => Vec::new(),
+        };
+        for module in modules {
+            let top = module.split('.').next().unwrap_or(module).to_string();
+            if !BUILD_MODULES.contains(&top.as_str()) && !found.contains(&top) {
+                found.push(top);
+            }
+        }
+    }
+    found
 }
 
 /// The reason carried by an unknown value, for a note.

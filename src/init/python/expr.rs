@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::ast::{
     Arg, BinOp, BoolOp, CompKind, Const, Expr, ExprKind, FPart, Generator, ParamKind, UnaryOp,
+    block_yields,
 };
 use super::eval::{Branch, EvalError, Flow, Frame, Interpreter};
 use super::ops;
@@ -185,12 +186,37 @@ impl Interpreter {
                 self.comprehension(kind, generators, line)?
             }
             ExprKind::Starred(_) => Value::unknown("`*` outside a list or call", self.at(line)),
+            ExprKind::Yield(value) => {
+                let value = match value {
+                    Some(v) => self.eval(v)?,
+                    None => Value::None,
+                };
+                self.yielded(vec![value], line);
+                Value::None
+            }
+            ExprKind::YieldFrom(iterable) => {
+                let iterable = self.eval(iterable)?;
+                let items = match iterable.items() {
+                    Ok(items) => items,
+                    Err(_) => vec![iterable],
+                };
+                self.yielded(items, line);
+                Value::None
+            }
             ExprKind::Walrus(name, value) => {
                 let value = self.eval(value)?;
                 self.bind(name, value.clone());
                 value
             }
         })
+    }
+
+    /// Adds what a generator yields to its frame's list.
+    fn yielded(&mut self, values: Vec<Value>, line: usize) {
+        match self.frames.last_mut().and_then(|f| f.yields.as_mut()) {
+            Some(yields) => yields.extend(values),
+            None => self.note(line, "a yield outside a function: ignored"),
+        }
     }
 
     /// The items of a display, with `*iterable` spread.
@@ -299,14 +325,7 @@ impl Interpreter {
         let mut frame_scopes = self.frame().scopes.clone();
         frame_scopes.insert(0, scope);
         let source = self.source();
-        self.enter(
-            Frame {
-                scopes: frame_scopes,
-                globals: Default::default(),
-                source,
-            },
-            line,
-        )?;
+        self.enter(Frame::new(frame_scopes, source), line)?;
         let mut out: Vec<Value> = Vec::new();
         let mut pairs: Vec<(Value, Value)> = Vec::new();
         let result = self.generate(kind, generators, &mut out, &mut pairs, line);
@@ -565,24 +584,35 @@ impl Interpreter {
             frame_values.push((param.name.clone(), value));
         }
         locals.borrow_mut().extend(frame_values);
-        self.enter(
-            Frame {
-                scopes,
-                globals: Default::default(),
-                source: function.source.clone(),
-            },
-            line,
-        )?;
+        let generator = block_yields(&function.def.body);
+        let frame = Frame {
+            yields: generator.then(Vec::new),
+            ..Frame::new(scopes, function.source.clone())
+        };
+        self.enter(frame, line)?;
         let flow = self.block(&function.def.body);
-        self.leave();
-        Ok(match flow? {
+        let frame = self.leave();
+        let mut result = match flow? {
             Flow::Return(value) => value,
             Flow::Raise(at) => Value::unknown(
                 format!("`{}()` raises at {at}", function.def.name),
                 self.at(line),
             ),
             _ => Value::None,
-        })
+        };
+        if let Some(frame) = frame {
+            if let Some(yielded) = frame.yields {
+                result = Value::list(yielded);
+            }
+            // A loop it skipped leaves what it returns incomplete: say so
+            // inside the list, where its reader reports it.
+            if let (Some(skipped), Value::List(items)) = (frame.skipped, &result) {
+                let mut items = items.borrow().clone();
+                items.push(Value::Unknown(skipped));
+                result = Value::list(items);
+            }
+        }
+        Ok(result)
     }
 
     /// `value.name`.

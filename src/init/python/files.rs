@@ -234,8 +234,10 @@ impl Interpreter {
         match file {
             Some(file) if file.extension().is_some_and(|e| e == "py") => {
                 let text = fs::read_to_string(self.root.join(&file)).unwrap_or_default();
-                let globals = self.frame().scopes.last().cloned().expect("module globals");
-                self.run_file(&file, &text, globals, line)?;
+                // As in Python, into the calling function's locals (what
+                // `locals()` then shows) or, at the top, the globals.
+                let scope = self.frame().scopes.first().cloned().expect("a scope");
+                self.run_file(&file, &text, scope, line)?;
             }
             _ => self.note(
                 line,

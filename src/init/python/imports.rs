@@ -8,7 +8,7 @@
 //! are recorded for the extraction (a version read from `pkg.__version__`
 //! stays pointed at it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -127,14 +127,7 @@ impl Interpreter {
             .borrow_mut()
             .entry("__file__".into())
             .or_insert_with(|| Value::str(self.root.join(file).to_string_lossy()));
-        self.enter(
-            Frame {
-                scopes: vec![globals],
-                globals: HashSet::new(),
-                source,
-            },
-            line,
-        )?;
+        self.enter(Frame::new(vec![globals], source), line)?;
         let flow = self.block(&body);
         self.leave();
         if let Flow::Raise(at) = flow? {

@@ -22,7 +22,10 @@ impl Interpreter {
         line: usize,
     ) -> Result<Value, EvalError> {
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
-        let unknown = |this: &Self, why: String| Value::unknown(why, this.at(line));
+        let inputs: Vec<Value> = std::iter::once(receiver.clone())
+            .chain(args.iter().cloned())
+            .collect();
+        let unknown = |this: &Self, why: String| Value::unknown_from(why, this.at(line), &inputs);
         let not_modelled = |this: &Self| {
             unknown(
                 this,
@@ -214,7 +217,7 @@ impl Interpreter {
                 _ => not_modelled(self),
             },
             Value::File(path) => match name {
-                "read" | "readlines" => self.file_text(path, line),
+                "read" | "readlines" | "readline" => self.file_text(path, line),
                 "close" | "__enter__" => Value::None,
                 _ => not_modelled(self),
             },

@@ -17,6 +17,9 @@ use super::value::{Call, Value, shared};
 /// Every modelled callable, by qualified name.
 const NATIVES: &[&str] = &[
     // builtins
+    "compile",
+    "locals",
+    "globals",
     "len",
     "str",
     "repr",
@@ -213,7 +216,12 @@ impl Interpreter {
         line: usize,
     ) -> Result<Value, EvalError> {
         self.host_fact(name, line);
-        let unknown = |this: &Self, why: String| Value::unknown(why, this.at(line));
+        let inputs: Vec<Value> = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .cloned()
+            .collect();
+        let unknown = |this: &Self, why: String| Value::unknown_from(why, this.at(line), &inputs);
         // Any unknown argument makes most results unknown; keep the first
         // one's reason and the files it came from.
         let first_unknown = args
@@ -266,6 +274,28 @@ impl Interpreter {
                 self.environ_get(&arg(0), default, line)
             }
             "exec" => return self.call_file_native(name, args, kwargs, line),
+            // compile(source, ...) is what exec() runs: the source itself.
+            "compile" => arg(0),
+            "locals" | "globals" => {
+                let scopes = &self.frame().scopes;
+                let scope = if name == "locals" {
+                    scopes.first()
+                } else {
+                    scopes.last()
+                };
+                let mut pairs: Vec<(String, Value)> = scope
+                    .map(|s| {
+                        s.borrow()
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Dict(shared(
+                    pairs.into_iter().map(|(k, v)| (Value::str(k), v)).collect(),
+                ))
+            }
             _ => {
                 if let Some(u) = first_unknown {
                     return Ok(Value::Unknown(u));

@@ -41,6 +41,19 @@ pub fn binary(left: &Value, op: BinOp, right: &Value) -> Result<Value, String> {
         (BinOp::Mod, Str(format), args) => {
             Str(percent_format(format, args).ok_or_else(unsupported)?)
         }
+        (BinOp::Sub | BinOp::BitAnd, Value::Set(a), Value::Set(b)) => {
+            let keep_common = op == BinOp::BitAnd;
+            let b = b.borrow();
+            let kept: Vec<Value> = a
+                .borrow()
+                .iter()
+                .filter(|item| {
+                    b.iter().any(|other| equal(item, other) == Some(true)) == keep_common
+                })
+                .cloned()
+                .collect();
+            Value::Set(shared(kept))
+        }
         (BinOp::BitOr, Value::Dict(_), Value::Dict(_))
         | (BinOp::BitOr, Value::Set(_), Value::Set(_)) => {
             let copy = copy(left);

@@ -64,6 +64,18 @@ impl Parser {
 
     pub(super) fn test(&mut self) -> Result<Expr, SyntaxError> {
         let line = self.peek().line;
+        if self.eat_keyword("yield") {
+            if self.eat_keyword("from") {
+                let from = self.test()?;
+                return Ok(Expr::new(line, ExprKind::YieldFrom(Box::new(from))));
+            }
+            let value = if self.ends_list() || self.at_op(",") {
+                None
+            } else {
+                Some(Box::new(self.testlist_star()?))
+            };
+            return Ok(Expr::new(line, ExprKind::Yield(value)));
+        }
         if self.eat_keyword("lambda") {
             let params = self.params(":")?;
             self.expect_op(":")?;

@@ -328,4 +328,40 @@ mod evaluator {
             "setup.py:2:16: expected an expression, found `,`\n     2 | setup(name='x',, version='1')\n       |                ^"
         );
     }
+
+    #[test]
+    fn generators_locals_and_skipped_loops() {
+        let files = [("pkg/version.py", "__version__ = '4.5.6'\n")];
+        let text = "from setuptools import setup\n\
+                    def get_version():\n    with open('pkg/version.py') as f:\n        exec(compile(f.read(), 'pkg/version.py', 'exec'))\n    return locals()['__version__']\n\
+                    def gen(items):\n    for i in items:\n        if i != 'b':\n            yield i.upper()\n    yield from ['z']\n\
+                    def from_file():\n    out = ['known']\n    for line in open('pkg/version.py').readlines():\n        out.append(line)\n    return out\n\
+                    try:\n    import cv2\nexcept ImportError:\n    cv2 = None\n\
+                    setup(name=get_version(), version=list(gen(['a', 'b', 'c'])), description=from_file(),\n\
+                          url=sorted(set(['x', 'y', 'z']) - set(['y'])))\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(shown(&setup_kw(&evaluation, "name")), "'4.5.6'");
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "['A', 'C', 'z']");
+        assert_eq!(shown(&setup_kw(&evaluation, "url")), "['x', 'z']");
+        // The loop over the file's lines was skipped: the list says so.
+        let Value::List(items) = setup_kw(&evaluation, "description") else {
+            panic!()
+        };
+        let items = items.borrow();
+        assert_eq!(items[0].as_str(), Some("known"));
+        let skipped = items[1]
+            .as_unknown()
+            .expect("an unknown item for the skipped loop");
+        assert!(skipped.why.contains("was skipped"), "{skipped:?}");
+        assert_eq!(
+            skipped.files.iter().collect::<Vec<_>>(),
+            [&PathBuf::from("pkg/version.py")]
+        );
+        assert!(
+            notes(&evaluation).contains("assumed that `import cv2` succeeds"),
+            "{}",
+            notes(&evaluation)
+        );
+    }
 }

@@ -119,6 +119,34 @@ impl Value {
         }))
     }
 
+    /// An unknown computed from `inputs`: it keeps the project files they
+    /// were computed from (theirs, and their items').
+    pub fn unknown_from<'a>(
+        why: impl Into<String>,
+        at: impl Into<String>,
+        inputs: impl IntoIterator<Item = &'a Value>,
+    ) -> Value {
+        let mut files = BTreeSet::new();
+        for input in inputs {
+            let items = match input {
+                Value::List(items) | Value::Set(items) => items.borrow().clone(),
+                Value::Tuple(items) => items.as_ref().clone(),
+                other => vec![other.clone()],
+            };
+            for item in items {
+                if let Value::Unknown(u) = item {
+                    files.extend(u.files.iter().cloned());
+                }
+            }
+        }
+        Value::Unknown(Rc::new(Unknown {
+            why: why.into(),
+            at: at.into(),
+            files,
+            text_of: None,
+        }))
+    }
+
     pub fn as_unknown(&self) -> Option<&Rc<Unknown>> {
         match self {
             Value::Unknown(u) => Some(u),

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::ast::{Stmt, StmtKind};
 use super::eval::{EvalError, Flow, Frame, Interpreter};
 use super::parse_module;
 use super::source::Source;
@@ -138,4 +139,52 @@ impl Interpreter {
         }
         Ok(())
     }
+}
+
+/// Modules a build of a torch extension has, whose attributes are
+/// modelled or irrelevant: importing them is not an assumption.
+const BUILD_MODULES: [&str; 21] = [
+    "os",
+    "sys",
+    "glob",
+    "re",
+    "platform",
+    "subprocess",
+    "setuptools",
+    "distutils",
+    "torch",
+    "pathlib",
+    "itertools",
+    "io",
+    "codecs",
+    "warnings",
+    "ast",
+    "json",
+    "shutil",
+    "packaging",
+    "pkg_resources",
+    "wheel",
+    "typing",
+];
+
+/// The top-level modules a try body imports that are neither build
+/// modules nor the project's.
+pub(super) fn unmodelled_imports(body: &[Stmt]) -> Vec<String> {
+    let mut found = Vec::new();
+    for stmt in body {
+        let modules: Vec<&str> = match &stmt.kind {
+            StmtKind::Import(names) => names.iter().map(|(n, _)| n.as_str()).collect(),
+            StmtKind::ImportFrom {
+                module, level: 0, ..
+            } => vec![module.as_str()],
+            _ => Vec::new(),
+        };
+        for module in modules {
+            let top = module.split('.').next().unwrap_or(module).to_string();
+            if !BUILD_MODULES.contains(&top.as_str()) && !found.contains(&top) {
+                found.push(top);
+            }
+        }
+    }
+    found
 }

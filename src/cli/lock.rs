@@ -2,7 +2,7 @@
 //! `cuwheel.lock` beside its `pyproject.toml`; with `--refresh`, re-pin only
 //! the Debian files the mirror has dropped and print each version change.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -49,7 +49,14 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let (lock, path) = lock_project(&args.project, &options)?;
+    lock_and_report(&args.project, options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Locks the project in `project` and says what was written (also what
+/// `cuwheel init` runs last).
+pub(super) fn lock_and_report(project: &Path, options: LockOptions) -> Result<()> {
+    let (lock, path) = lock_project(project, &options)?;
     eprintln!(
         "lock: wrote {} ({} cells, {} toolchains, {} artifacts)",
         path.display(),
@@ -57,5 +64,5 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
         lock.toolchains.len(),
         lock.artifacts.len()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

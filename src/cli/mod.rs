@@ -5,6 +5,7 @@ mod audit;
 mod build_wheel;
 mod cache;
 mod fetch;
+mod init;
 mod lock;
 mod plan;
 mod publish;
@@ -38,6 +39,8 @@ enum Command {
     Cache(cache::CacheCommand),
     /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
     Fetch(fetch::FetchArgs),
+    /// Write a project's [tool.cuwheel] and flake.nix, inferred from its sources and setup.py (read, never run), then lock
+    Init(init::InitArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
     Lock(lock::LockArgs),
     /// The derivation graph of the matrix: cells, kernel objects and which cells share them
@@ -58,6 +61,7 @@ pub fn main() -> ExitCode {
         Command::BuildWheel(args) => build_wheel::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Fetch(args) => fetch::run(args),
+        Command::Init(args) => init::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Publish(args) => publish::run(args),

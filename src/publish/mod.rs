@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::audit::{AuditOptions, audit_archive};
+use crate::audit::{AuditOptions, audit_file};
 use crate::lock::cache::sha256_file;
 use crate::store::hash::Hash;
-use crate::wheel::WheelArchive;
+use crate::wheel::WheelFile;
 use index::{PublishedWheel, WheelLinks};
 
 /// What a publish did.
@@ -150,17 +150,22 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
     let mut refused = Vec::new();
     let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
     for path in wheels {
-        let read = fs::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))
-            .and_then(|bytes| Ok((WheelArchive::from_bytes(path, &bytes)?, bytes)));
-        let (archive, bytes) = match read {
+        // Opened first (it refuses a FIFO or device without reading it),
+        // then hashed: the copy published is checked against this hash.
+        let read = WheelFile::open(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|wheel| {
+                let (sha256, size) = sha256_file(path)?;
+                let report = audit_file(&wheel, &options)?;
+                Ok((wheel, report, sha256, size))
+            });
+        let (archive, report, sha256, size) = match read {
             Ok(read) => read,
             Err(err) => {
                 refused.push(format!("{}: cannot be read: {err:#}", path.display()));
                 continue;
             }
         };
-        let report = audit_archive(path, &archive, &options);
         if !report.passed {
             refused.push(format!(
                 "{} fails the audit:\n{}",
@@ -169,7 +174,7 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
             ));
             continue;
         }
-        let new = describe_wheel(path, &bytes, &archive);
+        let new = describe_wheel(path, sha256, size, &archive);
         match checked.get(&new.wheel.file) {
             Some(other) if other.wheel.sha256 != new.wheel.sha256 => refused.push(format!(
                 "{} and {} have the same file name but different bytes; publish one of them",
@@ -197,13 +202,8 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
 
 /// What the index says about a wheel read from `path`: hashes, size,
 /// METADATA.
-fn describe_wheel(path: &Path, bytes: &[u8], archive: &WheelArchive) -> NewWheel {
-    let metadata_member = format!("{}/METADATA", archive.dist_info_dir());
-    let metadata = archive
-        .member(&metadata_member)
-        .expect("the reader refuses a wheel without METADATA")
-        .data
-        .clone();
+fn describe_wheel(path: &Path, sha256: String, size: u64, archive: &WheelFile) -> NewWheel {
+    let metadata = archive.metadata_bytes().to_vec();
     let file = path
         .file_name()
         .and_then(|name| name.to_str())
@@ -214,8 +214,8 @@ fn describe_wheel(path: &Path, bytes: &[u8], archive: &WheelArchive) -> NewWheel
         wheel: PublishedWheel {
             filename: archive.filename().clone(),
             file,
-            sha256: Hash::sha256(bytes).to_hex(),
-            size: bytes.len() as u64,
+            sha256,
+            size,
             metadata_sha256: Hash::sha256(&metadata).to_hex(),
             requires_python: archive.metadata().requires_python.clone(),
         },

@@ -468,6 +468,69 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
 }
 
 #[test]
+fn a_kernel_symlinked_outside_the_project_is_refused_as_json_too() {
+    let project = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let mut todo = vec![demo_dir()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let to = project.path().join(path.strip_prefix(demo_dir()).unwrap());
+            if path.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                todo.push(path);
+            } else {
+                std::fs::copy(&path, &to).unwrap();
+            }
+        }
+    }
+    let kernel = project.path().join("csrc/kernels/axpby.cu");
+    let elsewhere = outside.path().join("axpby.cu");
+    std::fs::rename(&kernel, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &kernel).unwrap();
+    for json in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuwheel"));
+        cmd.args(["plan", "--no-store", "--project"])
+            .arg(project.path());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("cuwheel runs");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("csrc/kernels/axpby.cu resolves to")
+                && stderr.contains("outside the project")
+                && stderr.contains("copy the file into the project"),
+            "{stderr}"
+        );
+        if json {
+            let error: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(
+                error["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("outside the project"),
+                "{error}"
+            );
+        }
+    }
+    // The same file copied in plans.
+    std::fs::remove_file(&kernel).unwrap();
+    std::fs::copy(&elsewhere, &kernel).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--no-store", "--project"])
+        .arg(project.path())
+        .output()
+        .expect("cuwheel runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
     let config = config(
         "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",

@@ -131,6 +131,7 @@ fn publish_locked(dir: &Path, given: Vec<NewWheel>, links: &WheelLinks) -> Resul
     let entries = tree::top_level_entries(&files);
     tree::check_top_level(dir, &entries)?;
     let name = tree::generation_name(&files);
+    tree::generation_exists(dir, &name, &files)?;
 
     // Checked; from here on, write: wheels first, then the index naming them.
     remove_stale_temp_files(dir)?;

@@ -167,20 +167,8 @@ pub fn check_top_level(dir: &Path, entries: &[String]) -> Result<()> {
 pub fn write_generation(dir: &Path, name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
     let generations = dir.join(GENERATIONS);
     let final_path = generations.join(name);
-    match fs::symlink_metadata(&final_path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Ok(metadata)
-            if metadata.is_dir() && verify::read_tree(&final_path).ok().as_ref() == Some(files) =>
-        {
-            return Ok(());
-        }
-        Ok(_) => bail!(
-            "{} exists but does not hold the index this publish computed under that name (its \
-             content hash); it was not written by cuwheel publish, so it is neither trusted nor \
-             removed: move it away and publish again",
-            final_path.display()
-        ),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", final_path.display())),
+    if generation_exists(dir, name, files)? {
+        return Ok(());
     }
     fs::create_dir_all(&generations)
         .with_context(|| format!("cannot create {}", generations.display()))?;
@@ -216,6 +204,32 @@ pub fn write_generation(dir: &Path, name: &str, files: &BTreeMap<String, Vec<u8>
     // Renamed away: nothing is left for the guard to delete.
     let _ = staging.keep();
     sync_dir(&generations)
+}
+
+/// True when generation `name` exists holding exactly `files`, false when
+/// there is nothing of that name; an error when something else is there:
+/// publish did not write it, so it is neither trusted nor removed.
+pub fn generation_exists(
+    dir: &Path,
+    name: &str,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<bool> {
+    let path = dir.join(GENERATIONS).join(name);
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Ok(metadata)
+            if metadata.is_dir() && verify::read_tree(&path).ok().as_ref() == Some(files) =>
+        {
+            Ok(true)
+        }
+        Ok(_) => bail!(
+            "{} exists but does not hold the index this publish computed under that name (its \
+             content hash); it was not written by cuwheel publish, so it is neither trusted nor \
+             removed: move it away and publish again",
+            path.display()
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// Opens every directory of a tree to everyone (0755).

@@ -405,17 +405,7 @@ fn a_source_outside_the_project_is_refused() {
 #[test]
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
-    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
-        .args(["plan", "--no-store", "--project"])
-        .arg(demo_dir())
-        .output()
-        .expect("cuwheel runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = plan_without_store(&demo_dir());
     assert!(text.starts_with("cells (8):\n"), "{text}");
     assert!(
         text.contains(
@@ -518,9 +508,14 @@ fn a_kernel_symlinked_outside_the_project_is_refused_as_json_too() {
     // The same file copied in plans.
     std::fs::remove_file(&kernel).unwrap();
     std::fs::copy(&elsewhere, &kernel).unwrap();
+    plan_without_store(project.path());
+}
+
+/// `cuwheel plan --no-store --project DIR`, which must succeed; its stdout.
+fn plan_without_store(project: &std::path::Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
         .args(["plan", "--no-store", "--project"])
-        .arg(project.path())
+        .arg(project)
         .output()
         .expect("cuwheel runs");
     assert!(
@@ -528,6 +523,7 @@ fn a_kernel_symlinked_outside_the_project_is_refused_as_json_too() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

@@ -9,12 +9,12 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{cuwheel_bin, run_ok};
+use common::{cuwheel_bin, run_ok, snapshot};
 use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
 use sha2::{Digest, Sha256};
 
@@ -58,29 +58,6 @@ fn refused(out: &Output) -> String {
     stderr
 }
 
-/// Every entry under `dir` as it lies on disk (links not followed).
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut all = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            if meta.file_type().is_symlink() {
-                let target = fs::read_link(&path).unwrap();
-                all.insert(rel, format!("-> {}", target.display()).into_bytes());
-            } else if meta.is_dir() {
-                all.insert(rel, b"/".to_vec());
-                todo.push(path);
-            } else {
-                all.insert(rel, fs::read(&path).unwrap());
-            }
-        }
-    }
-    all
-}
-
 /// The files the combined index lists for demo-ext, each checked to exist
 /// with the sha256 its link gives.
 fn listed(index: &Path) -> BTreeSet<String> {
@@ -98,6 +75,20 @@ fn listed(index: &Path) -> BTreeSet<String> {
         files.insert(name.to_string());
     }
     files
+}
+
+/// An index in `tmp` with demo-ext 0.1.0 published, and a 0.2.0 wheel to publish next.
+fn index_with_one_wheel(tmp: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let index = tmp.join("index");
+    let a = wheel(&tmp.join("w"), "0.1.0", None);
+    let b = wheel(&tmp.join("w"), "0.2.0", None);
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["publish", "--to"])
+            .arg(&index)
+            .arg(&a),
+    );
+    (index, a, b)
 }
 
 fn generation(index: &Path) -> PathBuf {
@@ -173,15 +164,7 @@ fn concurrent_publish_pairs_lose_no_wheel() {
 #[test]
 fn a_symlinked_generations_dir_is_refused_and_its_target_untouched() {
     let tmp = tempfile::tempdir().unwrap();
-    let index = tmp.path().join("index");
-    let a = wheel(&tmp.path().join("w"), "0.1.0", None);
-    let b = wheel(&tmp.path().join("w"), "0.2.0", None);
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["publish", "--to"])
-            .arg(&index)
-            .arg(&a),
-    );
+    let (index, _, b) = index_with_one_wheel(tmp.path());
 
     // The generations moved outside, a link left in their place, and folders
     // of the user's beside them there.
@@ -215,15 +198,7 @@ fn a_symlinked_generations_dir_is_refused_and_its_target_untouched() {
 #[test]
 fn planted_generations_are_refused_and_left_alone() {
     let tmp = tempfile::tempdir().unwrap();
-    let index = tmp.path().join("index");
-    let a = wheel(&tmp.path().join("w"), "0.1.0", None);
-    let b = wheel(&tmp.path().join("w"), "0.2.0", None);
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["publish", "--to"])
-            .arg(&index)
-            .arg(&a),
-    );
+    let (index, _, b) = index_with_one_wheel(tmp.path());
 
     // Learn the name publishing b will compute, in a copy of the index.
     let scratch = tmp.path().join("scratch");
@@ -282,15 +257,7 @@ fn planted_generations_are_refused_and_left_alone() {
 #[test]
 fn a_changed_wheel_and_foreign_entries_are_caught() {
     let tmp = tempfile::tempdir().unwrap();
-    let index = tmp.path().join("index");
-    let a = wheel(&tmp.path().join("w"), "0.1.0", None);
-    let b = wheel(&tmp.path().join("w"), "0.2.0", None);
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["publish", "--to"])
-            .arg(&index)
-            .arg(&a),
-    );
+    let (index, a, b) = index_with_one_wheel(tmp.path());
 
     // Entries publish did not make are left alone, and said to be.
     fs::write(index.join(".generations/README"), "notes").unwrap();

@@ -17,8 +17,8 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use object::read::{ReadCache, ReadRef};
 
@@ -35,6 +35,11 @@ pub const ELF_IN_MEMORY: u64 = 32 << 20;
 pub const MAX_WORKERS: usize = 4;
 /// Bytes inflated per read.
 const CHUNK: usize = 1 << 20;
+/// A member at least this large is inflated on a thread of its own while
+/// this one hashes and scans it.
+const PIPELINE_MIN: u64 = 16 << 20;
+/// Chunks in flight between the two.
+const PIPELINE_DEPTH: usize = 2;
 
 /// What one streaming pass learnt about a member.
 #[derive(Debug)]
@@ -74,7 +79,7 @@ pub fn scan_members(wheel: &WheelFile) -> Result<Vec<MemberScan>, WheelError> {
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                let mut buffer = vec![0u8; leaks::KEEP + CHUNK];
+                let mut buffer = vec![0u8; CHUNK];
                 loop {
                     let taken = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&i) = order.get(taken) else {
@@ -109,72 +114,167 @@ fn scan_member(
     entry: &ZipEntry,
     buffer: &mut [u8],
 ) -> Result<MemberScan, WheelError> {
-    let name = entry.name.as_str();
+    let mut sink = Sink::new(wheel, entry);
     let mut reader = wheel.stream(entry);
-    let mut hasher: Option<RecordHasher> = wheel.record().hasher_for(name);
-    let mut scanner = LeakScanner::new(ScanKind::of(name));
-    let mut capture = Capture::None;
-    let mut kept = 0;
-    let mut window_offset = 0u64;
-    let mut first = true;
-    let temp_error = |error: std::io::Error| WheelError::Read {
-        path: wheel.path().to_path_buf(),
-        error: std::io::Error::new(
-            error.kind(),
-            format!("cannot write a temporary copy of member `{name}` to parse it: {error}"),
-        ),
-    };
-    loop {
-        let n = reader
-            .read(&mut buffer[kept..])
-            .map_err(|e| wheel.stream_error(e))?;
-        if n == 0 {
-            scanner.scan_window(&buffer[..kept], window_offset, true);
-            break;
+    if entry.size < PIPELINE_MIN {
+        loop {
+            let n = reader
+                .read(&mut buffer[..CHUNK])
+                .map_err(|e| wheel.stream_error(e))?;
+            if n == 0 {
+                break;
+            }
+            sink.consume(&buffer[..n])?;
         }
-        let new = &buffer[kept..kept + n];
-        if first {
-            first = false;
+        return sink.finish();
+    }
+    // A large member: one thread inflates, this one hashes, scans and keeps,
+    // with at most PIPELINE_DEPTH chunks in flight.
+    let (full_tx, full_rx) =
+        mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(PIPELINE_DEPTH);
+    let (free_tx, free_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH + 1);
+    for _ in 0..=PIPELINE_DEPTH {
+        free_tx
+            .send(vec![0u8; CHUNK])
+            .expect("room for every buffer");
+    }
+    let consumer = &mut sink;
+    // `move`: the receiving ends live in this closure, so an error returned
+    // from it drops them and the inflating thread stops instead of waiting.
+    std::thread::scope(move |scope| {
+        scope.spawn(move || {
+            while let Ok(mut chunk) = free_rx.recv() {
+                let read = reader.read(&mut chunk).map(|n| (chunk, n));
+                let end = !matches!(&read, Ok((_, n)) if *n > 0);
+                if full_tx.send(read).is_err() || end {
+                    break;
+                }
+            }
+        });
+        loop {
+            let (chunk, n) = full_rx
+                .recv()
+                .expect("the inflating thread ends with an empty chunk or an error")
+                .map_err(|e| wheel.stream_error(e))?;
+            if n == 0 {
+                break;
+            }
+            consumer.consume(&chunk[..n])?;
+            // The inflating thread may have stopped on an error already.
+            let _ = free_tx.send(chunk);
+        }
+        Ok(())
+    })?;
+    sink.finish()
+}
+
+/// Where a member's bytes go as they stream: the RECORD hasher, the leak
+/// scanner (through a window that keeps the last bytes of the chunk
+/// before), and, for an ELF candidate, memory or a temporary file.
+struct Sink<'a> {
+    wheel: &'a WheelFile,
+    entry: &'a ZipEntry,
+    hasher: Option<RecordHasher>,
+    scanner: LeakScanner,
+    capture: Capture,
+    /// The last bytes seen (at most [`leaks::KEEP`]), and where they start.
+    tail: Vec<u8>,
+    tail_offset: u64,
+    first: bool,
+}
+
+impl<'a> Sink<'a> {
+    fn new(wheel: &'a WheelFile, entry: &'a ZipEntry) -> Sink<'a> {
+        Sink {
+            wheel,
+            entry,
+            hasher: wheel.record().hasher_for(&entry.name),
+            scanner: LeakScanner::new(ScanKind::of(&entry.name)),
+            capture: Capture::None,
+            tail: Vec::with_capacity(2 * leaks::KEEP),
+            tail_offset: 0,
+            first: true,
+        }
+    }
+
+    fn temp_error(&self, error: std::io::Error) -> WheelError {
+        WheelError::Read {
+            path: self.wheel.path().to_path_buf(),
+            error: std::io::Error::new(
+                error.kind(),
+                format!(
+                    "cannot write a temporary copy of member `{}` to parse it: {error}",
+                    self.entry.name
+                ),
+            ),
+        }
+    }
+
+    fn consume(&mut self, new: &[u8]) -> Result<(), WheelError> {
+        let name = self.entry.name.as_str();
+        if self.first {
+            self.first = false;
             if elf::is_elf(new) || named_like_shared_object(name) {
-                capture = if entry.size <= ELF_IN_MEMORY {
-                    Capture::Memory(Vec::with_capacity(entry.size as usize))
+                self.capture = if self.entry.size <= ELF_IN_MEMORY {
+                    Capture::Memory(Vec::with_capacity(self.entry.size as usize))
                 } else {
-                    Capture::File(tempfile::tempfile().map_err(temp_error)?)
+                    Capture::File(tempfile::tempfile().map_err(|e| self.temp_error(e))?)
                 };
             }
         }
-        if let Some(hasher) = hasher.as_mut() {
+        if let Some(hasher) = self.hasher.as_mut() {
             hasher.update(new);
         }
-        match &mut capture {
+        match &mut self.capture {
             Capture::None => {}
             Capture::Memory(data) => data.extend_from_slice(new),
-            Capture::File(file) => file.write_all(new).map_err(temp_error)?,
+            Capture::File(file) => {
+                if let Err(error) = file.write_all(new) {
+                    return Err(self.temp_error(error));
+                }
+            }
         }
-        let total = kept + n;
-        scanner.scan_window(&buffer[..total], window_offset, false);
-        let keep = total.min(leaks::KEEP);
-        buffer.copy_within(total - keep..total, 0);
-        window_offset += (total - keep) as u64;
-        kept = keep;
+        // The seam (the tail before and the chunk's first bytes), then the
+        // chunk where it lies: no chunk is copied.
+        let new_offset = self.tail_offset + self.tail.len() as u64;
+        let head = new.len().min(leaks::KEEP);
+        self.tail.extend_from_slice(&new[..head]);
+        self.scanner
+            .scan_window(&self.tail, self.tail_offset, false);
+        if new.len() > leaks::KEEP {
+            self.scanner.scan_window(new, new_offset, false);
+            self.tail.clear();
+            self.tail.extend_from_slice(&new[new.len() - leaks::KEEP..]);
+            self.tail_offset = new_offset + (new.len() - leaks::KEEP) as u64;
+        } else {
+            let drop = self.tail.len().saturating_sub(leaks::KEEP);
+            self.tail.drain(..drop);
+            self.tail_offset += drop as u64;
+        }
+        Ok(())
     }
-    let elf = match capture {
-        Capture::None if named_like_shared_object(name) => Some(parse_elf(name, &[][..])),
-        Capture::None => None,
-        Capture::Memory(data) => Some(parse_elf(name, &data[..])),
-        Capture::File(file) => {
-            let cache = ReadCache::new(file);
-            Some(parse_elf(name, &cache))
-        }
-    };
-    Ok(MemberScan {
-        name: name.to_string(),
-        size: entry.size,
-        unix_mode: entry.unix_mode,
-        digest: hasher.map(RecordHasher::finish),
-        leaks: scanner.finish(),
-        elf,
-    })
+
+    fn finish(mut self) -> Result<MemberScan, WheelError> {
+        let name = self.entry.name.as_str();
+        self.scanner.scan_window(&self.tail, self.tail_offset, true);
+        let elf = match self.capture {
+            Capture::None if named_like_shared_object(name) => Some(parse_elf(name, &[][..])),
+            Capture::None => None,
+            Capture::Memory(data) => Some(parse_elf(name, &data[..])),
+            Capture::File(file) => {
+                let cache = ReadCache::new(file);
+                Some(parse_elf(name, &cache))
+            }
+        };
+        Ok(MemberScan {
+            name: name.to_string(),
+            size: self.entry.size,
+            unix_mode: self.entry.unix_mode,
+            digest: self.hasher.map(RecordHasher::finish),
+            leaks: self.scanner.finish(),
+            elf,
+        })
+    }
 }
 
 fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfError> {

@@ -284,7 +284,11 @@ impl Record {
             }) => {}
             Some(row) => problems.push(ProblemKind::RecordSelfRow {
                 record: record.clone(),
-                found: Some(write_record(&[row.clone()]).trim_end().to_string()),
+                found: Some(
+                    write_record(std::slice::from_ref(row))
+                        .trim_end()
+                        .to_string(),
+                ),
             }),
             None => problems.push(ProblemKind::RecordSelfRow {
                 record: record.clone(),

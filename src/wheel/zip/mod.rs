@@ -27,13 +27,14 @@
 //! records; the compressed stream must end exactly at its declared length.
 //! Sizes use ZIP64 where the 32-bit fields overflow.
 
+mod entry;
+
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use miniz_oxide::inflate::stream::{InflateState, inflate};
-use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
+pub use entry::EntryReader;
 
 /// Most entries a central directory may list.
 pub const MAX_ENTRIES: usize = 1 << 20;
@@ -61,10 +62,7 @@ const ZIP64_EXTRA_ID: u16 = 0x0001;
 const FLAG_ENCRYPTED: u16 = 0x0001;
 const FLAG_DATA_DESCRIPTOR: u16 = 0x0008;
 const METHOD_STORED: u16 = 0;
-const METHOD_DEFLATE: u16 = 8;
-
-/// The compressed bytes read per system call while a member streams.
-const INPUT_BUFFER: usize = 256 << 10;
+pub(crate) const METHOD_DEFLATE: u16 = 8;
 
 /// What an archive entry is, from its name and the Unix file type in its
 /// external attributes.
@@ -105,12 +103,12 @@ pub struct ZipEntry {
     /// Declared uncompressed size.
     pub size: u64,
     pub compressed_size: u64,
-    method: u16,
-    crc32: u32,
+    pub(crate) method: u16,
+    pub(crate) crc32: u32,
     /// Where the local header starts in the file.
     header_offset: u64,
     /// Where the compressed bytes start in the file.
-    data_offset: u64,
+    pub(crate) data_offset: u64,
 }
 
 /// Why an archive or one of its members cannot be read. Each message says
@@ -665,187 +663,4 @@ fn check_entry(file: &File, raw: RawEntry, cd_offset: u64) -> Result<ZipEntry, Z
         header_offset: raw.header_offset,
         data_offset,
     })
-}
-
-/// One member's bytes, inflated as they are read and checked against the
-/// central directory: never more than the declared size, exactly that
-/// size at the end, and its CRC-32.
-pub struct EntryReader<'a> {
-    file: &'a File,
-    entry: &'a ZipEntry,
-    /// Next compressed byte to read, relative to the data's start.
-    read_pos: u64,
-    input: Vec<u8>,
-    input_start: usize,
-    input_end: usize,
-    state: Option<Box<InflateState>>,
-    produced: u64,
-    crc: crc32fast::Hasher,
-    /// The DEFLATE stream reported its end marker.
-    stream_ended: bool,
-    done: bool,
-}
-
-impl<'a> EntryReader<'a> {
-    fn new(file: &'a File, entry: &'a ZipEntry) -> EntryReader<'a> {
-        let buffer = (entry.compressed_size as usize).clamp(1, INPUT_BUFFER);
-        EntryReader {
-            file,
-            entry,
-            read_pos: 0,
-            input: vec![0; buffer],
-            input_start: 0,
-            input_end: 0,
-            state: (entry.method == METHOD_DEFLATE)
-                .then(|| InflateState::new_boxed(DataFormat::Raw)),
-            produced: 0,
-            crc: crc32fast::Hasher::new(),
-            stream_ended: false,
-            done: false,
-        }
-    }
-
-    fn fail(&self, error: ZipError) -> io::Error {
-        io::Error::other(error)
-    }
-
-    /// Refills the input buffer when it is empty; false at the end of the data.
-    fn refill(&mut self) -> io::Result<bool> {
-        if self.input_start < self.input_end {
-            return Ok(true);
-        }
-        let left = self.entry.compressed_size - self.read_pos;
-        if left == 0 {
-            return Ok(false);
-        }
-        let want = (left as usize).min(self.input.len());
-        self.file.read_exact_at(
-            &mut self.input[..want],
-            self.entry.data_offset + self.read_pos,
-        )?;
-        self.read_pos += want as u64;
-        self.input_start = 0;
-        self.input_end = want;
-        Ok(true)
-    }
-
-    fn finish(&mut self) -> io::Result<()> {
-        self.done = true;
-        if self.state.is_some() && !self.stream_ended {
-            return Err(self.fail(ZipError::Inflate {
-                member: self.entry.name.clone(),
-                problem: "the stream is cut off before its end marker".to_string(),
-            }));
-        }
-        if self.produced != self.entry.size {
-            return Err(self.fail(ZipError::SizeMismatch {
-                member: self.entry.name.clone(),
-                declared: self.entry.size,
-                actual: self.produced.to_string(),
-            }));
-        }
-        let unread = (self.entry.compressed_size - self.read_pos) as usize
-            + (self.input_end - self.input_start);
-        if unread != 0 {
-            return Err(self.fail(ZipError::Inflate {
-                member: self.entry.name.clone(),
-                problem: format!("{unread} compressed bytes follow the end of its DEFLATE stream"),
-            }));
-        }
-        let crc = std::mem::take(&mut self.crc).finalize();
-        if crc != self.entry.crc32 {
-            return Err(self.fail(ZipError::Crc(self.entry.name.clone())));
-        }
-        Ok(())
-    }
-
-    /// Inflates into `buf`; 0 once the DEFLATE stream has ended.
-    fn inflate_into(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let corrupt = |problem: String| ZipError::Inflate {
-            member: self.entry.name.clone(),
-            problem,
-        };
-        loop {
-            let has_input = self.refill()?;
-            let state = self.state.as_mut().expect("a DEFLATE member");
-            let flush = if has_input {
-                MZFlush::None
-            } else {
-                MZFlush::Finish
-            };
-            let result = inflate(
-                state,
-                &self.input[self.input_start..self.input_end],
-                buf,
-                flush,
-            );
-            self.input_start += result.bytes_consumed;
-            let written = result.bytes_written;
-            match result.status {
-                Ok(MZStatus::StreamEnd) => {
-                    self.stream_ended = true;
-                    return Ok(written);
-                }
-                Ok(_) | Err(MZError::Buf) if written > 0 => return Ok(written),
-                Ok(_) if result.bytes_consumed > 0 => continue,
-                Ok(_) | Err(MZError::Buf) => {
-                    self.done = true;
-                    let problem = if has_input {
-                        "the stream makes no progress".to_string()
-                    } else {
-                        "the stream is cut off before its end marker".to_string()
-                    };
-                    return Err(self.fail(corrupt(problem)));
-                }
-                Err(error) => {
-                    self.done = true;
-                    return Err(self.fail(corrupt(format!("{error:?}"))));
-                }
-            }
-        }
-    }
-}
-
-impl Read for EntryReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.done || buf.is_empty() {
-            return Ok(0);
-        }
-        if self.stream_ended {
-            self.finish()?;
-            return Ok(0);
-        }
-        // Never produce more than declared: give the inflater at most the
-        // rest of the declared size, plus one byte to notice a lie.
-        let room = (self.entry.size - self.produced).saturating_add(1);
-        let buf_len = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        let buf = &mut buf[..buf_len];
-        let written = if self.state.is_none() {
-            if !self.refill()? {
-                self.finish()?;
-                return Ok(0);
-            }
-            let n = (self.input_end - self.input_start).min(buf.len());
-            buf[..n].copy_from_slice(&self.input[self.input_start..self.input_start + n]);
-            self.input_start += n;
-            n
-        } else {
-            self.inflate_into(buf)?
-        };
-        if written == 0 {
-            self.finish()?;
-            return Ok(0);
-        }
-        self.produced += written as u64;
-        if self.produced > self.entry.size {
-            self.done = true;
-            return Err(self.fail(ZipError::SizeMismatch {
-                member: self.entry.name.clone(),
-                declared: self.entry.size,
-                actual: "more".to_string(),
-            }));
-        }
-        self.crc.update(&buf[..written]);
-        Ok(written)
-    }
 }

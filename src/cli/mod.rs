@@ -54,8 +54,28 @@ enum Command {
     Store(store::StoreCommand),
 }
 
+impl Command {
+    /// Whether the command was asked for JSON on stdout (`--json`).
+    fn wants_json(&self) -> bool {
+        match self {
+            Command::Audit(args) => args.json,
+            Command::Plan(args) => args.json,
+            Command::Reproduce(args) => args.json,
+            _ => false,
+        }
+    }
+}
+
+/// The JSON object a `--json` command prints on stdout when it fails:
+/// `{"error": "<message with its context chain>"}`.
+pub fn json_error(message: &str) -> String {
+    let object = serde_json::json!({ "error": message });
+    serde_json::to_string_pretty(&object).expect("a string encodes")
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.command.wants_json();
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::BuildWheel(args) => build_wheel::run(args),
@@ -72,6 +92,9 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
+            if json {
+                println!("{}", json_error(&format!("{err:#}")));
+            }
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -9,6 +9,7 @@
 pub mod flake;
 pub mod sshd;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -404,4 +405,28 @@ pub fn uv_install(env: &TestEnv, python: &Path, index_url: &str, requirement: &s
             .args(["--index-url", index_url, requirement])
             .env("UV_PYTHON_DOWNLOADS", "never"),
     );
+}
+
+/// Every entry under `dir` as it lies on disk (symlinks not followed):
+/// file bytes, or `-> target` for a link, or `/` for a directory.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut all = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                all.insert(rel, format!("-> {}", target.display()).into_bytes());
+            } else if meta.is_dir() {
+                all.insert(rel, b"/".to_vec());
+                todo.push(path);
+            } else {
+                all.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    all
 }

@@ -35,15 +35,15 @@ impl Interpreter {
                 ),
             )
         };
-        if let Some(u) = args
+        let mutable_receiver = matches!(
+            receiver,
+            Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Environ
+        );
+        let unknown_arg = args
             .iter()
             .chain(kwargs.iter().map(|(_, v)| v))
-            .find_map(|v| v.as_unknown())
-            && !matches!(
-                receiver,
-                Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Environ
-            )
-        {
+            .find_map(|v| v.as_unknown());
+        if let Some(u) = unknown_arg.filter(|_| !mutable_receiver) {
             return Ok(Value::Unknown(u.clone()));
         }
         Ok(match receiver {

@@ -38,6 +38,7 @@ pub mod loader;
 pub mod manylinux;
 mod report;
 pub mod scan;
+pub mod symbols;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -34,6 +34,7 @@ pub mod context;
 pub mod elf;
 pub mod fatbin;
 pub mod leaks;
+pub mod load;
 pub mod loader;
 pub mod manylinux;
 mod report;

@@ -266,16 +266,15 @@ fn resolved(members: &[(String, ElfFacts)]) -> BTreeMap<(String, String), loader
     loader::resolve_needed(&loaded, &names, &loader::runtime_provided().sonames())
 }
 
-#[test]
-fn a_stable_abi_module_loads_from_its_target_on_and_only_uses_the_shim() {
-    let dir = tempfile::tempdir().unwrap();
-    let module = stable_module(dir.path(), &[], &["-ltorch_cpu"]);
-    let members = objects_of(&[module]);
-    let resolved = resolved(&members);
-    let objects: Vec<WheelObject<'_>> = members
+fn in_one_wheel(members: &[(String, ElfFacts)]) -> Vec<WheelObject<'_>> {
+    members
         .iter()
         .map(|(member, facts)| WheelObject { member, facts })
-        .collect();
+        .collect()
+}
+
+/// The torch 2.9.1 and 2.11.0 rows of the compatibility table of `members`.
+fn against_291_and_211(members: &[(String, ElfFacts)]) -> Vec<load::ReleaseVerdict> {
     let releases = [
         Provider {
             origin: "2.9.1",
@@ -286,7 +285,38 @@ fn a_stable_abi_module_loads_from_its_target_on_and_only_uses_the_shim() {
             table: torch_table(TORCH_211),
         },
     ];
-    let rows = load::compatibility(&objects, &resolved, &base(), &releases);
+    load::compatibility(
+        &in_one_wheel(members),
+        &resolved(members),
+        &base(),
+        &releases,
+    )
+}
+
+/// Whether `members` load with torch 2.11.0, and what they take from it
+/// beyond the stable shim.
+fn against_211_stable(members: &[(String, ElfFacts)]) -> (bool, Vec<stable::NonStable>) {
+    let objects = in_one_wheel(members);
+    let resolved = resolved(members);
+    let torch = Provider {
+        origin: "2.11.0",
+        table: torch_table(TORCH_211),
+    };
+    let providers: Vec<Provider<'_>> = std::iter::once(torch).chain(base()).collect();
+    let loads = load::check(&objects, &resolved, &providers).loads();
+    let linker = Linker::new(&objects, &resolved, &providers);
+    (
+        loads,
+        stable::non_stable_references(&objects, &linker, "2.11.0"),
+    )
+}
+
+#[test]
+fn a_stable_abi_module_loads_from_its_target_on_and_only_uses_the_shim() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = stable_module(dir.path(), &[], &["-ltorch_cpu"]);
+    let members = objects_of(&[module]);
+    let rows = against_291_and_211(&members);
     let text = load::compatibility_text(&rows);
     assert!(rows[1].loads, "{text}{:?}", rows[1].check);
     assert!(!rows[0].loads, "{text}");
@@ -314,12 +344,9 @@ fn a_stable_abi_module_loads_from_its_target_on_and_only_uses_the_shim() {
         "{against_291:?}"
     );
 
-    let providers: Vec<Provider<'_>> = std::iter::once(releases[1]).chain(base()).collect();
-    let linker = Linker::new(&objects, &resolved, &providers);
-    assert_eq!(
-        stable::non_stable_references(&objects, &linker, "2.11.0"),
-        []
-    );
+    let (loads, non_stable) = against_211_stable(&members);
+    assert!(loads);
+    assert_eq!(non_stable, []);
 }
 
 #[test]
@@ -331,21 +358,10 @@ fn a_non_stable_symbol_fails_the_stable_abi_check_by_name() {
         &["-ltorch_cpu", "-lc10"],
     );
     let members = objects_of(std::slice::from_ref(&module));
-    let resolved = resolved(&members);
-    let objects: Vec<WheelObject<'_>> = members
-        .iter()
-        .map(|(member, facts)| WheelObject { member, facts })
-        .collect();
-    let torch = Provider {
-        origin: "2.11.0",
-        table: torch_table(TORCH_211),
-    };
-    let providers: Vec<Provider<'_>> = std::iter::once(torch).chain(base()).collect();
+    let (loads, found) = against_211_stable(&members);
     // torch 2.11 exports it, so the module loads ...
-    assert!(load::check(&objects, &resolved, &providers).loads());
+    assert!(loads);
     // ... but it is not the stable ABI, which a range of releases needs
-    let linker = Linker::new(&objects, &resolved, &providers);
-    let found = stable::non_stable_references(&objects, &linker, "2.11.0");
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].symbol, "_ZN3c106detail14torchCheckFailEPKcS2_jS2_");
     assert_eq!(found[0].library, "libc10.so");
@@ -407,22 +423,7 @@ fn the_demo_wheel_loads_with_its_torch_and_not_with_the_older_one() {
         .map(|m| (m.name.clone(), ElfFacts::parse(&m.name, &m.data).unwrap()))
         .collect();
     assert_eq!(members.len(), 1);
-    let resolved = resolved(&members);
-    let objects: Vec<WheelObject<'_>> = members
-        .iter()
-        .map(|(member, facts)| WheelObject { member, facts })
-        .collect();
-    let releases = [
-        Provider {
-            origin: "2.9.1",
-            table: torch_table(TORCH_291),
-        },
-        Provider {
-            origin: "2.11.0",
-            table: torch_table(TORCH_211),
-        },
-    ];
-    let rows = load::compatibility(&objects, &resolved, &base(), &releases);
+    let rows = against_291_and_211(&members);
     let text = load::compatibility_text(&rows);
     assert!(rows[1].loads, "{text}");
     assert!(

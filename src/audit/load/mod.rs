@@ -432,13 +432,17 @@ fn check_versions(object: &WheelObject<'_>, scope: &Scope<'_>, result: &mut Load
     }
 }
 
+/// Small hand-made members and tables for the unit tests of this module
+/// and its submodules.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::audit::elf::{ElfSymbol, SymbolKind, VersionNeed};
-    use crate::audit::symbols::ExportedSymbol;
+pub(crate) mod fixtures {
+    use std::collections::BTreeMap;
 
-    fn facts(needed: &[&str], undefined: &[(&str, Option<&str>, SymbolBinding)]) -> ElfFacts {
+    use crate::audit::elf::{ElfFacts, ElfSymbol, SymbolBinding, SymbolKind};
+    use crate::audit::loader::Resolution;
+    use crate::audit::symbols::{ExportedSymbol, LibraryExports, SymbolTable};
+
+    pub fn facts(needed: &[&str], undefined: &[(&str, Option<&str>, SymbolBinding)]) -> ElfFacts {
         ElfFacts {
             soname: None,
             needed: needed.iter().map(|s| s.to_string()).collect(),
@@ -462,7 +466,7 @@ mod tests {
         }
     }
 
-    fn library(
+    pub fn library(
         soname: &str,
         needed: &[&str],
         versions: &[&str],
@@ -492,7 +496,7 @@ mod tests {
         }
     }
 
-    fn table(libraries: Vec<LibraryExports>) -> SymbolTable {
+    pub fn table(libraries: Vec<LibraryExports>) -> SymbolTable {
         let mut libraries = libraries;
         libraries.sort_by(|a, b| a.soname.cmp(&b.soname));
         SymbolTable {
@@ -501,13 +505,20 @@ mod tests {
         }
     }
 
-    fn external(member: &str, facts: &ElfFacts) -> BTreeMap<(String, String), Resolution> {
+    pub fn external(member: &str, facts: &ElfFacts) -> BTreeMap<(String, String), Resolution> {
         facts
             .needed
             .iter()
             .map(|s| ((member.to_string(), s.clone()), Resolution::RuntimeProvided))
             .collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{external, facts, library, table};
+    use super::*;
+    use crate::audit::elf::{ElfSymbol, SymbolKind, VersionNeed};
 
     #[test]
     fn symbols_resolve_through_the_needed_closure_only() {

@@ -132,29 +132,10 @@ pub fn findings(per_release: &[(&str, Vec<NonStable>)]) -> Vec<LoadFinding> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::audit::elf::{ElfFacts, ElfSymbol, SymbolBinding, SymbolKind};
+    use crate::audit::elf::SymbolBinding::Global;
     use crate::audit::load::Provider;
-    use crate::audit::loader::Resolution;
-    use crate::audit::symbols::{ExportedSymbol, LibraryExports, SymbolTable};
-
-    fn exports(soname: &str, names: &[&str]) -> LibraryExports {
-        LibraryExports {
-            soname: soname.into(),
-            needed: vec![],
-            versions: vec![],
-            symbols: names
-                .iter()
-                .map(|n| ExportedSymbol {
-                    name: n.to_string(),
-                    version: None,
-                    hidden: false,
-                })
-                .collect(),
-        }
-    }
+    use crate::audit::load::fixtures::{external, facts, library, table};
 
     #[test]
     fn only_torch_only_symbols_outside_the_shim_are_named() {
@@ -165,60 +146,24 @@ mod tests {
             "torch_call_dispatcher",
             "memcpy",
         ];
-        let facts = ElfFacts {
-            soname: None,
-            needed: vec!["libtorch_cpu.so".into(), "libstdc++.so.6".into()],
-            rpath: vec![],
-            runpath: vec![],
-            interpreter: None,
-            version_needs: vec![],
-            dynamic_symbols: refs
-                .iter()
-                .map(|n| ElfSymbol {
-                    name: n.to_string(),
-                    version: None,
-                    version_hidden: false,
-                    defined: false,
-                    binding: SymbolBinding::Global,
-                    kind: SymbolKind::Func,
-                })
-                .collect(),
-            static_symbols: vec![],
-            x86_isa_needed: None,
-        };
-        let torch = SymbolTable {
-            sources: vec![],
-            libraries: vec![exports(
-                "libtorch_cpu.so",
-                &[
-                    "_ZN3c106detail14torchCheckFailEPKcS2_jS2_",
-                    "_ZSt20__throw_length_errorPKc",
-                    "aoti_torch_get_dim",
-                    "torch_call_dispatcher",
-                ],
-            )],
-        };
-        let system = SymbolTable {
-            sources: vec![],
-            libraries: vec![
-                exports("libc.so.6", &["memcpy"]),
-                exports("libstdc++.so.6", &["_ZSt20__throw_length_errorPKc"]),
-            ],
-        };
+        let undefined: Vec<(&str, Option<&str>, _)> =
+            refs.iter().map(|r| (*r, None, Global)).collect();
+        let facts = facts(&["libtorch_cpu.so", "libstdc++.so.6"], &undefined);
+        let torch = table(vec![library("libtorch_cpu.so", &[], &[], &refs[..4])]);
+        let system = table(vec![
+            library("libc.so.6", &[], &[], &["memcpy"]),
+            library(
+                "libstdc++.so.6",
+                &[],
+                &[],
+                &["_ZSt20__throw_length_errorPKc"],
+            ),
+        ]);
         let objects = [WheelObject {
             member: "pkg/_C.abi3.so",
             facts: &facts,
         }];
-        let resolved: BTreeMap<(String, String), Resolution> = facts
-            .needed
-            .iter()
-            .map(|s| {
-                (
-                    ("pkg/_C.abi3.so".to_string(), s.clone()),
-                    Resolution::External,
-                )
-            })
-            .collect();
+        let resolved = external("pkg/_C.abi3.so", &facts);
         let providers = [
             Provider {
                 origin: "torch 2.11.0",
@@ -238,5 +183,12 @@ mod tests {
              (`_ZN3c106detail14torchCheckFailEPKcS2_jS2_`) from libtorch_cpu.so"
         );
         assert!(is_stable_shim("aoti_torch_get_dim") && !is_stable_shim("_ZN5torch6stable3fooEv"));
+        let findings = findings(&[("2.11.0", found.clone()), ("2.12.0", found)]);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(
+            findings[0].problem.contains("torch 2.11.0, 2.12.0"),
+            "{}",
+            findings[0].problem
+        );
     }
 }

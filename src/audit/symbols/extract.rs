@@ -65,17 +65,7 @@ fn add_libraries(input: &Path, found: &mut Vec<(String, LibraryExports)>) -> Res
     if magic[..n] == *ZIP_MAGIC {
         extract_wheel(input, found)
     } else if magic[..n] == elf::ELFMAG {
-        let name = input.display().to_string();
-        if let Some(exports) = exports_of(
-            &name,
-            &mut PlainFile {
-                file,
-                len: meta.len(),
-            },
-        )? {
-            found.push((name, exports));
-        }
-        Ok(())
+        add_file(input, file, meta.len(), found)
     } else {
         bail!(
             "{} is neither a wheel, an ELF shared library nor a directory: give torch's wheel, \
@@ -103,18 +93,23 @@ fn walk(dir: &Path, found: &mut Vec<(String, LibraryExports)>) -> Result<()> {
             let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
             let mut magic = [0u8; 4];
             if file.read_at(&mut magic, 0)? == 4 && magic == elf::ELFMAG {
-                let name = path.display().to_string();
-                if let Some(exports) = exports_of(
-                    &name,
-                    &mut PlainFile {
-                        file,
-                        len: meta.len(),
-                    },
-                )? {
-                    found.push((name, exports));
-                }
+                add_file(&path, file, meta.len(), found)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Adds the exports of the ELF file `file` (at `path`, `len` bytes) if it is a shared object.
+fn add_file(
+    path: &Path,
+    file: File,
+    len: u64,
+    found: &mut Vec<(String, LibraryExports)>,
+) -> Result<()> {
+    let name = path.display().to_string();
+    if let Some(exports) = exports_of(&name, &mut PlainFile { file, len })? {
+        found.push((name, exports));
     }
     Ok(())
 }

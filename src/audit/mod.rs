@@ -34,10 +34,12 @@ pub mod context;
 pub mod elf;
 pub mod fatbin;
 pub mod leaks;
+pub mod load;
 pub mod loader;
 pub mod manylinux;
 mod report;
 pub mod scan;
+pub mod symbols;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -11,6 +11,7 @@ mod plan;
 mod publish;
 mod reproduce;
 mod store;
+mod symbols;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,8 @@ enum Command {
     Fetch(fetch::FetchArgs),
     /// Write a project's [tool.cuwheel] and flake.nix, inferred from its sources and setup.py (read, never run), then lock
     Init(init::InitArgs),
+    /// Would a wheel load: every undefined symbol of its ELF files against symbol tables of torch releases, the CUDA runtime and the baseline system
+    LoadCheck(symbols::LoadCheckArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
     Lock(lock::LockArgs),
     /// The derivation graph of the matrix: cells, kernel objects and which cells share them
@@ -52,6 +55,8 @@ enum Command {
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// The symbol table of shared libraries (a torch wheel, a sysroot, ELF files): a small canonical file the load check reads
+    Symbols(symbols::SymbolsArgs),
 }
 
 impl Command {
@@ -82,11 +87,13 @@ pub fn main() -> ExitCode {
         Command::Cache(command) => cache::run(command),
         Command::Fetch(args) => fetch::run(args),
         Command::Init(args) => init::run(args),
+        Command::LoadCheck(args) => symbols::run_load_check(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Publish(args) => publish::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Store(command) => store::run(command),
+        Command::Symbols(args) => symbols::run_symbols(args),
     };
     match result {
         Ok(code) => code,

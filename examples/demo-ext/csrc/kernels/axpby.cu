@@ -1,5 +1,6 @@
 // out = alpha * x + beta * y for every floating dtype, computed in the
-// dtype's accumulation type (float for half and bfloat16).
+// dtype's accumulation type (float for half and bfloat16): the ATen host
+// code (checks, dispatch, launch); the device code is kernels/axpby.cuh.
 
 #include <ATen/ATen.h>
 #include <ATen/AccumulateType.h>
@@ -7,23 +8,11 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <demo_ext/kernels/axpby.cuh>
 #include <demo_ext/launch.cuh>
 #include <demo_ext/ops.h>
 
 namespace demo_ext {
-namespace {
-
-template <typename scalar_t, typename acc_t>
-__global__ void axpby_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ y,
-                             scalar_t* __restrict__ out, acc_t alpha, acc_t beta, int64_t n) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    out[i] = static_cast<scalar_t>(alpha * static_cast<acc_t>(x[i]) + beta * static_cast<acc_t>(y[i]));
-  }
-}
-
-}  // namespace
 
 at::Tensor axpby(const at::Tensor& x_in, const at::Tensor& y_in, double alpha, double beta) {
   check_cuda_tensor(x_in, "x");

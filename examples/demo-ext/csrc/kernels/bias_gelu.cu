@@ -1,64 +1,19 @@
 // Fused bias + GELU (tanh approximation), forward and backward: one read of
 // x and bias, one write, instead of an add kernel followed by a GELU kernel.
 // Templated over float, double, half and bfloat16 through ATen's dispatch.
+// This is the ATen host code; the device code is kernels/bias_gelu.cuh.
 
 #include <ATen/ATen.h>
-#include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <demo_ext/kernels/bias_gelu.cuh>
 #include <demo_ext/launch.cuh>
 #include <demo_ext/ops.h>
 
 namespace demo_ext {
 namespace {
-
-// sqrt(2 / pi) and the cubic coefficient of the tanh approximation.
-constexpr double kSqrt2OverPi = 0.7978845608028654;
-constexpr double kCubic = 0.044715;
-
-template <typename acc_t>
-__device__ __forceinline__ acc_t gelu(acc_t v) {
-  const acc_t u = acc_t(kSqrt2OverPi) * (v + acc_t(kCubic) * v * v * v);
-  return acc_t(0.5) * v * (acc_t(1) + tanh(u));
-}
-
-template <typename acc_t>
-__device__ __forceinline__ acc_t gelu_derivative(acc_t v) {
-  const acc_t u = acc_t(kSqrt2OverPi) * (v + acc_t(kCubic) * v * v * v);
-  const acc_t t = tanh(u);
-  const acc_t du = acc_t(kSqrt2OverPi) * (acc_t(1) + acc_t(3 * kCubic) * v * v);
-  return acc_t(0.5) * (acc_t(1) + t) + acc_t(0.5) * v * (acc_t(1) - t * t) * du;
-}
-
-template <typename scalar_t>
-__global__ void bias_gelu_forward_kernel(const scalar_t* __restrict__ x,
-                                         const scalar_t* __restrict__ bias,
-                                         scalar_t* __restrict__ y, int64_t n, int64_t width) {
-  using acc_t = at::acc_type<scalar_t, /*is_cuda=*/true>;
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    const acc_t v = static_cast<acc_t>(x[i]) + static_cast<acc_t>(bias[i % width]);
-    y[i] = static_cast<scalar_t>(gelu(v));
-  }
-}
-
-template <typename scalar_t>
-__global__ void bias_gelu_backward_kernel(const scalar_t* __restrict__ grad_y,
-                                          const scalar_t* __restrict__ x,
-                                          const scalar_t* __restrict__ bias,
-                                          scalar_t* __restrict__ grad_x, int64_t n,
-                                          int64_t width) {
-  using acc_t = at::acc_type<scalar_t, /*is_cuda=*/true>;
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    const acc_t v = static_cast<acc_t>(x[i]) + static_cast<acc_t>(bias[i % width]);
-    grad_x[i] = static_cast<scalar_t>(static_cast<acc_t>(grad_y[i]) * gelu_derivative(v));
-  }
-}
 
 void check_bias(const at::Tensor& x, const at::Tensor& bias) {
   check_cuda_tensor(x, "x");

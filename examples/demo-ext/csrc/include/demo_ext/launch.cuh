@@ -1,23 +1,23 @@
-// What every demo kernel file shares: argument checks and the launch shape of
-// a grid-stride elementwise loop.
+// What every ATen kernel file shares: argument checks on at::Tensor. The
+// block size and launch shape are the device code's (kernels/common.cuh),
+// shared with the stable-ABI TUs.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
+#include <type_traits>
 
+#include <ATen/AccumulateType.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include <demo_ext/kernels/common.cuh>
+
 namespace demo_ext {
 
-constexpr int kThreadsPerBlock = 256;
-
-// Enough blocks to cover n elements once, capped: the kernels loop with a
-// grid stride, so a cap only changes how many elements each thread handles.
-inline unsigned int elementwise_blocks(int64_t n) {
-  const int64_t wanted = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(wanted, 65535)));
-}
+// The kernels compute in acc_type_t, which must be what ATen would use.
+static_assert(std::is_same_v<acc_type_t<at::Half>, at::acc_type<at::Half, true>>);
+static_assert(std::is_same_v<acc_type_t<at::BFloat16>, at::acc_type<at::BFloat16, true>>);
+static_assert(std::is_same_v<acc_type_t<float>, at::acc_type<float, true>>);
+static_assert(std::is_same_v<acc_type_t<double>, at::acc_type<double, true>>);
 
 inline void check_cuda_tensor(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.is_cuda(), "demo_ext: ", name, " must be a CUDA tensor, got device ", t.device());

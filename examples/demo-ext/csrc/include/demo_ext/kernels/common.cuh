@@ -1,0 +1,42 @@
+// What every demo kernel shares, for both host flavours (the ATen TUs in
+// csrc/kernels/ and the stable-ABI TUs in csrc/stable/): the block size, the
+// launch shape of a grid-stride loop, and the accumulation type of a dtype.
+// Only torch/headeronly types, so a TORCH_STABLE_ONLY TU may include it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
+
+namespace demo_ext {
+
+constexpr int kThreadsPerBlock = 256;
+
+// Enough blocks to cover n elements once, capped: the kernels loop with a
+// grid stride, so a cap only changes how many elements each thread handles.
+inline unsigned int elementwise_blocks(int64_t n) {
+  const int64_t wanted = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return static_cast<unsigned int>(std::max<int64_t>(1, std::min<int64_t>(wanted, 65535)));
+}
+
+// The type a kernel computes in: float for the 16-bit floats, the dtype
+// itself otherwise. The same as ATen's at::acc_type<T, /*is_cuda=*/true> for
+// the dtypes the demo dispatches over (launch.cuh asserts it).
+template <typename scalar_t>
+struct acc_type {
+  using type = scalar_t;
+};
+template <>
+struct acc_type<torch::headeronly::Half> {
+  using type = float;
+};
+template <>
+struct acc_type<torch::headeronly::BFloat16> {
+  using type = float;
+};
+template <typename scalar_t>
+using acc_type_t = typename acc_type<scalar_t>::type;
+
+}  // namespace demo_ext

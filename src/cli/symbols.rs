@@ -1,0 +1,203 @@
+//! `cuwheel symbols` writes the symbol table of shared libraries
+//! ([`cuwheel::audit::symbols`]); `cuwheel load-check` judges a wheel (or
+//! bare extension modules) against such tables ([`cuwheel::audit::load`]):
+//! whether it loads with each torch release, and the first missing symbol
+//! where it does not.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use cuwheel::audit::elf::ElfFacts;
+use cuwheel::audit::load::{self, Labelled, LoadInputs, WheelObject};
+use cuwheel::audit::loader::{self, LoadedObject};
+use cuwheel::audit::symbols::{self, SymbolTable};
+use cuwheel::audit::{AuditContext, AuditOptions, scan};
+use cuwheel::wheel::WheelFile;
+
+/// Exit status when a claimed torch release would not load the wheel.
+const EXIT_LOAD_FAILED: u8 = 3;
+
+#[derive(Args)]
+pub struct SymbolsArgs {
+    /// Wheels (torch's), directories (a sysroot, an unpacked toolkit) or ELF
+    /// shared libraries; every shared library found goes into one table
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Write the table here (atomically) instead of to standard output
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
+    let table = symbols::extract_paths(&args.inputs)?;
+    let text = table.write();
+    match &args.output {
+        Some(path) => write_atomically(path, text.as_bytes())?,
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .context("writing the table to standard output")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+Exit status:
+  0  the wheel loads with every claimed torch release
+  1  an input could not be read
+  2  the command line is wrong
+  3  a claimed torch release would not load it")]
+pub struct LoadCheckArgs {
+    /// A wheel, or extension modules (ELF files) to judge as if in one wheel
+    #[arg(required = true, value_name = "WHEEL")]
+    inputs: Vec<PathBuf>,
+    /// A torch release's symbol table (from `cuwheel symbols torch-X.whl`):
+    /// `2.11.0=torch-2.11.0.symbols`; repeat for the compatibility table
+    #[arg(long, value_name = "VERSION=TABLE", value_parser = labelled)]
+    torch: Vec<(String, PathBuf)>,
+    /// A table present beside every torch release: the CUDA runtime, the
+    /// baseline system (`"baseline system=bullseye.symbols"`)
+    #[arg(long = "with", value_name = "WHAT=TABLE", value_parser = labelled)]
+    with: Vec<(String, PathBuf)>,
+    /// The torch releases the wheel claims (default: every --torch); the others
+    /// only fill the compatibility table
+    #[arg(long, value_name = "VERSION")]
+    claims: Vec<String>,
+    /// The wheel claims torch's stable ABI: every torch symbol it binds to must
+    /// be one of the stable C shim's (`aoti_torch_*`, `torch_*`)
+    #[arg(long)]
+    stable_abi: bool,
+}
+
+fn labelled(arg: &str) -> Result<(String, PathBuf), String> {
+    match arg.split_once('=') {
+        Some((label, path)) if !label.is_empty() && !path.is_empty() => {
+            Ok((label.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(format!(
+            "`{arg}` is not LABEL=TABLE: write e.g. `2.11.0=torch-2.11.0.symbols`"
+        )),
+    }
+}
+
+pub fn run_load_check(args: LoadCheckArgs) -> Result<ExitCode> {
+    let read = |(label, path): &(String, PathBuf)| -> Result<Labelled> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the symbol table {}", path.display()))?;
+        let table = SymbolTable::parse(&text).with_context(|| {
+            format!(
+                "{} is not a symbol table; make one with `cuwheel symbols`",
+                path.display()
+            )
+        })?;
+        Ok(Labelled {
+            label: label.clone(),
+            table,
+        })
+    };
+    let torch: Vec<Labelled> = args.torch.iter().map(read).collect::<Result<_>>()?;
+    for claimed in &args.claims {
+        if !torch.iter().any(|t| t.label == *claimed) {
+            bail!("--claims {claimed}: no --torch {claimed}=TABLE was given");
+        }
+    }
+    let claimed: BTreeSet<String> = if args.claims.is_empty() {
+        torch.iter().map(|t| t.label.clone()).collect()
+    } else {
+        args.claims.iter().cloned().collect()
+    };
+    let inputs = LoadInputs {
+        torch,
+        claimed,
+        base: args.with.iter().map(read).collect::<Result<_>>()?,
+        stable_abi: args.stable_abi,
+    };
+
+    let verdict = match args.inputs.as_slice() {
+        [wheel] if wheel.extension().is_some_and(|e| e == "whl") => {
+            let file = WheelFile::open(wheel)?;
+            let members = scan::scan_members(&file)?;
+            let options = AuditOptions::default();
+            let ctx = AuditContext::new(&file, &members, Vec::new(), &options);
+            load::judge_context(&ctx, &inputs)
+        }
+        files => {
+            let members = read_files(files)?;
+            let names: BTreeSet<String> = members.iter().map(|(n, _)| n.clone()).collect();
+            let loaded: Vec<LoadedObject<'_>> = members
+                .iter()
+                .map(|(member, facts)| LoadedObject { member, facts })
+                .collect();
+            let resolved =
+                loader::resolve_needed(&loaded, &names, &loader::runtime_provided().sonames());
+            let objects: Vec<WheelObject<'_>> = members
+                .iter()
+                .map(|(member, facts)| WheelObject { member, facts })
+                .collect();
+            load::judge(&objects, &resolved, &inputs)
+        }
+    };
+
+    let names: Vec<String> = args
+        .inputs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    println!("{}:", names.join(", "));
+    print!("{}", verdict.table_text());
+    for f in &verdict.findings {
+        println!("  FAIL {}: {}\n    fix: {}", f.member, f.problem, f.fix);
+    }
+    for note in &verdict.notes {
+        println!("  note: {note}");
+    }
+    let failed = !verdict.findings.is_empty();
+    println!("{}", if failed { "FAILED" } else { "PASSED" });
+    Ok(if failed {
+        ExitCode::from(EXIT_LOAD_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The given ELF files as members of one wheel, named by file name.
+fn read_files(files: &[PathBuf]) -> Result<Vec<(String, ElfFacts)>> {
+    files
+        .iter()
+        .map(|path| {
+            let data =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            let facts = ElfFacts::parse(&name, &data)?;
+            Ok((name, facts))
+        })
+        .collect()
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`: a reader never sees half a table.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    // readable by all, as a file the shell would create
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

@@ -80,7 +80,7 @@ fn loads_the_demo_and_names_its_cells() {
     let root = project(DEMO, &DEMO_FILES);
     let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
     let expected: Vec<PathBuf> = DEMO_FILES[..3].iter().map(PathBuf::from).collect();
-    assert_eq!(spec.kernel_sources, expected);
+    assert_eq!(spec.kernel_sources, [expected]);
     assert_eq!(spec.pyproject, root.path().join("pyproject.toml"));
 
     let cells = spec.cells().unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +126,7 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
         .collect();
     let mut expected = kernels;
     expected.sort();
-    assert_eq!(spec.kernel_sources, expected);
+    assert_eq!(spec.kernel_sources, [expected]);
     let shipped: Vec<String> = spec
         .cells()
         .unwrap()
@@ -165,7 +165,7 @@ fn a_kernel_pattern_must_match_only_cu_files() {
     let error = config_error(root.path());
     let problems: Vec<&str> = error.problems.iter().map(|p| p.problem.as_str()).collect();
     assert!(
-        problems.contains(&"`csrc/**/*` matches csrc/include/common.h, which is not a .cu file"),
+        problems.contains(&"`csrc/**/*` matches csrc/include/common.h, which is not a .cu or C++ (.cpp, .cc, .cxx) file"),
         "{error}"
     );
     // The bindings it also matched are reported as doubly listed.

@@ -28,7 +28,7 @@ pub const NAME_PREFIX: &str = "link-";
 /// One extension module, linked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkedModule {
-    /// `link-cuda130-py313`.
+    /// `link-cu130-py313`, or `link-_cpu-torch211-abi3` where cells share it.
     pub name: String,
     /// The flavour its bindings are (which may be more portable than the
     /// cell's).

@@ -255,6 +255,10 @@ impl Plan {
         let mut nodes = BTreeMap::new();
         let kernels_of = kernel_nodes(config, project, &cell_plans, &sets, &mut nodes)?;
         let several = config.modules.len() > 1;
+        // Each link by its key (module, compiler set, Python or abi3), with
+        // its module and the cells it goes into; each cell's (module, key).
+        let mut links: BTreeMap<String, (LinkedModule, usize, BTreeSet<String>)> = BTreeMap::new();
+        let mut cell_links: Vec<Vec<(usize, String)>> = Vec::new();
         let mut plan_cells = BTreeMap::new();
         for cp in &cell_plans {
             let cell = cp.cell;
@@ -267,9 +271,8 @@ impl Plan {
                 audit: String::new(),
                 wheel_file: String::new(),
             };
-            let mut modules = Vec::new();
+            let mut own = Vec::new();
             for (index, module) in config.modules.iter().enumerate() {
-                let sources = project.modules.get(index).cloned().unwrap_or_default();
                 let flavour = BindingFlavour::serving(cell.flavour, &module.flavours())
                     .ok_or_else(|| PlanError::FlavourNotServed {
                         cell: name.clone(),
@@ -283,17 +286,18 @@ impl Plan {
                     cp.compilers.without_cuda()
                 };
                 let python = cell.python.filter(|_| fp.per_python());
-                let module_part = if several {
-                    format!("{}-", sanitize_name(module.name.value.leaf()))
-                } else {
-                    String::new()
-                };
                 let key = format!(
-                    "{module_part}{}-{}",
+                    "{}{}-{}",
+                    module_part(module, several),
                     compilers.name_prefix(&sets),
                     fp.python_part(python)
                 );
-                let units = sources.bindings.get(&flavour).cloned().unwrap_or_default();
+                let units = project
+                    .modules
+                    .get(index)
+                    .and_then(|sources| sources.bindings.get(&flavour))
+                    .cloned()
+                    .unwrap_or_default();
                 let paths: Vec<PathBuf> = units.iter().map(|tu| tu.path.clone()).collect();
                 let binding = BindingObject {
                     name: format!("{}{key}", binding::NAME_PREFIX),
@@ -307,15 +311,54 @@ impl Plan {
                     .get(&(index, compilers.clone()))
                     .cloned()
                     .unwrap_or_default();
+                planned.kernels.extend(kernels.keys().cloned());
+                planned.bindings.insert(binding.name.clone());
                 let link = LinkedModule {
-                    name: format!("{}{key}", link::NAME_PREFIX),
+                    name: String::new(),
                     flavour,
                     python,
                     compilers,
-                    kernels: kernels.clone(),
+                    kernels,
                     binding: binding.name.clone(),
                     binding_objects: binding.objects(),
                 };
+                nodes
+                    .entry(binding.name.clone())
+                    .or_insert_with(|| binding.node(module, &config.cuda_archs));
+                links
+                    .entry(key.clone())
+                    .or_insert_with(|| (link, index, BTreeSet::new()))
+                    .2
+                    .insert(name.clone());
+                own.push((index, key));
+            }
+            plan_cells.insert(name, planned);
+            cell_links.push(own);
+        }
+        // A link one cell uses is named for the cell (`link-cu130-py313`),
+        // one several share for its key (`link-_cpu-torch211-abi3`).
+        for (key, (link, index, users)) in &mut links {
+            let module = &config.modules[*index];
+            link.name = match users.iter().next() {
+                Some(cell) if users.len() == 1 => {
+                    format!(
+                        "{}{}{cell}",
+                        link::NAME_PREFIX,
+                        module_part(module, several)
+                    )
+                }
+                _ => format!("{}{key}", link::NAME_PREFIX),
+            };
+            nodes.insert(link.name.clone(), link.node(module));
+        }
+        for (cp, own) in cell_plans.iter().zip(cell_links) {
+            let planned = plan_cells
+                .get_mut(&cp.cell.name().to_string())
+                .expect("planned above");
+            let mut modules = Vec::new();
+            for (index, key) in own {
+                let (link, _, _) = &links[&key];
+                let module = &config.modules[index];
                 let file = link.file_name(module);
                 let dir = module.name.value.package_dir();
                 modules.push(ModuleFile {
@@ -327,16 +370,7 @@ impl Plan {
                     },
                     file,
                 });
-                planned.kernels.extend(kernels.into_keys());
-                planned.bindings.insert(binding.name.clone());
                 planned.links.insert(link.name.clone());
-                let archs = &config.cuda_archs;
-                nodes
-                    .entry(binding.name.clone())
-                    .or_insert_with(|| binding.node(module, archs));
-                nodes
-                    .entry(link.name.clone())
-                    .or_insert_with(|| link.node(module));
             }
             let assembly = assembly(config, project, lock, cp, modules);
             let wheel_node = assembly.wheel_node();
@@ -344,7 +378,6 @@ impl Plan {
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
             planned.wheel_file = assembly.wheel_file.clone();
-            plan_cells.insert(name, planned);
             for node in [wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
             }
@@ -402,6 +435,15 @@ impl Plan {
         self.nodes
             .values()
             .filter(|node| node.name.starts_with(kernel::NAME_PREFIX))
+    }
+}
+
+/// The part of node names that says which module, where there are several.
+fn module_part(module: &Module, several: bool) -> String {
+    if several {
+        format!("{}-", sanitize_name(module.name.value.leaf()))
+    } else {
+        String::new()
     }
 }
 
@@ -555,12 +597,28 @@ impl fmt::Display for Sharing {
                 format!("{n} {word}s")
             }
         };
+        if self.compiles == self.sources * self.toolkits {
+            write!(
+                f,
+                "{} × {} = {}",
+                plural(self.sources, "kernel"),
+                plural(self.toolkits, "toolkit"),
+                plural(self.compiles, "compile"),
+            )?;
+        } else {
+            // Not every kernel is compiled with every set (a CPU-only
+            // module's kernels never see a CUDA toolkit).
+            write!(
+                f,
+                "{} of {} with {}",
+                plural(self.compiles, "compile"),
+                plural(self.sources, "kernel"),
+                plural(self.toolkits, "compiler set"),
+            )?;
+        }
         write!(
             f,
-            "{} × {} = {} serve {}; a per-cell build would do {}",
-            plural(self.sources, "kernel"),
-            plural(self.toolkits, "toolkit"),
-            plural(self.compiles, "compile"),
+            " serve {}; a per-cell build would do {}",
             plural(self.wheels, "wheel"),
             self.per_cell
         )

@@ -192,7 +192,7 @@ mod tests {
         let cell = PlanCell {
             kernels: BTreeSet::new(),
             bindings: ["binding-cuda130-py313".to_string()].into(),
-            links: ["link-cuda130-py313".to_string()].into(),
+            links: ["link-cu130-py313".to_string()].into(),
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "w.whl".into(),

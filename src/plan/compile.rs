@@ -183,8 +183,16 @@ impl Compile<'_> {
                 .map(|map| format!("-Xcompiler {map}")),
         );
         flags.extend(roots.nvcc_extra_flags());
-        let mut s = roots.nvcc_environment(self.python.is_some());
-        s += &shell_function("nvcc_compile", &var_then("cuda", "/bin/nvcc"), &flags);
+        let program = format!(
+            "{}{}",
+            roots.nvcc_environment(self.python.is_some()),
+            var_then("cuda", "/bin/nvcc")
+        );
+        let mut s = String::new();
+        if roots.mapped {
+            s += "# Device line info records absolute paths: nvcc sees every input at a fixed path.\n";
+        }
+        s += &shell_function("nvcc_compile", &program, &flags);
         s
     }
 

@@ -15,9 +15,11 @@
 //! paths) — and nvcc has no option to rewrite them. So a mapped compile
 //! runs nvcc where the build directory is [`SRC`], the CUDA toolkit
 //! [`CUDA`], the torch headers [`TORCH`], the Python headers [`PYTHON`] and
-//! the host compiler's sysroot [`GCC_SYSROOT`]: fixed paths that name no
-//! store path and no build directory, so the object is the same on every
-//! machine and the audit's leak check passes.
+//! the host compiler's sysroot [`GCC_SYSROOT`] (with `--sysroot` and
+//! `GCC_EXEC_PREFIX` pointing gcc there, the C++ library's headers are read
+//! from it): fixed paths that name no store path and no build directory, so
+//! the object is the same on every machine and the audit's leak check
+//! passes.
 
 use crate::plan::shell::{literal_var_literal, quote, var_then};
 
@@ -84,7 +86,10 @@ impl Roots {
         }
     }
 
-    /// The script line that tells nvcc's wrapper what to bind where.
+    /// The environment nvcc runs with: for a mapped compile, what its
+    /// wrapper binds where, and gcc's `GCC_EXEC_PREFIX` under the mapped
+    /// sysroot, so that gcc finds the C++ library's headers there rather
+    /// than beside its own store path. Written before the program.
     pub fn nvcc_environment(&self, with_python: bool) -> String {
         if !self.mapped {
             return String::new();
@@ -95,17 +100,21 @@ impl Roots {
             String::new()
         };
         format!(
-            "# Device line info records absolute paths: nvcc sees every input at a fixed path.\n\
-             export {PATHS_VAR}=\"{SRC}=$PWD {CUDA}=$cuda {TORCH}=$torchHeaders \
-             {GCC_SYSROOT}=$gcc/sysroot{python}\"\n"
+            "{PATHS_VAR}=\"{SRC}=$PWD {CUDA}=$cuda {TORCH}=$torchHeaders \
+             {GCC_SYSROOT}=$gcc/sysroot{python}\" GCC_EXEC_PREFIX={GCC_SYSROOT}/usr/lib/gcc/ "
         )
     }
 
     /// Host compiler flags a mapped compile adds: the sysroot at its fixed
-    /// path, so that the C++ library's headers are read from there.
+    /// path, so that the C++ library's headers are read from there, and
+    /// mapped out of what the host compiler records, as gcc's wrapper maps
+    /// the sysroot's store path.
     pub fn nvcc_extra_flags(&self) -> Vec<String> {
         if self.mapped {
-            vec![format!("-Xcompiler --sysroot={GCC_SYSROOT}")]
+            vec![
+                format!("-Xcompiler --sysroot={GCC_SYSROOT}"),
+                format!("-Xcompiler -ffile-prefix-map={GCC_SYSROOT}/=/"),
+            ]
         } else {
             Vec::new()
         }

@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod flake;
+pub mod project;
 pub mod sshd;
 
 use std::collections::BTreeMap;

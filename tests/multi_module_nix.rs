@@ -367,14 +367,7 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
     assert!(said.contains("PASSED"), "{said}");
 
     // pip installs it into a fresh venv of this machine's Python (3.11).
-    let venv = dir.path().join("venv");
-    run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-    run_ok(
-        Command::new(venv.join("bin/pip"))
-            .args(["install", "--no-deps", "--no-index", "--quiet"])
-            .arg(&wheel),
-    );
-    let site = common::site_packages(&venv.join("bin/python"));
+    let site = common::pip_install_in_venv(&dir.path().join("venv"), &wheel);
     assert_eq!(common::assert_installed_as_recorded(&site, &wheel), 10);
     assert!(
         site.join(dist_info)

@@ -718,3 +718,65 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     );
     assert_eq!(p.toolchains["torch"], "torch29");
 }
+
+#[test]
+fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let files = [
+        (
+            "pyproject.toml",
+            "[project]\nname = \"x\"\nversion = \"1.0\"\n\n[tool.cuwheel]\nmodule = \"x._C\"\n\
+             kernels = [\"k/*.cu\"]\ncuda-archs = [\"9.0\"]\nbaseline = \"manylinux_2_31\"\n\
+             include-dirs = [\"inc\"]\nbindings = [\"b.cpp\"]\nbinding = \"pybind11\"\n\n\
+             [tool.cuwheel.matrix]\ncuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]\n",
+        ),
+        ("k/named.cu", "#include <x/a.h>\n"),
+        ("k/computed.cu", "#define H <x/a.h>\n#include H\n"),
+        ("inc/x/a.h", "#pragma once\n"),
+        ("inc/x/b.h", "#pragma once\n"),
+        ("b.cpp", "#include \"inc/x/a.h\"\n"),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::copy(demo_dir().join("cuwheel.lock"), root.join("cuwheel.lock")).unwrap();
+    let (_, project, plan) = sources::plan_project(root).unwrap();
+    let inputs = |node: &str| -> Vec<String> {
+        plan.nodes[node]
+            .inputs
+            .values()
+            .filter_map(|input| match input {
+                Input::Source { source } => Some(source.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(inputs("kernel-cuda130-named"), ["inc/x/a.h", "k/named.cu"]);
+    assert_eq!(inputs("kernel-cuda130-computed"), ["inc", "k/computed.cu"]);
+    assert!(
+        plan.nodes["kernel-cuda130-computed"]
+            .script
+            .contains("cp -R \"$include0\"/. inc/\n")
+    );
+    assert_eq!(
+        project.whole_include_dirs(),
+        [
+            "k/computed.cu: the #include at k/computed.cu:2 is computed by a macro, so its objects \
+          depend on every file of its module's include-dirs (write the header's name to depend \
+          on it alone)"
+        ]
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--no-store", "--project"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("note: k/computed.cu: the #include at k/computed.cu:2"),
+        "{text}"
+    );
+}

@@ -102,6 +102,19 @@ impl Compile<'_> {
         inputs
     }
 
+    /// The node's inputs and the project files it stages: the toolchains,
+    /// `units` and what they include (see [`source_files`]).
+    pub fn inputs(
+        &self,
+        units: &[&TranslationUnit],
+        first_source: &str,
+    ) -> (BTreeMap<String, Input>, Vec<(String, String)>) {
+        let files = source_files(units, &self.module.compile.include_paths(), first_source);
+        let mut inputs = self.toolchain_inputs();
+        add_sources(&mut inputs, &files);
+        (inputs, files)
+    }
+
     fn include_dirs(&self) -> Vec<String> {
         self.module
             .compile

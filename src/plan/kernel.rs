@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use crate::plan::compile::{Compile, add_sources, source_files, stage_inputs};
+use crate::plan::compile::{Compile, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::quote;
@@ -59,15 +59,7 @@ impl KernelObject {
             python: None,
             flavour_defines: Vec::new(),
         };
-        let include_dirs: Vec<PathBuf> = module
-            .compile
-            .include_dirs
-            .iter()
-            .map(|d| d.value.clone())
-            .collect();
-        let files = source_files(&[&self.source], &include_dirs, SOURCE_VAR);
-        let mut inputs = compile.toolchain_inputs();
-        add_sources(&mut inputs, &files);
+        let (inputs, files) = compile.inputs(&[&self.source], SOURCE_VAR);
         Node {
             name: self.name.clone(),
             script: self.script(&compile, &files),

@@ -25,12 +25,7 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<ProjectSources> {
     let mut modules = Vec::new();
     let mut files: BTreeSet<PathBuf> = BTreeSet::from([PathBuf::from("pyproject.toml")]);
     for (module, kernels) in spec.config.modules.iter().zip(&spec.kernel_sources) {
-        let include_dirs: Vec<PathBuf> = module
-            .compile
-            .include_dirs
-            .iter()
-            .map(|d| d.value.clone())
-            .collect();
+        let include_dirs = module.compile.include_paths();
         let scan = |tu: &Path| TranslationUnit::scan(root, tu, &include_dirs);
         let kernels = kernels
             .iter()

@@ -386,6 +386,18 @@ pub fn fresh_venv(env: &TestEnv, dir: &Path) -> PathBuf {
     dir.join("bin/python")
 }
 
+/// Real pip installs `wheel` (no dependencies, no index) into a fresh venv
+/// of this machine's `python3` at `venv`; the venv's site-packages.
+pub fn pip_install_in_venv(venv: &Path, wheel: &Path) -> PathBuf {
+    run_ok(Command::new("python3").args(["-m", "venv"]).arg(venv));
+    run_ok(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--no-deps", "--no-index", "--quiet"])
+            .arg(wheel),
+    );
+    site_packages(&venv.join("bin/python"))
+}
+
 /// The site-packages directory of the venv of `python`.
 pub fn site_packages(python: &Path) -> PathBuf {
     let out = run_ok(Command::new(python).args([

@@ -14,9 +14,7 @@
 pub mod pybind11;
 pub mod torch_library;
 
-use std::path::PathBuf;
-
-use crate::plan::compile::{Compile, PythonHeaders, add_sources, source_files, stage_inputs};
+use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::quote;
@@ -92,16 +90,8 @@ impl BindingObject {
             python: Some(&self.python),
             flavour_defines: flavour_plan(self.flavour).defines(),
         };
-        let include_dirs: Vec<PathBuf> = module
-            .compile
-            .include_dirs
-            .iter()
-            .map(|d| d.value.clone())
-            .collect();
         let units: Vec<&TranslationUnit> = self.sources.iter().collect();
-        let files = source_files(&units, &include_dirs, "source0");
-        let mut inputs = compile.toolchain_inputs();
-        add_sources(&mut inputs, &files);
+        let (inputs, files) = compile.inputs(&units, "source0");
         Node {
             name: self.name.clone(),
             script: self.script(&compile, &files),

@@ -86,29 +86,21 @@ fn flavours_of(modules: &[Module]) -> Vec<BindingFlavour> {
     BindingFlavour::of_wheels(&has)
 }
 
-const CUWHEEL_KEYS: [&str; 21] = [
-    "module",
-    "kernels",
-    "bindings",
-    "binding",
-    "cuda",
-    "modules",
-    "cuda-archs",
-    "baseline",
-    "include-dirs",
-    "defines",
-    "undefines",
-    "nvcc-flags",
-    "cxx-flags",
-    "link-flags",
-    "libraries",
-    "strip",
-    "packages",
-    "package-include",
-    "package-exclude",
-    "version",
-    "matrix",
-];
+/// The keys of `[tool.cuwheel]`: the shorthand's, the defaults every
+/// module extends, and the project-wide ones.
+fn cuwheel_keys() -> Vec<&'static str> {
+    let mut keys = modules::SHORTHAND_KEYS.to_vec();
+    keys.extend(["modules", "cuda-archs", "baseline"]);
+    keys.extend(modules::BUILD_KEYS);
+    keys.extend([
+        "packages",
+        "package-include",
+        "package-exclude",
+        "version",
+        "matrix",
+    ]);
+    keys
+}
 
 impl Config {
     /// Reads `[project]` and `[tool.cuwheel]` from the text of `file`.
@@ -166,7 +158,7 @@ impl Reader<'_> {
             None => (None, None, None),
         };
         let cuwheel = cuwheel?;
-        self.known_keys(&cuwheel, &CUWHEEL_KEYS);
+        self.known_keys(&cuwheel, &cuwheel_keys());
 
         let (modules, module_flavours) = self.modules(&cuwheel);
         let needs_archs = modules

@@ -130,6 +130,13 @@ pub struct Compile {
     pub cxx_flags: Vec<String>,
 }
 
+impl Compile {
+    /// The include directories, without their locations.
+    pub fn include_paths(&self) -> Vec<PathBuf> {
+        self.include_dirs.iter().map(|d| d.value.clone()).collect()
+    }
+}
+
 /// `extra_link_args`, `libraries`, and whether to strip the module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Link {
@@ -140,13 +147,9 @@ pub struct Link {
 }
 
 /// The keys that say which module: at the top only in the shorthand.
-pub(super) const SHORTHAND_KEYS: [&str; 5] = ["module", "cuda", "kernels", "bindings", "binding"];
-const MODULE_KEYS: [&str; 13] = [
-    "name",
-    "cuda",
-    "kernels",
-    "bindings",
-    "binding",
+pub(super) const SHORTHAND_KEYS: [&str; 5] = ["module", "kernels", "bindings", "binding", "cuda"];
+/// Compile and link keys: defaults at the top, extended in each module.
+pub(super) const BUILD_KEYS: [&str; 8] = [
     "include-dirs",
     "defines",
     "undefines",
@@ -156,6 +159,14 @@ const MODULE_KEYS: [&str; 13] = [
     "libraries",
     "strip",
 ];
+
+/// The keys of a `[[tool.cuwheel.modules]]` table.
+fn module_keys() -> Vec<&'static str> {
+    let mut keys = vec!["name"];
+    keys.extend(SHORTHAND_KEYS.iter().filter(|key| **key != "module"));
+    keys.extend(BUILD_KEYS);
+    keys
+}
 
 /// A module's values as far as they could be read.
 #[derive(Default)]
@@ -260,7 +271,7 @@ impl Reader<'_> {
         ) else {
             return Parts::default();
         };
-        self.known_keys(&table, &MODULE_KEYS);
+        self.known_keys(&table, &module_keys());
         let name = self
             .required(&table, "name", "name the module, like name = \"pkg._ops\"")
             .and_then(|field| self.module_name(&field));

@@ -442,7 +442,7 @@ fn tomlish_line() -> impl Strategy<Value = String> {
         "[[tool.cuwheel.kernels]]",
     ])
     .prop_map(str::to_string);
-    let mut keys: Vec<&str> = CUWHEEL_KEYS.to_vec();
+    let mut keys: Vec<&str> = cuwheel_keys();
     keys.extend(MATRIX_KEYS);
     keys.extend(EXCLUDE_KEYS);
     keys.extend(modules::binding_keys());

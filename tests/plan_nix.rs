@@ -2,9 +2,9 @@
 //! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
 //! import from derivation) hold exactly the configured SASS and PTX, name no
 //! store path and rebuild bit for bit; editing one `.cu` in a copy of the
-//! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
-//! the code into the bindings; headers beside a kernel reach its build and
-//! only its derivation.
+//! flake changes only that TU's derivations (and the plan's); a kernel — `.cu` or C++ — that
+//! reaches `Python.h` fails saying to move the code into the bindings; headers beside a kernel
+//! reach its build and only its derivation.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
@@ -175,20 +175,22 @@ fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
     let dir = tempfile::tempdir().unwrap();
     let project = fixture_with_demo_lock("python-h-kernel", dir.path());
     let plan = write_plan(&project);
-    let expr = format!(
-        "({}).kernel-cuda130-uses_extension",
-        nodes_expr(&project, &plan, false)
-    );
-    let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
-        .output()
-        .expect("nix runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the kernel compiled:\n{stderr}");
-    for expected in [
-        "cuwheel: kernel csrc/uses_extension.cu includes Python.h",
-        "torch/include/torch/extension.h",
-        "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+    for (node, source) in [
+        ("kernel-cuda130-uses_extension", "csrc/uses_extension.cu"),
+        ("kernel-cuda130-extension_cpu", "csrc/cpu/extension_cpu.cpp"),
     ] {
-        assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+        let expr = format!("({}).{node}", nodes_expr(&project, &plan, false));
+        let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
+            .output()
+            .expect("nix runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{node} compiled:\n{stderr}");
+        for expected in [
+            &format!("cuwheel: kernel {source} includes Python.h"),
+            "torch/include/torch/extension.h",
+            "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+        ] {
+            assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+        }
     }
 }

@@ -205,6 +205,7 @@ impl Reader<'_> {
                 let mut parts = self.module(cuwheel, None);
                 parts.name = name;
                 parts.options = defaults.clone();
+                self.check_cpu_only(&parts, cuwheel);
                 vec![parts]
             }
             Some(field) => {
@@ -241,7 +242,10 @@ impl Reader<'_> {
         let modules: Option<Vec<Module>> = parts
             .into_iter()
             .map(|p| {
-                let (compile, link) = p.options?;
+                let (mut compile, link) = p.options?;
+                if p.cuda == Some(false) {
+                    compile.nvcc_flags.clear();
+                }
                 Some(Module {
                     name: p.name?,
                     cuda: p.cuda?,
@@ -285,7 +289,23 @@ impl Reader<'_> {
         let mut parts = self.module(&table, Some(&table.key));
         parts.name = name;
         parts.options = options;
+        self.check_cpu_only(&parts, &table);
         parts
+    }
+
+    /// A CPU-only module has no use for nvcc flags: its own are refused, the
+    /// top-level defaults (for the CUDA modules) are left out.
+    fn check_cpu_only(&mut self, parts: &Parts, table: &Table<'_, '_>) {
+        if parts.cuda != Some(false) {
+            return;
+        }
+        if let Some(field) = table.get("nvcc-flags") {
+            self.report(
+                &field,
+                "the module has cuda = false, so nvcc never compiles it",
+                "remove its nvcc-flags (flags for g++ go in cxx-flags)",
+            );
+        }
     }
 
     /// `cuda`, `kernels` and the bindings of one module's table.
@@ -535,20 +555,6 @@ impl Reader<'_> {
                         module.name.value
                     ),
                     "give every module its own last component: it names the shared object",
-                );
-            }
-        }
-        for module in modules.iter().filter(|m| !m.cuda) {
-            if module.device_line_info() || !module.compile.nvcc_flags.is_empty() {
-                let flags = module.compile.nvcc_flags.join(" ");
-                self.report_location(
-                    module.name.at.clone(),
-                    format!(
-                        "{} has cuda = false but nvcc flags ({flags})",
-                        module.name.value
-                    ),
-                    "a CPU-only module is compiled without nvcc: move the nvcc flags to the CUDA \
-                     modules' entries",
                 );
             }
         }

@@ -548,7 +548,7 @@ torch = ["2.11"]
 #[test]
 fn modules_extend_the_top_level_defaults() {
     let text = modules_config(
-        "strip = true\n",
+        "strip = true\nnvcc-flags = [\"--use_fast_math\"]\n",
         "defines = [\"CPU\"]\nundefines = [\"NDEBUG\"]\nlibraries = [\"gomp\"]\nlink-flags = [\"-fopenmp\"]\n",
         "strip = false\nnvcc-flags = [\"-lineinfo\"]\n",
     );
@@ -568,6 +568,9 @@ fn modules_extend_the_top_level_defaults() {
     assert_eq!(cpu.link.libraries, ["gomp"]);
     assert!(cpu.link.strip && !cuda.link.strip);
     assert!(cuda.device_line_info() && !cpu.device_line_info());
+    // Top-level nvcc flags are for the CUDA modules.
+    assert!(cpu.compile.nvcc_flags.is_empty());
+    assert_eq!(cuda.compile.nvcc_flags, ["--use_fast_math", "-lineinfo"]);
     assert_eq!(cuda.name.at.key, "tool.cuwheel.modules[1].name");
     // A pybind11 module beside a torch-library one: per-Python wheels only.
     assert_eq!(config.flavours(), [BindingFlavour::Pybind11]);
@@ -585,8 +588,8 @@ fn module_problems_name_the_module_entry() {
         (
             "nvcc-flags = [\"-O3\"]\n",
             "",
-            "tool.cuwheel.modules[0].name",
-            "cuda = false but nvcc flags",
+            "tool.cuwheel.modules[0].nvcc-flags",
+            "cuda = false, so nvcc never",
         ),
         (
             "libraries = [\"foo\"]\n",

@@ -1,20 +1,20 @@
 //! Dependency specifiers (PEP 508, as restated in the "Dependency
-//! specifiers" specification) and version specifier sets (PEP 440).
+//! specifiers" specification).
 //!
 //! In: a requirement as `[project].dependencies` writes it
-//! (`numpy>=1.24; python_version >= "3.10"`), or a specifier set
-//! (`>=3.9,<4`). Out: a [`Requirement`] that keeps the text it was given
-//! (name, extras, versions or URL; and the marker) and can add an
-//! `extra == "x"` clause for `Requires-Dist`, or a [`SpecifierError`]
-//! saying what is wrong at which byte.
+//! (`numpy>=1.24; python_version >= "3.10"`). Out: a [`Requirement`] that
+//! keeps the text it was given (name, extras, versions or URL; and the
+//! marker) and can add an `extra == "x"` clause for `Requires-Dist`, or a
+//! [`RequirementError`] saying what is wrong at which byte.
 //!
-//! The grammar is checked exactly; marker variables must be ones the
-//! specification defines, and each version is checked with [`Version`].
+//! The grammar is checked exactly: the version specifiers by
+//! [`parse_specifiers`], marker variables against the ones the
+//! specification defines.
 
 use std::fmt;
 
-use super::pep440::Version;
 use super::pep503::ProjectName;
+use super::specifier::parse_specifiers;
 
 /// A checked requirement, with its text split at the marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,12 +26,11 @@ pub struct Requirement {
     pub marker: Option<String>,
 }
 
-/// Why a requirement or specifier set is not valid.
+/// Why a requirement is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{input}` is not a valid {what}: {reason} (at byte {position})")]
-pub struct SpecifierError {
+#[error("`{input}` is not a valid dependency specifier: {reason} (at byte {position})")]
+pub struct RequirementError {
     pub input: String,
-    pub what: &'static str,
     pub position: usize,
     pub reason: String,
 }
@@ -58,8 +57,8 @@ const MARKER_VARIABLES: [&str; 14] = [
 const OPERATORS: [&str; 8] = ["===", "~=", "==", "!=", "<=", ">=", "<", ">"];
 
 impl Requirement {
-    pub fn parse(input: &str) -> Result<Requirement, SpecifierError> {
-        let mut p = Cursor::new(input, "dependency specifier");
+    pub fn parse(input: &str) -> Result<Requirement, RequirementError> {
+        let mut p = Cursor::new(input);
         p.skip_space();
         let start = p.at;
         let name = p.identifier();
@@ -110,13 +109,17 @@ impl Requirement {
                 );
             }
         } else if p.eat("(") {
-            p.specifiers(true)?;
-            p.skip_space();
-            if !p.eat(")") {
+            let Some(end) = p.rest().find(')') else {
                 return Err(p.fail("expected `)`"));
-            }
+            };
+            p.specifiers(end)?;
+            p.at += 1;
         } else if !p.done() && !p.rest().starts_with(';') {
-            p.specifiers(false)?;
+            let end = p.rest().find(';').unwrap_or(p.rest().len());
+            if p.rest()[..end].trim().is_empty() {
+                return Err(p.fail("expected a comparison operator such as >="));
+            }
+            p.specifiers(end)?;
         }
         p.skip_space();
         let requirement = input[..p.at].trim().to_string();
@@ -165,17 +168,6 @@ impl fmt::Display for Requirement {
     }
 }
 
-/// Checks a specifier set such as `requires-python`'s `>=3.9,<4`.
-pub fn check_specifiers(input: &str) -> Result<(), SpecifierError> {
-    let mut p = Cursor::new(input, "version specifier set");
-    p.specifiers(true)?;
-    p.skip_space();
-    if !p.done() {
-        return Err(p.fail("unexpected text after the specifiers"));
-    }
-    Ok(())
-}
-
 /// An extra's name as PEP 685 normalises it: lower case, runs of `-`, `_`
 /// and `.` as one `-`.
 pub fn normalize_extra(name: &str) -> String {
@@ -184,13 +176,12 @@ pub fn normalize_extra(name: &str) -> String {
 
 struct Cursor<'a> {
     input: &'a str,
-    what: &'static str,
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(input: &'a str, what: &'static str) -> Cursor<'a> {
-        Cursor { input, what, at: 0 }
+    fn new(input: &'a str) -> Cursor<'a> {
+        Cursor { input, at: 0 }
     }
 
     fn rest(&self) -> &'a str {
@@ -220,16 +211,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn fail_at(&self, position: usize, reason: &str) -> SpecifierError {
-        SpecifierError {
+    fn fail_at(&self, position: usize, reason: &str) -> RequirementError {
+        RequirementError {
             input: self.input.to_string(),
-            what: self.what,
             position,
             reason: reason.to_string(),
         }
     }
 
-    fn fail(&self, reason: &str) -> SpecifierError {
+    fn fail(&self, reason: &str) -> RequirementError {
         self.fail_at(self.at, reason)
     }
 
@@ -253,67 +243,18 @@ impl<'a> Cursor<'a> {
         Some(op)
     }
 
-    /// `op version (, op version)*`; `allow_empty` for an empty set.
-    fn specifiers(&mut self, allow_empty: bool) -> Result<(), SpecifierError> {
-        self.skip_space();
-        if allow_empty && (self.done() || self.rest().starts_with(')')) {
-            return Ok(());
+    /// The version specifiers in the next `len` bytes, checked as PEP 440
+    /// says ([`parse_specifiers`]); the cursor moves past them.
+    fn specifiers(&mut self, len: usize) -> Result<(), RequirementError> {
+        let text = &self.rest()[..len];
+        if let Err(error) = parse_specifiers(text) {
+            return Err(self.fail(&error.problem));
         }
-        loop {
-            self.skip_space();
-            let start = self.at;
-            let Some(op) = self.operator() else {
-                return Err(self.fail("expected a comparison operator such as >="));
-            };
-            self.skip_space();
-            let version_start = self.at;
-            while self
-                .peek()
-                .is_some_and(|c| !c.is_whitespace() && !matches!(c, ',' | ';' | ')'))
-            {
-                self.at += self.peek().map_or(1, char::len_utf8);
-            }
-            let version = &self.input[version_start..self.at];
-            self.check_version(op, version, start)?;
-            self.skip_space();
-            if !self.eat(",") {
-                return Ok(());
-            }
-        }
-    }
-
-    fn check_version(&self, op: &str, version: &str, start: usize) -> Result<(), SpecifierError> {
-        if version.is_empty() {
-            return Err(self.fail("expected a version after the operator"));
-        }
-        if op == "===" {
-            return Ok(());
-        }
-        let (base, wildcard) = match version.strip_suffix(".*") {
-            Some(base) => (base, true),
-            None => (version, false),
-        };
-        if wildcard && op != "==" && op != "!=" {
-            return Err(self.fail_at(start, &format!("`{op}` cannot take a `.*` version")));
-        }
-        let parsed = Version::parse(base)
-            .map_err(|e| self.fail_at(start, &format!("`{version}`: {}", e.reason)))?;
-        if !parsed.local().is_empty() && (wildcard || (op != "==" && op != "!=")) {
-            return Err(self.fail_at(
-                start,
-                &format!("`{op}{version}`: a local version label only goes with == or !="),
-            ));
-        }
-        if op == "~=" && parsed.release().len() < 2 {
-            return Err(self.fail_at(
-                start,
-                &format!("`~={version}` needs at least two release numbers, like ~=1.4"),
-            ));
-        }
+        self.at += len;
         Ok(())
     }
 
-    fn marker_or(&mut self) -> Result<(), SpecifierError> {
+    fn marker_or(&mut self) -> Result<(), RequirementError> {
         self.marker_and()?;
         while self.keyword("or") {
             self.marker_and()?;
@@ -321,7 +262,7 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    fn marker_and(&mut self) -> Result<(), SpecifierError> {
+    fn marker_and(&mut self) -> Result<(), RequirementError> {
         self.marker_expr()?;
         while self.keyword("and") {
             self.marker_expr()?;
@@ -344,7 +285,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn marker_expr(&mut self) -> Result<(), SpecifierError> {
+    fn marker_expr(&mut self) -> Result<(), RequirementError> {
         self.skip_space();
         if self.eat("(") {
             self.marker_or()?;
@@ -365,7 +306,7 @@ impl<'a> Cursor<'a> {
         self.marker_value()
     }
 
-    fn marker_value(&mut self) -> Result<(), SpecifierError> {
+    fn marker_value(&mut self) -> Result<(), RequirementError> {
         self.skip_space();
         match self.peek() {
             Some(quote @ ('"' | '\'')) => {
@@ -450,12 +391,12 @@ mod tests {
         for (input, says) in [
             ("", "expected a project name"),
             ("-numpy", "a name must start with a letter or digit"),
-            ("numpy>=", "expected a version"),
-            ("numpy=>1", "expected a comparison operator"),
+            ("numpy>=", "has no version"),
+            ("numpy=>1", "does not start with an operator"),
             ("numpy>=1.0+local", "local version label"),
-            ("numpy>=1.*", "cannot take a `.*`"),
+            ("numpy>=1.*", "only after == and !="),
             ("numpy~=1", "two release numbers"),
-            ("numpy>=one", "`one`"),
+            ("numpy>=one", "`>=one`"),
             (
                 "numpy; python >= \"3\"",
                 "`python` is not a marker variable",
@@ -467,7 +408,7 @@ mod tests {
                 "pkg @ https://x.invalid/a.whl; os_name == 'nt'",
                 "a space before `;`",
             ),
-            ("numpy extra", "expected a comparison operator"),
+            ("numpy extra", "does not start with an operator"),
         ] {
             let error = Requirement::parse(input).unwrap_err().to_string();
             assert!(error.contains(says), "{input:?}: {error}");
@@ -476,13 +417,5 @@ mod tests {
                 "{error}"
             );
         }
-    }
-
-    #[test]
-    fn specifier_sets_are_checked() {
-        assert!(check_specifiers(">=3.9").is_ok());
-        assert!(check_specifiers(">=3.9, <4, !=3.10.*").is_ok());
-        assert!(check_specifiers("3.9").is_err());
-        assert!(check_specifiers(">=3.9;").is_err());
     }
 }

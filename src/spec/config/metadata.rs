@@ -19,7 +19,8 @@ use crate::spec::config::license::canonical_expression;
 use crate::spec::document::{Field, Located, Reader, Table};
 use crate::spec::glob::Pattern;
 use crate::spec::version::InvalidValue;
-use crate::wheel::pep508::{Requirement, check_specifiers, normalize_extra};
+use crate::wheel::parse_specifiers;
+use crate::wheel::pep508::{Requirement, normalize_extra};
 
 /// What `[project]` says for METADATA.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,9 +136,17 @@ impl Reader<'_> {
         let summary = text(self, "description", "\"A CUDA extension\"");
         let requires_python = text(self, "requires-python", "\">=3.9\"").and_then(|value| {
             let field = project.get("requires-python")?;
-            let checked = check_specifiers(&value).map(|()| value).map_err(|e| {
-                InvalidValue::new(e.to_string(), "write a specifier set, like \">=3.9\"")
-            });
+            let checked = match parse_specifiers(&value) {
+                Ok(clauses) if !clauses.is_empty() => Ok(value),
+                Ok(_) => Err(InvalidValue::new(
+                    "`requires-python` is empty",
+                    "write a specifier set, like \">=3.9\", or remove it",
+                )),
+                Err(e) => Err(InvalidValue::new(
+                    e.to_string(),
+                    "write a specifier set, like \">=3.9\"",
+                )),
+            };
             self.checked(&field, checked)
         });
         let license = project

@@ -746,7 +746,7 @@ fn project_metadata_is_read_and_checked() {
             "dependencies = [\"torch\"]",
             "requires-python = \"3.9\"",
             "project.requires-python",
-            "comparison operator",
+            "does not start with an operator",
         ),
         (
             "dependencies = [\"torch\"]",

@@ -339,15 +339,15 @@ fn module(
         inferred,
     ) {
         let trimmed = dir.trim_end_matches('/');
-        if let Some(rel) = project_path(
+        let rel = project_path(
             root,
             if trimmed.is_empty() { "/" } else { trimmed },
             &format!("{key}.include-dirs"),
             at,
             false,
             inferred,
-        ) && !module.include_dirs.contains(&rel)
-        {
+        );
+        if let Some(rel) = rel.filter(|rel| !module.include_dirs.contains(rel)) {
             module.include_dirs.push(rel);
         }
     }

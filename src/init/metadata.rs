@@ -169,9 +169,11 @@ fn version(
             }
         },
     };
-    if let Some(VersionSource::Static(v)) = &source
-        && v.parse::<Version>().is_err()
-    {
+    let bad = match &source {
+        Some(VersionSource::Static(v)) if v.parse::<Version>().is_err() => Some(v),
+        _ => None,
+    };
+    if let Some(v) = bad {
         inferred.find(
             key,
             format!("{}: `{v}` is not a PEP 440 version", setup.at),

@@ -35,15 +35,17 @@ impl Interpreter {
                 ),
             )
         };
-        if let Some(u) = args
+        let unknown_argument = args
             .iter()
             .chain(kwargs.iter().map(|(_, v)| v))
             .find_map(|v| v.as_unknown())
-            && !matches!(
-                receiver,
-                Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Environ
-            )
-        {
+            .filter(|_| {
+                !matches!(
+                    receiver,
+                    Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Environ
+                )
+            });
+        if let Some(u) = unknown_argument {
             return Ok(Value::Unknown(u.clone()));
         }
         Ok(match receiver {

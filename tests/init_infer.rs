@@ -402,19 +402,23 @@ fn the_demo_is_inferred_from_its_tree() {
     let shown = |c: &cuwheel::spec::Config| {
         format!(
             "{} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
-            c.module,
-            c.kernels
+            c.modules[0].name.value,
+            c.modules[0]
+                .kernels
                 .iter()
                 .map(|k| k.value.to_string())
                 .collect::<Vec<_>>(),
-            c.bindings
+            c.modules[0]
+                .bindings
                 .iter()
                 .map(|(f, files)| (
                     f.to_string(),
                     files.iter().map(|p| p.value.clone()).collect::<Vec<_>>()
                 ))
                 .collect::<Vec<_>>(),
-            c.include_dirs
+            c.modules[0]
+                .compile
+                .include_dirs
                 .iter()
                 .map(|d| d.value.clone())
                 .collect::<Vec<_>>(),
@@ -434,10 +438,15 @@ fn the_demo_is_inferred_from_its_tree() {
                 .iter()
                 .map(|p| p.value.clone())
                 .collect::<Vec<_>>(),
-            (c.name.to_string(), c.version.to_string(), &c.license),
+            (
+                c.name.to_string(),
+                c.version.to_string(),
+                &c.metadata.license
+            ),
         )
     };
     assert_eq!(shown(&inferred), shown(&expected));
+    let (inferred, expected) = (&inferred.modules[0].compile, &expected.modules[0].compile);
     assert!(inferred.nvcc_flags.is_empty() && inferred.cxx_flags.is_empty());
     assert_eq!(expected.nvcc_flags, ["--expt-relaxed-constexpr"]);
     assert_eq!(expected.cxx_flags, ["-O3"]);

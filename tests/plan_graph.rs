@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuwheel::lock::format::{CellToolchains, Lock, Toolchain};
-use cuwheel::plan::{Input, Plan, PlanError, ProjectSources, TranslationUnit, sources};
+use cuwheel::plan::{
+    Input, ModuleSources, Plan, PlanError, ProjectSources, TranslationUnit, sources,
+};
 use cuwheel::spec::{BindingFlavour, Config, Spec, matrix};
 
 fn demo_dir() -> PathBuf {
@@ -23,11 +25,21 @@ fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
     let cells = spec.cells().unwrap();
     let lock_path = demo_dir().join("cuwheel.lock");
-    let (kernels, project) = sources::read(&spec, &lock_path).unwrap();
-    assert!(kernels.iter().all(|k| k.headers.is_empty()), "{kernels:?}");
+    let project = sources::read(&spec, &lock_path).unwrap();
+    // Each kernel includes both headers of the include directory.
+    for kernel in &project.modules[0].kernels {
+        let headers: Vec<&str> = kernel.headers.iter().map(|h| h.to_str().unwrap()).collect();
+        assert_eq!(
+            headers,
+            [
+                "csrc/include/demo_ext/launch.cuh",
+                "csrc/include/demo_ext/ops.h"
+            ],
+            "{kernel:?}"
+        );
+    }
     Plan::new(
         &spec.config,
-        &kernels,
         &project,
         &cells,
         &demo_lock(),
@@ -45,14 +57,17 @@ fn kernel_names(plan: &Plan) -> Vec<&str> {
         .collect()
 }
 
-/// The synthetic configs' one binding source, `b.cpp`.
-fn pybind11_sources() -> ProjectSources {
+/// The synthetic configs' sources: `kernels`, and one binding, `b.cpp`.
+fn pybind11_sources(kernels: Vec<TranslationUnit>) -> ProjectSources {
     ProjectSources {
-        bindings: [(
-            BindingFlavour::Pybind11,
-            vec![TranslationUnit::alone("b.cpp")],
-        )]
-        .into(),
+        modules: vec![ModuleSources {
+            kernels,
+            bindings: [(
+                BindingFlavour::Pybind11,
+                vec![TranslationUnit::alone("b.cpp")],
+            )]
+            .into(),
+        }],
         ..ProjectSources::default()
     }
 }
@@ -97,8 +112,7 @@ fn plan_of(
     let sources: Vec<TranslationUnit> = sources.iter().map(TranslationUnit::alone).collect();
     Plan::new(
         config,
-        &sources,
-        &pybind11_sources(),
+        &pybind11_sources(sources),
         cells,
         lock,
         Path::new("cuwheel.lock"),
@@ -160,7 +174,14 @@ fn no_kernel_node_sees_python() {
         let vars: Vec<&str> = node.inputs.keys().map(String::as_str).collect();
         assert_eq!(
             vars,
-            ["cuda", "gcc", "include0", "source", "torchHeaders"],
+            [
+                "cuda",
+                "gcc",
+                "header0",
+                "header1",
+                "source",
+                "torchHeaders"
+            ],
             "{}",
             node.name
         );
@@ -187,9 +208,9 @@ fn no_kernel_node_sees_python() {
                 Input::Driver { .. } => panic!("{} runs the driver", node.name),
             }
         }
-        // Nothing the compiler is given names Python: the flags (the `set --`
-        // block) and the nvcc lines.
-        let flags = &node.script[node.script.find("set -- ").unwrap()..];
+        // Nothing the compiler is given names Python: the flags (the
+        // `nvcc_compile` function) and the nvcc lines.
+        let flags = &node.script[node.script.find("nvcc_compile() {").unwrap()..];
         let mentions: Vec<&str> = flags
             .lines()
             .filter(|l| !l.contains("python_h"))
@@ -230,13 +251,12 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
         "-D_GLIBCXX_USE_CXX11_ABI=1",
         "\"$gcc\"/bin/g++",
         "\"$torchHeaders\"/torch/csrc/api/include",
-        "-I\"$include0\"",
+        "-Icsrc/include",
         "-objtemp",
         "--frandom-seed=csrc/kernels/bias_gelu.cu",
         "--compress-mode=balance",
         "-ffile-prefix-map=\"$torchHeaders\"=torch/include",
         "-ffile-prefix-map=\"$cuda\"=cuda",
-        "-ffile-prefix-map=\"$include0\"=csrc/include",
     ] {
         assert!(words.contains(&flag), "{flag} missing from:\n{script}");
     }
@@ -536,12 +556,12 @@ fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
     let with_header = TranslationUnit {
         path: "k/a.cu".into(),
         headers: ["common/math.cuh".into(), "k/util.cuh".into()].into(),
+        computed_include: None,
     };
-    let sources = [with_header, TranslationUnit::alone("k/b.cu")];
+    let sources = vec![with_header, TranslationUnit::alone("k/b.cu")];
     let plan = Plan::new(
         &config,
-        &sources,
-        &pybind11_sources(),
+        &pybind11_sources(sources),
         &cells,
         &lock,
         Path::new("cuwheel.lock"),
@@ -578,12 +598,12 @@ fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
 fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
     let plan = demo_plan();
     let cell = &plan.cells["cu130-py313"];
-    assert_eq!(cell.binding, "binding-cuda130-py313");
+    assert_eq!(cell.bindings, ["binding-cuda130-py313".to_string()].into());
     assert_eq!(
         cell.wheel_file,
         "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
     );
-    let binding = &plan.nodes[&cell.binding];
+    let binding = &plan.nodes["binding-cuda130-py313"];
     assert_eq!(
         binding.inputs["python"],
         Input::Toolchain {
@@ -607,7 +627,8 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
         abi3.wheel_file,
         "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_31_x86_64.whl"
     );
-    let binding = &plan.nodes[&abi3.binding];
+    let binding = &plan.nodes["binding-cuda130-abi3"];
+    assert_eq!(abi3.bindings, ["binding-cuda130-abi3".to_string()].into());
     assert!(
         binding.script.contains("-DPy_LIMITED_API=0x03090000"),
         "{}",
@@ -627,7 +648,8 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
     );
     // The links: every kernel object of the toolkit, torch_python only for pybind11.
     for (name, cell) in &plan.cells {
-        let link = &plan.nodes[&cell.link];
+        assert_eq!(cell.links.len(), 1, "{name}");
+        let link = &plan.nodes[cell.links.first().unwrap()];
         let kernels: BTreeSet<String> = link
             .inputs
             .values()
@@ -665,10 +687,14 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     let start = script.find("<<'CUWHEEL_RECIPE'\n").unwrap() + "<<'CUWHEEL_RECIPE'\n".len();
     let end = script.find("CUWHEEL_RECIPE\n\"").unwrap();
     let recipe: cuwheel::build::WheelRecipe = serde_json::from_str(&script[start..end]).unwrap();
-    assert_eq!(recipe.version, "0.1.0+pt29cu124");
+    assert_eq!(recipe.metadata.version.to_string(), "0.1.0+pt29cu124");
     assert_eq!(recipe.tag, "cp311-cp311-manylinux_2_31_x86_64");
-    assert_eq!(recipe.requires_dist, ["torch>=2.9,<2.10"]);
-    assert_eq!(recipe.requires_python.as_deref(), Some(">=3.9"));
+    assert_eq!(recipe.metadata.requires_dist, ["torch>=2.9,<2.10"]);
+    assert_eq!(recipe.metadata.requires_python.as_deref(), Some(">=3.9"));
+    assert_eq!(
+        recipe.metadata.license_expression.as_deref(),
+        Some("MIT OR Apache-2.0")
+    );
     let p = &recipe.provenance;
     assert_eq!(p.cell, "cu124-py311");
     assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
@@ -691,4 +717,66 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
         cuwheel::build::Provenance::source_sha256(&p.sources)
     );
     assert_eq!(p.toolchains["torch"], "torch29");
+}
+
+#[test]
+fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let files = [
+        (
+            "pyproject.toml",
+            "[project]\nname = \"x\"\nversion = \"1.0\"\n\n[tool.cuwheel]\nmodule = \"x._C\"\n\
+             kernels = [\"k/*.cu\"]\ncuda-archs = [\"9.0\"]\nbaseline = \"manylinux_2_31\"\n\
+             include-dirs = [\"inc\"]\nbindings = [\"b.cpp\"]\nbinding = \"pybind11\"\n\n\
+             [tool.cuwheel.matrix]\ncuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]\n",
+        ),
+        ("k/named.cu", "#include <x/a.h>\n"),
+        ("k/computed.cu", "#define H <x/a.h>\n#include H\n"),
+        ("inc/x/a.h", "#pragma once\n"),
+        ("inc/x/b.h", "#pragma once\n"),
+        ("b.cpp", "#include \"inc/x/a.h\"\n"),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::copy(demo_dir().join("cuwheel.lock"), root.join("cuwheel.lock")).unwrap();
+    let (_, project, plan) = sources::plan_project(root).unwrap();
+    let inputs = |node: &str| -> Vec<String> {
+        plan.nodes[node]
+            .inputs
+            .values()
+            .filter_map(|input| match input {
+                Input::Source { source } => Some(source.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(inputs("kernel-cuda130-named"), ["inc/x/a.h", "k/named.cu"]);
+    assert_eq!(inputs("kernel-cuda130-computed"), ["inc", "k/computed.cu"]);
+    assert!(
+        plan.nodes["kernel-cuda130-computed"]
+            .script
+            .contains("cp -R \"$include0\"/. inc/\n")
+    );
+    assert_eq!(
+        project.whole_include_dirs(),
+        [
+            "k/computed.cu: the #include at k/computed.cu:2 is computed by a macro, so its objects \
+          depend on every file of its module's include-dirs (write the header's name to depend \
+          on it alone)"
+        ]
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--no-store", "--project"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("note: k/computed.cu: the #include at k/computed.cu:2"),
+        "{text}"
+    );
 }

@@ -2,9 +2,9 @@
 //! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
 //! import from derivation) hold exactly the configured SASS and PTX, name no
 //! store path and rebuild bit for bit; editing one `.cu` in a copy of the
-//! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
-//! the code into the bindings; headers beside a kernel reach its build and
-//! only its derivation.
+//! flake changes only that TU's derivations (and the plan's); a kernel — `.cu` or C++ — that
+//! reaches `Python.h` fails saying to move the code into the bindings; headers beside a kernel
+//! reach its build and only its derivation.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
@@ -13,61 +13,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::cuwheel_bin;
-use common::flake::{flake_copy, installable, json, nix, nix_ok, repo};
-use common::run_ok;
+use common::flake::{flake_copy, installable, json, nix, nix_ok};
+use common::project::{fixture_with_demo_lock, nodes_expr, write_plan};
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
 
 const DEMO_KERNELS: [&str; 3] = ["axpby", "bias_gelu", "row_norm"];
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// `cuwheel plan --json` of `project`, written to `project/plan.json`.
-fn write_plan(project: &Path) -> PathBuf {
-    let out = run_ok(
-        Command::new(cuwheel_bin())
-            .args(["plan", "--json", "--project"])
-            .arg(project),
-    );
-    let path = project.join("plan.json");
-    fs::write(&path, &out.stdout).unwrap();
-    path
-}
-
-/// The expression of `project`'s nodes, with the repository's nix/ and the
-/// demo's lock, from a plan made by the cuwheel this test run built.
-fn nodes_expr(project: &Path, plan: &Path) -> String {
-    format!(
-        r#"let
-          repo = {repo};
-          lockFile = repo + "/examples/demo-ext/cuwheel.lock";
-          seeds = import (repo + "/nix/seeds.nix") (builtins.fromJSON (builtins.readFile lockFile));
-          toolchains = (import (repo + "/nix/toolchains.nix") lockFile).toolchains;
-        in import (repo + "/nix/plan.nix") seeds {{
-          inherit toolchains;
-          projectDir = {project};
-          plan = builtins.fromJSON (builtins.readFile {plan});
-          cuwheel = throw "these tests build kernel objects only, which never run the driver";
-        }}"#,
-        repo = repo().display(),
-        project = project.display(),
-        plan = plan.display(),
-    )
-}
 
 #[test]
 fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
@@ -175,7 +127,7 @@ fn node_drvs(project: &Path) -> BTreeMap<String, String> {
     let expr = format!(
         "let nodes = {}; in builtins.listToAttrs (map (n: {{ name = n; value = nodes.${{n}}.drvPath; }}) \
          (builtins.filter (n: builtins.substring 0 7 n == \"kernel-\") (builtins.attrNames nodes)))",
-        nodes_expr(project, &plan)
+        nodes_expr(project, &plan, false)
     );
     serde_json::from_value(json(&nix_ok(&[
         "eval", "--impure", "--json", "--expr", &expr,
@@ -186,15 +138,12 @@ fn node_drvs(project: &Path) -> BTreeMap<String, String> {
 #[test]
 fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("sibling-header");
-    copy_dir(&repo().join("tests/fixtures/sibling-header"), &project);
-    fs::copy(
-        repo().join("examples/demo-ext/cuwheel.lock"),
-        project.join("cuwheel.lock"),
-    )
-    .unwrap();
+    let project = fixture_with_demo_lock("sibling-header", dir.path());
     let plan = write_plan(&project);
-    let expr = format!("({}).kernel-cuda130-scale", nodes_expr(&project, &plan));
+    let expr = format!(
+        "({}).kernel-cuda130-scale",
+        nodes_expr(&project, &plan, false)
+    );
     let built = json(&nix_ok(&[
         "build",
         "--impure",
@@ -224,28 +173,24 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
 #[test]
 fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("python-h-kernel");
-    copy_dir(&repo().join("tests/fixtures/python-h-kernel"), &project);
-    fs::copy(
-        repo().join("examples/demo-ext/cuwheel.lock"),
-        project.join("cuwheel.lock"),
-    )
-    .unwrap();
+    let project = fixture_with_demo_lock("python-h-kernel", dir.path());
     let plan = write_plan(&project);
-    let expr = format!(
-        "({}).kernel-cuda130-uses_extension",
-        nodes_expr(&project, &plan)
-    );
-    let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
-        .output()
-        .expect("nix runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the kernel compiled:\n{stderr}");
-    for expected in [
-        "cuwheel: kernel csrc/uses_extension.cu includes Python.h",
-        "torch/include/torch/extension.h",
-        "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+    for (node, source) in [
+        ("kernel-cuda130-uses_extension", "csrc/uses_extension.cu"),
+        ("kernel-cuda130-extension_cpu", "csrc/cpu/extension_cpu.cpp"),
     ] {
-        assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+        let expr = format!("({}).{node}", nodes_expr(&project, &plan, false));
+        let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])
+            .output()
+            .expect("nix runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{node} compiled:\n{stderr}");
+        for expected in [
+            &format!("cuwheel: kernel {source} includes Python.h"),
+            "torch/include/torch/extension.h",
+            "move the code that needs Python (torch/extension.h, pybind11, Python.h) into the bindings",
+        ] {
+            assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+        }
     }
 }

@@ -69,6 +69,15 @@ fn config_error(root: &Path) -> ConfigError {
         .clone()
 }
 
+/// Each problem's key path and text.
+fn keys_and_problems(error: &ConfigError) -> Vec<(&str, &str)> {
+    error
+        .problems
+        .iter()
+        .map(|p| (p.at.key.as_str(), p.problem.as_str()))
+        .collect()
+}
+
 fn compat_error(pyproject: &str) -> CompatError {
     let root = project(pyproject, &DEMO_FILES);
     let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
@@ -80,7 +89,7 @@ fn loads_the_demo_and_names_its_cells() {
     let root = project(DEMO, &DEMO_FILES);
     let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
     let expected: Vec<PathBuf> = DEMO_FILES[..3].iter().map(PathBuf::from).collect();
-    assert_eq!(spec.kernel_sources, expected);
+    assert_eq!(spec.kernel_sources, [expected]);
     assert_eq!(spec.pyproject, root.path().join("pyproject.toml"));
 
     let cells = spec.cells().unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +135,7 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
         .collect();
     let mut expected = kernels;
     expected.sort();
-    assert_eq!(spec.kernel_sources, expected);
+    assert_eq!(spec.kernel_sources, [expected]);
     let shipped: Vec<String> = spec
         .cells()
         .unwrap()
@@ -165,7 +174,7 @@ fn a_kernel_pattern_must_match_only_cu_files() {
     let error = config_error(root.path());
     let problems: Vec<&str> = error.problems.iter().map(|p| p.problem.as_str()).collect();
     assert!(
-        problems.contains(&"`csrc/**/*` matches csrc/include/common.h, which is not a .cu file"),
+        problems.contains(&"`csrc/**/*` matches csrc/include/common.h, which is not a .cu or C++ (.cpp, .cc, .cxx) file"),
         "{error}"
     );
     // The bindings it also matched are reported as doubly listed.
@@ -184,11 +193,7 @@ fn missing_binding_sources_and_include_dirs_are_named() {
         .collect();
     let root = project(DEMO, &files);
     let error = config_error(root.path());
-    let found: Vec<(&str, &str)> = error
-        .problems
-        .iter()
-        .map(|p| (p.at.key.as_str(), p.problem.as_str()))
-        .collect();
+    let found = keys_and_problems(&error);
     assert_eq!(
         found,
         [
@@ -266,4 +271,125 @@ fn a_gcc_14_baseline_rules_out_cuda_12_4() {
         cells,
         ["cu124-abi3", "cu124-py311", "cu124-py313", "cu124-py314"]
     );
+}
+
+/// A two-module project (CPU and CUDA) with package, readme and license
+/// files; `extra` goes into `[tool.cuwheel]`, `project_extra` into `[project]`.
+fn modules_project(extra: &str, project_extra: &str, files: &[&str]) -> TempDir {
+    let text = format!(
+        r#"[project]
+name = "mods"
+version = "1.0"
+readme = "README.md"
+{project_extra}
+
+[tool.cuwheel]
+cuda-archs = ["9.0"]
+baseline = "manylinux_2_31"
+{extra}
+
+[[tool.cuwheel.modules]]
+name = "mods._cpu"
+cuda = false
+kernels = ["csrc/cpu/*"]
+bindings = ["csrc/cpu_ops.cpp"]
+binding = "torch-library"
+
+[[tool.cuwheel.modules]]
+name = "mods._cuda"
+kernels = ["csrc/cuda/*.cu"]
+bindings = ["csrc/cuda_ops.cu"]
+binding = "pybind11"
+
+[tool.cuwheel.matrix]
+cuda = ["13.0"]
+python = ["3.13"]
+torch = ["2.11"]
+"#
+    );
+    project(&text, files)
+}
+
+const MODULE_FILES: [&str; 11] = [
+    "README.md",
+    "LICENSE.txt",
+    "csrc/cpu/a.cpp",
+    "csrc/cuda/b.cu",
+    "csrc/cpu_ops.cpp",
+    "csrc/cuda_ops.cu",
+    "mods/__init__.py",
+    "mods/ops.pyi",
+    "mods/data/x.json",
+    "mods/vendor/third_party/h.py",
+    "mods/kernels/k.cuh",
+];
+
+#[test]
+fn modules_load_with_their_files_and_the_package_selection() {
+    let root = modules_project(
+        "package-include = [\"mods/data/*.json\"]\npackage-exclude = [\"**/third_party/**\"]",
+        "",
+        &MODULE_FILES,
+    );
+    let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(
+        spec.kernel_sources,
+        [
+            vec![PathBuf::from("csrc/cpu/a.cpp")],
+            vec![PathBuf::from("csrc/cuda/b.cu")]
+        ]
+    );
+    let members: Vec<&str> = spec
+        .package_files
+        .iter()
+        .map(|f| f.member.as_str())
+        .collect();
+    assert_eq!(
+        members,
+        ["mods/__init__.py", "mods/data/x.json", "mods/ops.pyi"]
+    );
+    // The default license files, at the root.
+    assert_eq!(spec.license_files, [PathBuf::from("LICENSE.txt")]);
+    let description = spec.description.unwrap();
+    assert_eq!(description.content_type, "text/markdown");
+    assert_eq!(description.file, Some(PathBuf::from("README.md")));
+}
+
+#[test]
+fn module_files_that_cannot_work_are_named_before_any_build() {
+    let mut files = MODULE_FILES.to_vec();
+    files.push("csrc/cpu/c.cu");
+    files.retain(|f| *f != "README.md");
+    let root = modules_project(
+        "package-include = [\"mods/data/*.yaml\", \"csrc/*.cpp\"]\npackage-exclude = [\"**/nothing/**\"]",
+        "license-files = [\"COPYING\"]",
+        &files,
+    );
+    let error = config_error(root.path());
+    let found = keys_and_problems(&error);
+    let expect = |key: &str, says: &str| {
+        assert!(
+            found.iter().any(|(k, p)| *k == key && p.contains(says)),
+            "{key}: {says} not in {found:#?}"
+        );
+    };
+    expect("project.readme", "cannot read the readme README.md");
+    expect("project.license-files[0]", "`COPYING` matches no file");
+    expect(
+        "tool.cuwheel.package-include[0]",
+        "`mods/data/*.yaml` matches no file",
+    );
+    expect(
+        "tool.cuwheel.package-include[1]",
+        "matches csrc/cpu_ops.cpp, which is not under a package directory",
+    );
+    expect(
+        "tool.cuwheel.package-exclude[0]",
+        "matches no file of the package directories",
+    );
+    expect(
+        "tool.cuwheel.modules[0].kernels[0]",
+        "matches csrc/cpu/c.cu, which is not a C++ (.cpp, .cc, .cxx) file: the module has cuda = false",
+    );
+    assert_eq!(found.len(), 6, "{found:#?}");
 }

@@ -161,19 +161,7 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
             );
             target
         } else {
-            let venv = dir.path().join("venv");
-            run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-            run_ok(
-                Command::new(venv.join("bin/pip"))
-                    .args(["install", "--no-deps", "--no-index", "--quiet"])
-                    .arg(&wheel),
-            );
-            let lib = fs::read_dir(venv.join("lib"))
-                .unwrap()
-                .next()
-                .unwrap()
-                .unwrap();
-            lib.path().join("site-packages")
+            common::pip_install_in_venv(&dir.path().join("venv"), &wheel)
         };
         assert!(
             common::assert_installed_as_recorded(&site, &wheel) >= 4,

@@ -2,8 +2,10 @@
 //! the package files into the wheel.
 //!
 //! In: a [`WheelRecipe`] (JSON the plan writes into the wheel node's script:
-//! name, version with the cell's label, tag, requirements and the
-//! [`Provenance`]) and a directory tree laid out as the wheel's members.
+//! the METADATA — name, version with the cell's label, requirements,
+//! description, license fields — the tag and the [`Provenance`]) and a
+//! directory tree laid out as the wheel's members, license files included
+//! under `<dist-info>/licenses/`.
 //! Out: the `.whl`, written atomically by the deterministic writer, with the
 //! provenance as `.dist-info/cuwheel-provenance.json`.
 
@@ -14,22 +16,14 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::archs::PROVENANCE_FILE;
-use crate::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
+use crate::wheel::{CoreMetadata, TagSet, WheelBuilder, ZipTimestamp};
 
 /// How one cell's wheel is named and described.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct WheelRecipe {
-    pub name: String,
-    /// With the cell's local label: `0.1.0+pt211cu130`.
-    pub version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub license: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requires_python: Option<String>,
-    pub requires_dist: Vec<String>,
+    /// METADATA, its version with the cell's local label (`0.1.0+pt211cu130`).
+    pub metadata: CoreMetadata,
     /// `cp313-cp313-manylinux_2_31_x86_64`.
     pub tag: String,
     pub provenance: Provenance,
@@ -77,30 +71,26 @@ impl WheelRecipe {
         crate::json::canonical(self)
     }
 
-    fn identity(&self) -> Result<(CoreMetadata, TagSet)> {
-        let name = ProjectName::new(&self.name)
-            .with_context(|| format!("the recipe's name `{}` is not a project name", self.name))?;
-        let version = Version::parse(&self.version).with_context(|| {
-            format!(
-                "the recipe's version `{}` is not a PEP 440 version",
-                self.version
-            )
-        })?;
-        let tags = TagSet::parse(&self.tag)
-            .with_context(|| format!("the recipe's tag `{}` is not a wheel tag", self.tag))?;
-        let mut metadata = CoreMetadata::new(name, version);
-        metadata.summary = self.summary.clone();
-        metadata.license = self.license.clone();
-        metadata.requires_python = self.requires_python.clone();
-        metadata.requires_dist = self.requires_dist.clone();
-        Ok((metadata, tags))
+    fn tags(&self) -> Result<TagSet> {
+        TagSet::parse(&self.tag)
+            .with_context(|| format!("the recipe's tag `{}` is not a wheel tag", self.tag))
     }
 
     /// Writes the wheel of `tree` (members at their paths) into `out_dir`,
     /// with the provenance file; returns the wheel's path.
     pub fn build(&self, tree: &Path, out_dir: &Path, timestamp: ZipTimestamp) -> Result<PathBuf> {
-        let (metadata, tags) = self.identity()?;
-        let mut wheel = WheelBuilder::new(metadata, tags, None);
+        let mut wheel = WheelBuilder::new(self.metadata.clone(), self.tags()?, None);
+        let licenses = Path::new(&wheel.filename().dist_info_dir()).join("licenses");
+        for file in &self.metadata.license_files {
+            let staged = tree.join(&licenses).join(file);
+            if !staged.is_file() {
+                anyhow::bail!(
+                    "METADATA names the license file {file}, but {} is not in the wheel's tree; \
+                     the plan stages each license file there",
+                    staged.display()
+                );
+            }
+        }
         wheel
             .add_tree(tree, "")
             .with_context(|| format!("cannot add the files of {}", tree.display()))?;
@@ -119,13 +109,17 @@ mod tests {
 
     fn recipe() -> WheelRecipe {
         let sources = BTreeMap::from([("a.cu".to_string(), "00".repeat(32))]);
+        let mut metadata = CoreMetadata::new(
+            crate::wheel::ProjectName::new("demo-ext").unwrap(),
+            crate::wheel::Version::parse("0.1.0+pt211cu130").unwrap(),
+        );
+        metadata.summary = Some("demo".into());
+        metadata.requires_python = Some(">=3.9".into());
+        metadata.requires_dist = vec!["torch>=2.11,<2.12".into()];
+        metadata.license_expression = Some("MIT".into());
+        metadata.license_files = vec!["LICENSE".into()];
         WheelRecipe {
-            name: "demo-ext".into(),
-            version: "0.1.0+pt211cu130".into(),
-            summary: Some("demo".into()),
-            license: None,
-            requires_python: Some(">=3.9".into()),
-            requires_dist: vec!["torch>=2.11,<2.12".into()],
+            metadata,
             tag: "cp313-cp313-manylinux_2_31_x86_64".into(),
             provenance: Provenance {
                 cell: "cu130-py313".into(),
@@ -165,6 +159,17 @@ mod tests {
         let tree = dir.path().join("tree");
         std::fs::create_dir_all(tree.join("demo_ext")).unwrap();
         std::fs::write(tree.join("demo_ext/__init__.py"), "").unwrap();
+        let out = dir.path().join("out");
+        let timestamp = ZipTimestamp::from_unix_seconds(0).unwrap();
+        // A license file METADATA names but the tree lacks is refused.
+        let error = recipe().build(&tree, &out, timestamp).unwrap_err();
+        assert!(
+            error.to_string().contains("license file LICENSE"),
+            "{error}"
+        );
+        let licenses = tree.join("demo_ext-0.1.0+pt211cu130.dist-info/licenses");
+        std::fs::create_dir_all(&licenses).unwrap();
+        std::fs::write(licenses.join("LICENSE"), "MIT License\n").unwrap();
         let path = recipe()
             .build(
                 &tree,
@@ -175,6 +180,11 @@ mod tests {
         let wheel = crate::wheel::WheelArchive::open(&path).unwrap();
         let names: Vec<&str> = wheel.members().iter().map(|m| m.name.as_str()).collect();
         assert!(names.contains(&"demo_ext/__init__.py"), "{names:?}");
+        assert!(
+            names.contains(&"demo_ext-0.1.0+pt211cu130.dist-info/licenses/LICENSE"),
+            "{names:?}"
+        );
+        assert_eq!(wheel.metadata().license_files, ["LICENSE"]);
         let provenance = wheel
             .member("demo_ext-0.1.0+pt211cu130.dist-info/cuwheel-provenance.json")
             .expect("the provenance file");

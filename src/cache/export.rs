@@ -308,7 +308,7 @@ fn cell_roots(nix: &Nix, flake: &str, cells: &[String]) -> Result<(Vec<StorePath
     Ok((built, contents))
 }
 
-/// The names of the nodes `cells` build themselves (binding, link, wheel,
+/// The names of the nodes `cells` build themselves (bindings, links, wheel,
 /// audit); an unknown cell is an error that lists the plan's cells.
 fn own_nodes(plan: &Plan, cells: &[String]) -> Result<BTreeSet<String>> {
     let mut own = BTreeSet::new();
@@ -320,12 +320,14 @@ fn own_nodes(plan: &Plan, cells: &[String]) -> Result<BTreeSet<String>> {
                 known.join(", ")
             );
         };
-        own.extend([
-            nodes.binding.clone(),
-            nodes.link.clone(),
-            nodes.wheel.clone(),
-            nodes.audit.clone(),
-        ]);
+        own.extend(
+            nodes
+                .bindings
+                .iter()
+                .chain(&nodes.links)
+                .chain([&nodes.wheel, &nodes.audit])
+                .cloned(),
+        );
     }
     // Node names are store names, so they stand in a Nix string as they are.
     if let Some(bad) = own.iter().find(|name| {
@@ -348,8 +350,8 @@ mod tests {
     fn plan(link: &str) -> Plan {
         let cell = PlanCell {
             kernels: ["kernel-cuda130-axpby".to_string()].into(),
-            binding: "binding-cuda130-py313".into(),
-            link: link.into(),
+            bindings: ["binding-cuda130-py313".to_string()].into(),
+            links: [link.to_string()].into(),
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "demo_ext-0.1.0-cp313-cp313-manylinux_2_31_x86_64.whl".into(),

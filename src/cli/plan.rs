@@ -33,7 +33,7 @@ pub struct PlanArgs {
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
-    let (_, _, plan) = sources::plan_project(&args.project)?;
+    let (_, project, plan) = sources::plan_project(&args.project)?;
     if args.json {
         print!("{}", plan.to_json());
         return Ok(ExitCode::SUCCESS);
@@ -54,6 +54,9 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         None => None,
     };
     print!("{}", summary(&plan, built.as_ref()));
+    for line in project.whole_include_dirs() {
+        println!("note: {line}");
+    }
     if flake.is_none() && !args.no_store {
         println!("(no flake.nix above the project: whether each derivation is built is not shown)");
     }
@@ -95,9 +98,8 @@ fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
     // Which cells use each node.
     let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, cell) in &plan.cells {
-        let own = [&cell.binding, &cell.link, &cell.wheel, &cell.audit];
-        for node in cell.kernels.iter().chain(own) {
-            users.entry(node.as_str()).or_default().push(name.as_str());
+        for node in cell.nodes() {
+            users.entry(node).or_default().push(name.as_str());
         }
     }
     text += &format!("derivations ({}):\n", plan.nodes.len());

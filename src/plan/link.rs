@@ -1,35 +1,41 @@
-//! The extension module of one cell: `g++ -shared` of the cell's kernel
-//! objects and binding object against torch's and CUDA's libraries.
+//! One extension module: `g++ -shared` of its kernel objects and binding
+//! objects against torch's (and CUDA's) libraries.
 //!
-//! In: the cell's kernel and binding nodes, its compiler set and flavour.
-//! Out: a [`Node`] writing `$out/<module file>`, named as setuptools names
-//! extension modules (`_C.cpython-313-x86_64-linux-gnu.so`, `_C.abi3.so`).
+//! In: the module's kernel and binding nodes, its compiler set, flavour and
+//! link options. Out: a [`Node`] writing `$out/<module file>`, named as the
+//! flavour names it (`_C.cpython-313-x86_64-linux-gnu.so`, `_C.abi3.so`).
 //!
 //! The libraries are torch's `BuildExtension` list — c10, torch, torch_cpu,
-//! torch_python (not for the limited API, as it is built for one Python),
-//! cudart, c10_cuda, torch_cuda — from the torch wheel's `lib/` and the CUDA
-//! toolchain's `lib64/`; the linker keeps only those the module uses. No
-//! RPATH is written: torch loads its own libraries and CUDA's before any
-//! extension, and the audit refuses paths that leave the wheel.
+//! the flavour's (torch_python for pybind11), and for a CUDA module
+//! c10_cuda, torch_cuda and cudart — from the torch wheel's `lib/` and the
+//! CUDA toolchain's `lib64/`; the linker keeps only those the module uses.
+//! Then the config's link flags and libraries (`-fopenmp`, `-lgomp`), and
+//! `-s` when the module is stripped. No RPATH is written: torch loads its
+//! own libraries and CUDA's before any extension, and the audit refuses
+//! paths that leave the wheel.
 
 use std::collections::BTreeMap;
 
+use crate::plan::binding::flavour_plan;
+use crate::plan::compilers::Compilers;
 use crate::plan::shell::quote;
-use crate::plan::{Input, KernelToolchains, Node};
-use crate::spec::{BindingFlavour, Config, PythonVersion};
+use crate::plan::{Input, Node};
+use crate::spec::{BindingFlavour, Module, PythonVersion};
 
 /// Every link node's name starts with this.
 pub const NAME_PREFIX: &str = "link-";
 
-/// One cell's extension module.
+/// One extension module, linked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkedModule {
-    /// `link-cu130-py313`.
+    /// `link-cu130-py313`, or `link-_cpu-torch211-abi3` where cells share it.
     pub name: String,
+    /// The flavour its bindings are (which may be more portable than the
+    /// cell's).
     pub flavour: BindingFlavour,
-    /// The Python of a pybind11 module; `None` for the abi3 one.
+    /// The Python of a per-Python module; `None` for an abi3 one.
     pub python: Option<PythonVersion>,
-    pub toolchains: KernelToolchains,
+    pub compilers: Compilers,
     /// Kernel node name → its object file.
     pub kernels: BTreeMap<String, String>,
     /// The binding node and its object files.
@@ -39,21 +45,13 @@ pub struct LinkedModule {
 
 impl LinkedModule {
     /// The module's file name inside its package.
-    pub fn file_name(&self, config: &Config) -> String {
-        let leaf = config.module.leaf();
-        match self.python {
-            Some(python) => format!(
-                "{leaf}.cpython-{}{}-x86_64-linux-gnu.so",
-                python.major, python.minor
-            ),
-            None => format!("{leaf}.abi3.so"),
-        }
+    pub fn file_name(&self, module: &Module) -> String {
+        flavour_plan(self.flavour).module_file(module.name.value.leaf(), self.python)
     }
 
-    pub fn node(&self, config: &Config) -> Node {
-        let tc = &self.toolchains;
+    pub fn node(&self, module: &Module) -> Node {
+        let tc = &self.compilers;
         let mut inputs = BTreeMap::from([
-            ("cuda".to_string(), Input::toolchain(&tc.cuda)),
             ("gcc".to_string(), Input::toolchain(&tc.gcc)),
             (
                 "torchLibs".to_string(),
@@ -69,6 +67,9 @@ impl LinkedModule {
                 },
             ),
         ]);
+        if let Some(cuda) = &tc.cuda {
+            inputs.insert("cuda".to_string(), Input::toolchain(&cuda.toolchain));
+        }
         let mut objects: Vec<String> = self
             .binding_objects
             .iter()
@@ -79,15 +80,25 @@ impl LinkedModule {
             objects.push(format!("\"${var}\"/{}", quote(object)));
             inputs.insert(var, Input::Node { node: node.clone() });
         }
-        let mut libs = vec!["-lc10", "-ltorch", "-ltorch_cpu"];
-        if self.flavour == BindingFlavour::Pybind11 {
-            libs.push("-ltorch_python");
+        let mut libs: Vec<String> = vec!["-lc10".into(), "-ltorch".into(), "-ltorch_cpu".into()];
+        libs.extend(
+            flavour_plan(self.flavour)
+                .torch_libraries()
+                .iter()
+                .map(|lib| format!("-l{lib}")),
+        );
+        if tc.cuda.is_some() {
+            libs.extend(["-lc10_cuda".into(), "-ltorch_cuda".into()]);
         }
-        libs.extend(["-lc10_cuda", "-ltorch_cuda"]);
-        let file = self.file_name(config);
+        let link = &module.link;
+        let file = self.file_name(module);
+        let toolkit = match &tc.cuda {
+            Some(cuda) => format!("CUDA {}", cuda.version),
+            None => "no CUDA".to_string(),
+        };
         let mut s = format!(
-            "# {}: the extension module {} ({} bindings, CUDA {}, torch {}).\n",
-            self.name, file, self.flavour, tc.cuda_version, tc.torch
+            "# {}: the extension module {} ({} bindings, {toolkit}, torch {}).\n",
+            self.name, file, self.flavour, tc.torch
         );
         s += "# Written by `cuwheel plan`.\n";
         s += "mkdir -p \"$out\"\n";
@@ -95,8 +106,25 @@ impl LinkedModule {
         for object in &objects {
             s += &format!("  {object} \\\n");
         }
-        s += &format!("  -L\"$torchLibs\"/lib {} \\\n", libs.join(" "));
-        s += "  -L\"$cuda\"/lib64 -lcudart\n";
+        for flag in &link.flags {
+            s += &format!("  {} \\\n", quote(flag));
+        }
+        let mut tail = vec![format!("-L\"$torchLibs\"/lib {}", libs.join(" "))];
+        if tc.cuda.is_some() {
+            tail.push("-L\"$cuda\"/lib64 -lcudart".into());
+        }
+        let own: Vec<String> = link
+            .libraries
+            .iter()
+            .map(|l| quote(&format!("-l{l}")))
+            .collect();
+        if !own.is_empty() {
+            tail.push(own.join(" "));
+        }
+        if link.strip {
+            tail.push("-s".into());
+        }
+        s += &format!("  {}\n", tail.join(" \\\n  "));
         Node {
             name: self.name.clone(),
             script: s,

@@ -1,7 +1,8 @@
 //! The build plan: the derivation graph the driver hands to Nix.
 //!
-//! In: a project's [`Config`], its kernel sources ([`TranslationUnit`]: each TU
-//! and the headers beside it that it includes), its cells and its
+//! In: a project's [`Config`], its sources ([`ProjectSources`]: each
+//! module's translation units with the project headers they include,
+//! package and license files, the readme, digests), its cells and its
 //! [`Lock`]. Out: a [`Plan`] — named [`Node`]s, each a build script (text
 //! that `nix/plan.nix` runs with busybox in the sandbox) and the [`Input`]s
 //! it sees as environment variables — and which nodes each cell uses.
@@ -9,13 +10,24 @@
 //! and holds no build logic of its own.
 //!
 //! Kernel objects ([`kernel`]) are compiled once per kernel translation unit
-//! and per compiler set (CUDA, gcc, torch headers): their inputs never name
-//! a Python, so every cell of a toolkit shares them.
+//! and per compiler set ([`compilers`]: CUDA, gcc, torch headers; gcc and
+//! torch for a CPU-only module): their inputs never name a Python, so every
+//! cell of a compiler set shares them. Each cell's wheel holds every
+//! module, each built with the bindings of the cell's flavour or of a more
+//! portable one ([`binding`]), linked ([`link`]) and assembled with the
+//! package files, license files and METADATA ([`metadata`], [`wheel`]).
+//! A binding or link that does not depend on the cell's Python (a
+//! torch-library module) is shared by every cell of its compiler set.
 
 pub mod binding;
+mod cell;
+pub mod compile;
+pub mod compilers;
 pub mod includes;
 pub mod kernel;
+pub mod lineinfo;
 pub mod link;
+pub mod metadata;
 pub mod shell;
 pub mod sources;
 pub mod wheel;
@@ -27,17 +39,22 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::build::{Provenance, WheelRecipe};
-use crate::lock::format::{Lock, Toolchain};
-use crate::spec::{
-    BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonVersion, TorchVersion,
-};
+use crate::lock::format::Lock;
+use crate::spec::{BindingFlavour, Cell, Config, Description, Module, PackageFile};
+use crate::store::path::sanitize_name;
 use crate::wheel::{TagSet, WheelFilename};
 
+pub use crate::spec::glob::slash_path;
 pub use binding::BindingObject;
+pub use compilers::Compilers;
 pub use includes::TranslationUnit;
 pub use kernel::KernelObject;
 pub use link::LinkedModule;
 pub use wheel::WheelAssembly;
+
+use binding::flavour_plan;
+use cell::CellPlan;
+use wheel::ModuleFile;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,15 +68,30 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanCell {
-    /// The kernel object nodes linked into the cell's extension module.
+    /// The kernel object nodes linked into the cell's extension modules.
     pub kernels: BTreeSet<String>,
-    pub binding: String,
-    pub link: String,
+    /// The binding object nodes, one per module.
+    pub bindings: BTreeSet<String>,
+    /// The extension modules, one link node each.
+    pub links: BTreeSet<String>,
     pub wheel: String,
     /// The audit node: its output is the cell's result (wheel and report).
     pub audit: String,
     /// The wheel's file name.
     pub wheel_file: String,
+}
+
+impl PlanCell {
+    /// Every node the cell's wheel is made of: kernels, bindings, links,
+    /// the wheel and its audit.
+    pub fn nodes(&self) -> impl Iterator<Item = &str> {
+        self.kernels
+            .iter()
+            .chain(&self.bindings)
+            .chain(&self.links)
+            .chain([&self.wheel, &self.audit])
+            .map(String::as_str)
+    }
 }
 
 /// One derivation: `script` runs in the sandbox with each input's store
@@ -136,46 +168,76 @@ pub enum PlanError {
     NoPythonHeaders { cell: String, bundle: String },
     #[error("kernel source {path} is not a relative path inside the project; {fix}")]
     BadSource { path: String, fix: &'static str },
+    #[error(
+        "cell {cell} is a {flavour} wheel, but module {module} has no bindings of that flavour \
+         or a more portable one: give it {flavour} bindings, or exclude the {flavour} cells"
+    )]
+    FlavourNotServed {
+        cell: String,
+        module: String,
+        flavour: BindingFlavour,
+    },
 }
 
-/// The compilers a kernel object is built with: one set per distinct
-/// (CUDA, gcc, torch) among the cells.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KernelToolchains {
-    pub cuda: String,
-    pub cuda_version: CudaVersion,
-    pub gcc: String,
-    pub torch: String,
-}
-
-/// The project beyond its kernels, read by the caller: binding sources,
-/// package files, and the digests a wheel's provenance records.
+/// The project beyond its config, read by the caller
+/// ([`sources::read`]): each module's translation units, the package and
+/// license files, the readme, and the digests a wheel's provenance records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProjectSources {
-    pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+    /// In the order of `config.modules`.
+    pub modules: Vec<ModuleSources>,
     pub package_files: Vec<PackageFile>,
+    pub license_files: Vec<PathBuf>,
+    pub description: Option<Description>,
     /// sha256 of every project file the wheels are built from, by relative
-    /// path (`pyproject.toml`, kernels, bindings, headers, include
-    /// directories' files, package files).
+    /// path (`pyproject.toml`, kernels, bindings, the headers they include,
+    /// package, license, readme and version files).
     pub digests: BTreeMap<String, String>,
     /// sha256 of the lock file.
     pub lock_sha256: String,
 }
 
-/// What a cell is built with, from the lock.
-struct CellPlan<'a> {
-    cell: &'a Cell,
-    toolchains: KernelToolchains,
-    /// The Python headers the binding is compiled against, and their version.
-    python: String,
-    python_version: PythonVersion,
+impl ProjectSources {
+    /// A line per TU whose include directories are whole inputs because it
+    /// has an `#include` computed by a macro, for `cuwheel plan` to print.
+    pub fn whole_include_dirs(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for module in &self.modules {
+            let units = module
+                .kernels
+                .iter()
+                .chain(module.bindings.values().flatten());
+            for tu in units {
+                if let Some(at) = &tu.computed_include {
+                    lines.push(format!(
+                        "{}: the #include at {at} is computed by a macro, so its objects depend \
+                         on every file of its module's include-dirs (write the header's name to \
+                         depend on it alone)",
+                        slash_path(&tu.path)
+                    ));
+                }
+            }
+        }
+        lines.sort();
+        lines.dedup();
+        lines
+    }
 }
+
+/// One module's translation units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleSources {
+    pub kernels: Vec<TranslationUnit>,
+    pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+}
+
+/// The kernel objects of one module and compiler set: node name → object.
+type KernelsOf = BTreeMap<(usize, Compilers), BTreeMap<String, String>>;
 
 impl Plan {
     /// Plans every node of `cells`. `lock_path` only names the lock in errors.
     pub fn new(
         config: &Config,
-        kernel_sources: &[TranslationUnit],
         project: &ProjectSources,
         cells: &[Cell],
         lock: &Lock,
@@ -185,136 +247,138 @@ impl Plan {
             .iter()
             .map(|cell| CellPlan::new(cell, lock, lock_path))
             .collect::<Result<Vec<_>, _>>()?;
-
-        let sets: BTreeSet<&KernelToolchains> = cell_plans.iter().map(|c| &c.toolchains).collect();
-        let paths: Vec<PathBuf> = kernel_sources.iter().map(|k| k.path.clone()).collect();
-        let stems = kernel::unique_stems(&paths)?;
+        let mut sets: BTreeSet<Compilers> = BTreeSet::new();
+        for cp in &cell_plans {
+            sets.insert(cp.compilers.clone());
+            sets.insert(cp.compilers.without_cuda());
+        }
         let mut nodes = BTreeMap::new();
-        // Per compiler set: kernel node name → its object file.
-        let mut kernels_of: BTreeMap<&KernelToolchains, BTreeMap<String, String>> = BTreeMap::new();
-        for toolchains in &sets {
-            let prefix = kernel::name_prefix(toolchains, &sets);
-            for (source, stem) in kernel_sources.iter().zip(&stems) {
-                let object = KernelObject {
-                    name: format!("{}{prefix}-{stem}", kernel::NAME_PREFIX),
-                    source: source.path.clone(),
-                    headers: source.headers.iter().cloned().collect(),
-                    stem: stem.clone(),
-                    toolchains: (*toolchains).clone(),
-                };
-                let node = object.node(config);
-                kernels_of
-                    .entry(toolchains)
-                    .or_default()
-                    .insert(node.name.clone(), format!("{stem}.o"));
-                nodes.insert(node.name.clone(), node);
-            }
-        }
-
-        let digests = &project.digests;
-        let module_dir = {
-            let parts: Vec<&str> = config.module.components().collect();
-            parts[..parts.len() - 1].join("/")
-        };
-        // Each flavour's binding sources and their object stems.
-        let mut bindings = BTreeMap::new();
-        for (flavour, sources) in &project.bindings {
-            let paths: Vec<PathBuf> = sources.iter().map(|tu| tu.path.clone()).collect();
-            bindings.insert(*flavour, (sources, kernel::unique_stems(&paths)?));
-        }
+        let kernels_of = kernel_nodes(config, project, &cell_plans, &sets, &mut nodes)?;
+        let several = config.modules.len() > 1;
+        // Each link by its key (module, compiler set, Python or abi3), with
+        // its module and the cells it goes into; each cell's (module, key).
+        let mut links: BTreeMap<String, (LinkedModule, usize, BTreeSet<String>)> = BTreeMap::new();
+        let mut cell_links: Vec<Vec<(usize, String)>> = Vec::new();
         let mut plan_cells = BTreeMap::new();
         for cp in &cell_plans {
             let cell = cp.cell;
             let name = cell.name().to_string();
-            let (sources, stems) = bindings
-                .get(&cell.flavour)
-                .map(|(sources, stems)| ((*sources).clone(), stems.clone()))
-                .unwrap_or_default();
-            let python_part = match cell.python {
-                Some(python) => format!("py{}{}", python.major, python.minor),
-                None => "abi3".to_string(),
+            let mut planned = PlanCell {
+                kernels: BTreeSet::new(),
+                bindings: BTreeSet::new(),
+                links: BTreeSet::new(),
+                wheel: String::new(),
+                audit: String::new(),
+                wheel_file: String::new(),
             };
-            let binding = BindingObject {
-                name: format!(
-                    "{}{}-{python_part}",
-                    binding::NAME_PREFIX,
-                    kernel::name_prefix(&cp.toolchains, &sets)
-                ),
-                flavour: cell.flavour,
-                stems,
-                sources,
-                toolchains: cp.toolchains.clone(),
-                python: cp.python.clone(),
-                python_version: cp.python_version,
-            };
-            let kernels = kernels_of.get(&cp.toolchains).cloned().unwrap_or_default();
-            let link = LinkedModule {
-                name: format!("{}{name}", link::NAME_PREFIX),
-                flavour: cell.flavour,
-                python: cell.python,
-                toolchains: cp.toolchains.clone(),
-                kernels: kernels.clone(),
-                binding: binding.name.clone(),
-                binding_objects: binding.objects(),
-            };
-            let toolchains = BTreeMap::from([
-                ("cuda".to_string(), cp.toolchains.cuda.clone()),
-                ("gcc".to_string(), cp.toolchains.gcc.clone()),
-                ("python".to_string(), cp.python.clone()),
-                ("torch".to_string(), cp.toolchains.torch.clone()),
-            ]);
-            let tag = cell.wheel_tag(&config.baseline);
-            let version = cell.wheel_version(&config.version);
-            let wheel_file = WheelFilename {
-                name: config.name.clone(),
-                version: version.clone(),
-                build: None,
-                tags: TagSet::single(&tag),
+            let mut own = Vec::new();
+            for (index, module) in config.modules.iter().enumerate() {
+                let flavour = BindingFlavour::serving(cell.flavour, &module.flavours())
+                    .ok_or_else(|| PlanError::FlavourNotServed {
+                        cell: name.clone(),
+                        module: module.name.value.to_string(),
+                        flavour: cell.flavour,
+                    })?;
+                let fp = flavour_plan(flavour);
+                let compilers = if module.cuda {
+                    cp.compilers.clone()
+                } else {
+                    cp.compilers.without_cuda()
+                };
+                let python = cell.python.filter(|_| fp.per_python());
+                let key = format!(
+                    "{}{}-{}",
+                    module_part(module, several),
+                    compilers.name_prefix(&sets),
+                    fp.python_part(python)
+                );
+                let units = project
+                    .modules
+                    .get(index)
+                    .and_then(|sources| sources.bindings.get(&flavour))
+                    .cloned()
+                    .unwrap_or_default();
+                let paths: Vec<PathBuf> = units.iter().map(|tu| tu.path.clone()).collect();
+                let binding = BindingObject {
+                    name: format!("{}{key}", binding::NAME_PREFIX),
+                    flavour,
+                    stems: kernel::unique_stems(&paths)?,
+                    sources: units,
+                    compilers: compilers.clone(),
+                    python: cp.python_headers(fp.per_python())?,
+                };
+                let kernels = kernels_of
+                    .get(&(index, compilers.clone()))
+                    .cloned()
+                    .unwrap_or_default();
+                planned.kernels.extend(kernels.keys().cloned());
+                planned.bindings.insert(binding.name.clone());
+                let link = LinkedModule {
+                    name: String::new(),
+                    flavour,
+                    python,
+                    compilers,
+                    kernels,
+                    binding: binding.name.clone(),
+                    binding_objects: binding.objects(),
+                };
+                nodes
+                    .entry(binding.name.clone())
+                    .or_insert_with(|| binding.node(module, &config.cuda_archs));
+                links
+                    .entry(key.clone())
+                    .or_insert_with(|| (link, index, BTreeSet::new()))
+                    .2
+                    .insert(name.clone());
+                own.push((index, key));
             }
-            .to_string();
-            let recipe = WheelRecipe {
-                name: config.name.as_str().to_string(),
-                version: version.to_string(),
-                summary: config.summary.clone(),
-                license: config.license.clone(),
-                requires_python: config.requires_python.clone(),
-                requires_dist: vec![torch_requirement(cell.torch)],
-                tag: tag.to_string(),
-                provenance: Provenance {
-                    cell: name.clone(),
-                    cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
-                    config_sha256: lock.config_sha256.clone(),
-                    lock_sha256: project.lock_sha256.clone(),
-                    source_sha256: Provenance::source_sha256(digests),
-                    sources: digests.clone(),
-                    toolchains,
-                    cuwheel: env!("CARGO_PKG_VERSION").to_string(),
-                },
+            plan_cells.insert(name, planned);
+            cell_links.push(own);
+        }
+        // A link one cell uses is named for the cell (`link-cu130-py313`),
+        // one several share for its key (`link-_cpu-torch211-abi3`).
+        for (key, (link, index, users)) in &mut links {
+            let module = &config.modules[*index];
+            link.name = match users.iter().next() {
+                Some(cell) if users.len() == 1 => {
+                    format!(
+                        "{}{}{cell}",
+                        link::NAME_PREFIX,
+                        module_part(module, several)
+                    )
+                }
+                _ => format!("{}{key}", link::NAME_PREFIX),
             };
-            let assembly = WheelAssembly {
-                cell: name.clone(),
-                link: link.name.clone(),
-                module_file: link.file_name(config),
-                module_dir: module_dir.clone(),
-                package_files: project.package_files.clone(),
-                wheel_file,
-                recipe,
-            };
+            nodes.insert(link.name.clone(), link.node(module));
+        }
+        for (cp, own) in cell_plans.iter().zip(cell_links) {
+            let planned = plan_cells
+                .get_mut(&cp.cell.name().to_string())
+                .expect("planned above");
+            let mut modules = Vec::new();
+            for (index, key) in own {
+                let (link, _, _) = &links[&key];
+                let module = &config.modules[index];
+                let file = link.file_name(module);
+                let dir = module.name.value.package_dir();
+                modules.push(ModuleFile {
+                    link: link.name.clone(),
+                    member: if dir.is_empty() {
+                        file.clone()
+                    } else {
+                        format!("{dir}/{file}")
+                    },
+                    file,
+                });
+                planned.links.insert(link.name.clone());
+            }
+            let assembly = assembly(config, project, lock, cp, modules);
             let wheel_node = assembly.wheel_node();
             let audit_node = assembly.audit_node();
-            plan_cells.insert(
-                name,
-                PlanCell {
-                    kernels: kernels.into_keys().collect(),
-                    binding: binding.name.clone(),
-                    link: link.name.clone(),
-                    wheel: wheel_node.name.clone(),
-                    audit: audit_node.name.clone(),
-                    wheel_file: assembly.wheel_file.clone(),
-                },
-            );
-            nodes.insert(binding.name.clone(), binding.node(config));
-            for node in [link.node(config), wheel_node, audit_node] {
+            planned.wheel = wheel_node.name.clone();
+            planned.audit = audit_node.name.clone();
+            planned.wheel_file = assembly.wheel_file.clone();
+            for node in [wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
             }
         }
@@ -374,88 +438,143 @@ impl Plan {
     }
 }
 
-impl<'a> CellPlan<'a> {
-    fn new(cell: &'a Cell, lock: &'a Lock, lock_path: &Path) -> Result<CellPlan<'a>, PlanError> {
-        let name = cell.name().to_string();
-        let locked = lock
-            .cells
-            .get(&name)
-            .ok_or_else(|| PlanError::CellNotLocked {
-                cell: name.clone(),
-                lock: lock_path.to_path_buf(),
-            })?;
-        let bad = |toolchain: &str, expected| PlanError::BadToolchain {
-            cell: name.clone(),
-            toolchain: toolchain.to_string(),
-            expected,
-            lock: lock_path.to_path_buf(),
-        };
-        let cuda_version = match lock.toolchains.get(&locked.cuda) {
-            Some(Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. }) => {
-                version.parse().map_err(|_| bad(&locked.cuda, "CUDA"))?
-            }
-            _ => return Err(bad(&locked.cuda, "CUDA")),
-        };
-        if !matches!(
-            lock.toolchains.get(&locked.gcc),
-            Some(Toolchain::Gcc { .. })
-        ) {
-            return Err(bad(&locked.gcc, "gcc"));
-        }
-        if !matches!(
-            lock.toolchains.get(&locked.torch),
-            Some(Toolchain::Torch { .. })
-        ) {
-            return Err(bad(&locked.torch, "torch"));
-        }
-        let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
-            Some(Toolchain::PythonHeaders { version, .. }) => version.parse::<PythonVersion>().ok(),
-            _ => None,
-        };
-        // An abi3 binding uses the limited API, so any Python's headers
-        // serve: the bundle's oldest.
-        let (python, version) = match &locked.python {
-            Some(python) => {
-                let version =
-                    python_version(python).ok_or_else(|| bad(python, "python-headers"))?;
-                (python.clone(), version)
-            }
-            None => lock
-                .bundles
-                .get(&locked.bundle)
-                .into_iter()
-                .flatten()
-                .filter_map(|t| python_version(t).map(|v| (v, t.clone())))
-                .min()
-                .map(|(v, t)| (t, v))
-                .ok_or_else(|| PlanError::NoPythonHeaders {
-                    cell: name.clone(),
-                    bundle: locked.bundle.clone(),
-                })?,
-        };
-        Ok(CellPlan {
-            cell,
-            toolchains: KernelToolchains {
-                cuda: locked.cuda.clone(),
-                cuda_version,
-                gcc: locked.gcc.clone(),
-                torch: locked.torch.clone(),
-            },
-            python,
-            python_version: version,
-        })
+/// The part of node names that says which module, where there are several.
+fn module_part(module: &Module, several: bool) -> String {
+    if several {
+        format!("{}-", sanitize_name(module.name.value.leaf()))
+    } else {
+        String::new()
     }
 }
 
-/// `torch>=2.11,<2.12`: torch's C++ ABI holds within one minor release.
-fn torch_requirement(torch: TorchVersion) -> String {
-    format!(
-        "torch>={}.{},<{}.{}",
-        torch.major,
-        torch.minor,
-        torch.major,
-        torch.minor + 1
-    )
+/// Every kernel node: each kernel TU of each module with each compiler set
+/// the module uses (the CUDA sets, or the CPU sets for a `cuda = false`
+/// module). A TU two modules compile gets the module's name in its node
+/// name. Returns each module's kernel objects per compiler set.
+fn kernel_nodes(
+    config: &Config,
+    project: &ProjectSources,
+    cell_plans: &[CellPlan<'_>],
+    sets: &BTreeSet<Compilers>,
+    nodes: &mut BTreeMap<String, Node>,
+) -> Result<KernelsOf, PlanError> {
+    let all_paths: BTreeSet<PathBuf> = project
+        .modules
+        .iter()
+        .flat_map(|m| m.kernels.iter().map(|tu| tu.path.clone()))
+        .collect();
+    let all_paths: Vec<PathBuf> = all_paths.into_iter().collect();
+    let stems: BTreeMap<&PathBuf, String> = all_paths
+        .iter()
+        .zip(kernel::unique_stems(&all_paths)?)
+        .collect();
+    // Base name → (module, object) for every object planned under it.
+    let mut by_name: BTreeMap<String, Vec<(usize, KernelObject)>> = BTreeMap::new();
+    for (index, (module, sources)) in config.modules.iter().zip(&project.modules).enumerate() {
+        let module_sets: BTreeSet<Compilers> = cell_plans
+            .iter()
+            .map(|cp| {
+                if module.cuda {
+                    cp.compilers.clone()
+                } else {
+                    cp.compilers.without_cuda()
+                }
+            })
+            .collect();
+        for compilers in module_sets {
+            let prefix = compilers.name_prefix(sets);
+            for tu in &sources.kernels {
+                let stem = stems[&tu.path].clone();
+                let object = KernelObject {
+                    name: format!("{}{prefix}-{stem}", kernel::NAME_PREFIX),
+                    source: tu.clone(),
+                    stem,
+                    compilers: compilers.clone(),
+                };
+                by_name
+                    .entry(object.name.clone())
+                    .or_default()
+                    .push((index, object));
+            }
+        }
+    }
+    let mut kernels_of: KernelsOf = BTreeMap::new();
+    for (name, objects) in by_name {
+        let shared = objects.len() == 1;
+        for (index, mut object) in objects {
+            let module: &Module = &config.modules[index];
+            if !shared {
+                object.name = format!("{name}-{}", sanitize_name(module.name.value.leaf()));
+            }
+            let node = object.node(module, &config.cuda_archs);
+            kernels_of
+                .entry((index, object.compilers.clone()))
+                .or_default()
+                .insert(node.name.clone(), object.object());
+            nodes.insert(node.name.clone(), node);
+        }
+    }
+    Ok(kernels_of)
+}
+
+/// The wheel of one cell: its modules, package and license files, METADATA
+/// and provenance.
+fn assembly(
+    config: &Config,
+    project: &ProjectSources,
+    lock: &Lock,
+    cp: &CellPlan<'_>,
+    modules: Vec<ModuleFile>,
+) -> WheelAssembly {
+    let cell = cp.cell;
+    let name = cell.name().to_string();
+    let tag = cell.wheel_tag(&config.baseline);
+    let version = cell.wheel_version(&config.version);
+    let filename = WheelFilename {
+        name: config.name.clone(),
+        version: version.clone(),
+        build: None,
+        tags: TagSet::single(&tag),
+    };
+    let mut toolchains = BTreeMap::from([
+        ("gcc".to_string(), cp.compilers.gcc.clone()),
+        ("torch".to_string(), cp.compilers.torch.clone()),
+    ]);
+    if let Some(cuda) = &cp.compilers.cuda {
+        toolchains.insert("cuda".to_string(), cuda.toolchain.clone());
+    }
+    if let Some(python) = cp.python.as_ref().or(cp.limited.as_ref()) {
+        toolchains.insert("python".to_string(), python.toolchain.clone());
+    }
+    let recipe = WheelRecipe {
+        metadata: metadata::core_metadata(
+            config,
+            project.description.as_ref(),
+            &project.license_files,
+            cell,
+            version,
+        ),
+        tag: tag.to_string(),
+        provenance: Provenance {
+            cell: name.clone(),
+            cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
+            config_sha256: lock.config_sha256.clone(),
+            lock_sha256: project.lock_sha256.clone(),
+            source_sha256: Provenance::source_sha256(&project.digests),
+            sources: project.digests.clone(),
+            toolchains,
+            cuwheel: env!("CARGO_PKG_VERSION").to_string(),
+        },
+    };
+    WheelAssembly {
+        cell: name,
+        modules,
+        package_files: project.package_files.clone(),
+        license_files: project.license_files.clone(),
+        dist_info: filename.dist_info_dir(),
+        wheel_file: filename.to_string(),
+        recipe,
+    }
 }
 
 /// The arithmetic `cuwheel plan` prints.
@@ -478,12 +597,28 @@ impl fmt::Display for Sharing {
                 format!("{n} {word}s")
             }
         };
+        if self.compiles == self.sources * self.toolkits {
+            write!(
+                f,
+                "{} × {} = {}",
+                plural(self.sources, "kernel"),
+                plural(self.toolkits, "toolkit"),
+                plural(self.compiles, "compile"),
+            )?;
+        } else {
+            // Not every kernel is compiled with every set (a CPU-only
+            // module's kernels never see a CUDA toolkit).
+            write!(
+                f,
+                "{} of {} with {}",
+                plural(self.compiles, "compile"),
+                plural(self.sources, "kernel"),
+                plural(self.toolkits, "compiler set"),
+            )?;
+        }
         write!(
             f,
-            "{} × {} = {} serve {}; a per-cell build would do {}",
-            plural(self.sources, "kernel"),
-            plural(self.toolkits, "toolkit"),
-            plural(self.compiles, "compile"),
+            " serve {}; a per-cell build would do {}",
             plural(self.wheels, "wheel"),
             self.per_cell
         )

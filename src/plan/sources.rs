@@ -1,56 +1,59 @@
-//! Reading the project for the plan: the translation units with the
-//! headers beside them, and the digest of every file a wheel is built from.
+//! Reading the project for the plan: each module's translation units with
+//! the project headers they include, and the digest of every file a wheel
+//! is built from.
 //!
-//! In: a loaded [`Spec`] and its lock file. Out: the kernel
-//! [`TranslationUnit`]s and the [`ProjectSources`] (bindings, package files,
-//! digests) that [`Plan::new`] takes, and, through [`plan_project`], the
-//! plan itself. This is the plan's only reading of files; the rest of the
-//! module is pure.
+//! In: a loaded [`Spec`] and its lock file. Out: the [`ProjectSources`]
+//! (each module's TUs, package and license files, the readme, digests) that
+//! [`Plan::new`] takes, and, through [`plan_project`], the plan itself.
+//! This is the plan's only reading of files; the rest of the module is
+//! pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use crate::lock::format::{LOCK_FILE, Lock};
-use crate::plan::kernel::slash_path;
-use crate::plan::{Plan, ProjectSources, TranslationUnit};
+use crate::plan::{ModuleSources, Plan, ProjectSources, TranslationUnit, slash_path};
 use crate::spec::Spec;
 use crate::store::Hash;
 
-/// The project's kernels and the rest of its sources.
-pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, ProjectSources)> {
+/// The project's sources, as the plan takes them.
+pub fn read(spec: &Spec, lock_path: &Path) -> Result<ProjectSources> {
     let root = &spec.root;
-    let include_dirs: Vec<PathBuf> = spec
-        .config
-        .include_dirs
-        .iter()
-        .map(|d| d.value.clone())
-        .collect();
-    let kernels = spec
-        .kernel_sources
-        .iter()
-        .map(|tu| TranslationUnit::scan(root, tu, &include_dirs))
-        .collect::<Result<Vec<_>>>()?;
-    let mut bindings = BTreeMap::new();
-    for (flavour, sources) in &spec.config.bindings {
-        let units = sources
+    let mut modules = Vec::new();
+    let mut files: BTreeSet<PathBuf> = BTreeSet::from([PathBuf::from("pyproject.toml")]);
+    for (module, kernels) in spec.config.modules.iter().zip(&spec.kernel_sources) {
+        let include_dirs = module.compile.include_paths();
+        let scan = |tu: &Path| TranslationUnit::scan(root, tu, &include_dirs);
+        let kernels = kernels
             .iter()
-            .map(|tu| TranslationUnit::scan(root, &tu.value, &include_dirs))
+            .map(|tu| scan(tu))
             .collect::<Result<Vec<_>>>()?;
-        bindings.insert(*flavour, units);
-    }
-
-    let mut files: Vec<PathBuf> = vec![PathBuf::from("pyproject.toml")];
-    for tu in kernels.iter().chain(bindings.values().flatten()) {
-        files.push(tu.path.clone());
-        files.extend(tu.headers.iter().cloned());
-    }
-    for dir in &include_dirs {
-        walk(root, dir, &mut files)?;
+        let mut bindings = BTreeMap::new();
+        for (flavour, sources) in &module.bindings {
+            let units = sources
+                .iter()
+                .map(|tu| scan(&tu.value))
+                .collect::<Result<Vec<_>>>()?;
+            bindings.insert(*flavour, units);
+        }
+        for tu in kernels.iter().chain(bindings.values().flatten()) {
+            files.insert(tu.path.clone());
+            files.extend(tu.headers.iter().cloned());
+            if tu.computed_include.is_some() {
+                for dir in &include_dirs {
+                    walk(root, dir, &mut files)?;
+                }
+            }
+        }
+        modules.push(ModuleSources { kernels, bindings });
     }
     files.extend(spec.package_files.iter().map(|f| f.source.clone()));
+    files.extend(spec.license_files.iter().cloned());
+    files.extend(spec.config.version_file.iter().cloned());
+    files.extend(spec.description.iter().filter_map(|d| d.file.clone()));
     let real_root = root
         .canonicalize()
         .with_context(|| format!("cannot resolve the project directory {}", root.display()))?;
@@ -63,15 +66,14 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
     }
     let lock =
         fs::read(lock_path).with_context(|| format!("cannot read {}", lock_path.display()))?;
-    Ok((
-        kernels,
-        ProjectSources {
-            bindings,
-            package_files: spec.package_files.clone(),
-            digests,
-            lock_sha256: Hash::sha256(lock).to_hex(),
-        },
-    ))
+    Ok(ProjectSources {
+        modules,
+        package_files: spec.package_files.clone(),
+        license_files: spec.license_files.clone(),
+        description: spec.description.clone(),
+        digests,
+        lock_sha256: Hash::sha256(lock).to_hex(),
+    })
 }
 
 /// The plan of the project in `dir`, as `cuwheel plan` makes it: its spec,
@@ -81,8 +83,8 @@ pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     let cells = spec.cells()?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
-    let (kernels, project) = read(&spec, &lock_path)?;
-    let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
+    let project = read(&spec, &lock_path)?;
+    let plan = Plan::new(&spec.config, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", dir.display()))?;
     Ok((spec, project, plan))
 }
@@ -132,7 +134,7 @@ fn check_inside(real_root: &Path, file: &Path, path: &Path) -> Result<()> {
 }
 
 /// Every regular file under `dir` (relative to `root`).
-fn walk(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+fn walk(root: &Path, dir: &Path, files: &mut BTreeSet<PathBuf>) -> Result<()> {
     let full = root.join(dir);
     for entry in fs::read_dir(&full).with_context(|| format!("cannot list {}", full.display()))? {
         let entry = entry.with_context(|| format!("cannot list {}", full.display()))?;
@@ -143,7 +145,7 @@ fn walk(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
         if kind.is_dir() {
             walk(root, &path, files)?;
         } else if kind.is_file() {
-            files.push(path);
+            files.insert(path);
         }
     }
     Ok(())

@@ -1,19 +1,22 @@
 //! The last two nodes of a cell: the wheel assembly and its audit, both run
 //! by the Nix-built driver.
 //!
-//! In: the cell, its link node, the package files and the recipe (name,
-//! version, tags, requirements, provenance). Out: two [`Node`]s —
-//! `wheel-<cell>` writes `$out/<wheel file>` with `cuwheel build-wheel`;
+//! In: the cell, its link nodes (one per extension module), the package
+//! files, the license files and the recipe (METADATA, tag, provenance).
+//! Out: two [`Node`]s — `wheel-<cell>` stages the members at their wheel
+//! paths (license files under `.dist-info/licenses/`) and writes
+//! `$out/<wheel file>` with `cuwheel build-wheel`;
 //! `audit-<cell>` copies that wheel beside `audit.txt` and `audit.json` and
 //! fails when `cuwheel audit` does, so a wheel that fails is never a build
 //! result.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::build::WheelRecipe;
-use crate::plan::kernel::{slash_path, stage_files};
+use crate::plan::compile::stage_files;
 use crate::plan::shell::quote;
-use crate::plan::{Input, Node};
+use crate::plan::{Input, Node, slash_path};
 use crate::spec::PackageFile;
 
 /// The wheel assembly node's name starts with this.
@@ -24,16 +27,26 @@ pub const AUDIT_PREFIX: &str = "audit-";
 /// Where the driver's store path is, in both nodes.
 const DRIVER_VAR: &str = "cuwheel";
 
+/// One extension module of a wheel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleFile {
+    /// The link node and the file it writes.
+    pub link: String,
+    pub file: String,
+    /// Its path in the wheel: `demo_ext/_C.abi3.so`.
+    pub member: String,
+}
+
 /// One cell's wheel: what goes in it and how it is named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WheelAssembly {
     pub cell: String,
-    /// The link node and the module file it writes.
-    pub link: String,
-    pub module_file: String,
-    /// The module's directory inside the wheel (`demo_ext`), empty at the top.
-    pub module_dir: String,
+    pub modules: Vec<ModuleFile>,
     pub package_files: Vec<PackageFile>,
+    /// Relative to the project; shipped as `.dist-info/licenses/<path>`.
+    pub license_files: Vec<PathBuf>,
+    /// `demo_ext-0.1.0+pt211cu130.dist-info`.
+    pub dist_info: String,
     /// The wheel's file name, as the recipe's name, version and tag give it.
     pub wheel_file: String,
     pub recipe: WheelRecipe,
@@ -41,36 +54,44 @@ pub struct WheelAssembly {
 
 impl WheelAssembly {
     pub fn wheel_node(&self) -> Node {
-        let mut inputs = BTreeMap::from([
-            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
-            (
-                "module".to_string(),
+        let mut inputs = BTreeMap::from([(DRIVER_VAR.to_string(), Input::Driver { driver: true })]);
+        let mut files = Vec::new();
+        for (i, module) in self.modules.iter().enumerate() {
+            let var = format!("module{i}");
+            files.push((
+                format!("\"${var}\"/{}", quote(&module.file)),
+                module.member.clone(),
+            ));
+            inputs.insert(
+                var,
                 Input::Node {
-                    node: self.link.clone(),
+                    node: module.link.clone(),
                 },
-            ),
-        ]);
-        let module_member = if self.module_dir.is_empty() {
-            self.module_file.clone()
-        } else {
-            format!("{}/{}", self.module_dir, self.module_file)
-        };
-        let mut files = vec![(
-            format!("\"$module\"/{}", quote(&self.module_file)),
-            module_member,
-        )];
-        for (i, file) in self.package_files.iter().enumerate() {
-            let var = format!("package{i}");
-            files.push((format!("\"${var}\""), file.member.clone()));
+            );
+        }
+        let sources = self
+            .package_files
+            .iter()
+            .map(|file| ("package", file.source.clone(), file.member.clone()))
+            .chain(self.license_files.iter().map(|file| {
+                let member = format!("{}/licenses/{}", self.dist_info, slash_path(file));
+                ("license", file.clone(), member)
+            }));
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for (kind, source, member) in sources {
+            let count = counts.entry(kind).or_default();
+            let var = format!("{kind}{count}");
+            *count += 1;
+            files.push((format!("\"${var}\""), member));
             inputs.insert(
                 var,
                 Input::Source {
-                    source: slash_path(&file.source),
+                    source: slash_path(&source),
                 },
             );
         }
         let mut s = format!(
-            "# wheel-{}: {} assembled by the driver from the module and the package files.\n",
+            "# wheel-{}: {} assembled by the driver from the modules, the package and license files.\n",
             self.cell, self.wheel_file
         );
         s += "# Written by `cuwheel plan`.\n";

@@ -191,8 +191,8 @@ mod tests {
     fn checkout(sources: &[(&str, char)]) -> Checkout {
         let cell = PlanCell {
             kernels: BTreeSet::new(),
-            binding: "binding-cuda130-py313".into(),
-            link: "link-cu130-py313".into(),
+            bindings: ["binding-cuda130-py313".to_string()].into(),
+            links: ["link-cu130-py313".to_string()].into(),
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "w.whl".into(),

@@ -33,11 +33,7 @@ pub enum Rebuild {
 
 /// Every plan node a cell's wheel is made of, kernels first.
 pub fn nodes_of(cell: &PlanCell) -> Vec<&str> {
-    cell.kernels
-        .iter()
-        .chain([&cell.binding, &cell.link, &cell.wheel, &cell.audit])
-        .map(String::as_str)
-        .collect()
+    cell.nodes().collect()
 }
 
 /// Builds `FLAKE#wheels.<cell>`; with `check`, then builds each of the
@@ -156,8 +152,8 @@ mod tests {
     fn a_cells_nodes_are_kernels_then_the_rest() {
         let cell = PlanCell {
             kernels: ["kernel-b".to_string(), "kernel-a".to_string()].into(),
-            binding: "binding".into(),
-            link: "link".into(),
+            bindings: ["binding".to_string()].into(),
+            links: ["link".to_string()].into(),
             wheel: "wheel".into(),
             audit: "audit".into(),
             wheel_file: "w.whl".into(),

@@ -4,7 +4,7 @@
 //! values that knows each one's key path (`tool.cuwheel.matrix.cuda[1]`) and
 //! position, and collects [`ConfigProblem`]s — each with what is wrong and
 //! how to fix it — instead of stopping at the first. [`config`](super::config)
-//! uses it for the `[tool.cuwheel]` schema.
+//! uses it for `[project]` and the `[tool.cuwheel]` schema.
 
 use std::fmt;
 use std::ops::Range;
@@ -257,6 +257,20 @@ impl Reader<'_> {
             }
             _ => {
                 self.wrong_type(field, "a string", format!("write a string, like {example}"));
+                None
+            }
+        }
+    }
+
+    pub(super) fn boolean(&mut self, field: &Field<'_, '_>, example: &str) -> Option<bool> {
+        match field.value.get_ref() {
+            DeValue::Boolean(value) => Some(*value),
+            DeValue::String(text) if matches!(text.as_ref(), "true" | "false") => {
+                self.wrong_type(field, "a boolean", format!("remove the quotes: {text}"));
+                None
+            }
+            _ => {
+                self.wrong_type(field, "a boolean", format!("write {example} or false"));
                 None
             }
         }

@@ -1,4 +1,5 @@
-//! File patterns for `kernels`: the small glob dialect a config may use.
+//! File patterns for `kernels`, `package-include`, `package-exclude` and
+//! `license-files`: the small glob dialect a config may use.
 //!
 //! In: a pattern string relative to the project root (`csrc/kernels/*.cu`,
 //! `csrc/**/*.cu`) and, for [`Pattern::files`], the root directory. Out: a
@@ -34,7 +35,21 @@ enum Component {
 }
 
 impl Pattern {
+    /// A pattern of files: it may not end in `**`.
     pub fn parse(text: &str) -> Result<Pattern, InvalidValue> {
+        let pattern = Pattern::parse_excluding(text)?;
+        if pattern.components.last() == Some(&Component::AnyDirectories) {
+            return Err(InvalidValue::new(
+                format!("`{text}` ends in `**`, which names directories, not files"),
+                "end the pattern with a file name, like \"csrc/**/*.cu\"",
+            ));
+        }
+        Ok(pattern)
+    }
+
+    /// A pattern of files to leave out: it may also end in `**`, which
+    /// takes every file below (`**/third_party/**`).
+    pub fn parse_excluding(text: &str) -> Result<Pattern, InvalidValue> {
         let refuse = |problem: String, fix: &str| Err(InvalidValue::new(problem, fix));
         if text.is_empty() {
             return refuse(
@@ -85,12 +100,6 @@ impl Pattern {
             };
             components.push(component);
         }
-        if components.last() == Some(&Component::AnyDirectories) {
-            return refuse(
-                format!("`{text}` ends in `**`, which names directories, not files"),
-                "end the pattern with a file name, like \"csrc/**/*.cu\"",
-            );
-        }
         Ok(Pattern {
             text: text.to_string(),
             components,
@@ -115,6 +124,15 @@ impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
+}
+
+/// A relative path with `/` separators, as patterns, the plan and the
+/// wheel write paths.
+pub fn slash_path(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn matches_components(components: &[Component], names: &[&str]) -> bool {
@@ -267,6 +285,15 @@ mod tests {
             let err = Pattern::parse(text).unwrap_err();
             assert!(err.to_string().contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn exclude_patterns_may_end_in_double_star() {
+        let p = Pattern::parse_excluding("**/third_party/**").unwrap();
+        assert!(p.matches("pkg/third_party/a/b.h"));
+        assert!(p.matches("third_party/x.py"));
+        assert!(!p.matches("pkg/ops.py"));
+        assert!(Pattern::parse("**/third_party/**").is_err());
     }
 
     #[test]

@@ -217,7 +217,7 @@ pub fn expand(config: &Config) -> Expansion {
     let mut product = Vec::new();
     for &cuda in &matrix.cuda {
         for &torch in &matrix.torch {
-            for &flavour in config.bindings.keys() {
+            for flavour in config.flavours() {
                 let pythons: Vec<Option<PythonVersion>> = match flavour {
                     BindingFlavour::Pybind11 => matrix.python.iter().copied().map(Some).collect(),
                     BindingFlavour::TorchLibrary => vec![None],

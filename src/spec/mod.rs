@@ -2,17 +2,18 @@
 //!
 //! In: a project directory holding `pyproject.toml` with `[project]` and
 //! `[tool.cuwheel]`. Out: a [`Spec`] — the typed [`Config`], the kernel
-//! sources its patterns match — whose [`Spec::cells`] are the matrix cells
-//! that survive the excludes, each checked against the compatibility table.
+//! sources each module's patterns match, the package files, the readme and
+//! the license files — whose [`Spec::cells`] are the matrix cells that
+//! survive the excludes, each checked against the compatibility table.
 //! Every error says which file and key it is about and how to fix it:
 //! [`ConfigError`] for what the config says (or names but is missing),
 //! [`CompatError`] for cells that cannot be built.
 //!
 //! [`version`] holds the `major.minor` versions and [`target`] the GPU archs
 //! and glibc baseline; [`config`] reads the text (through [`document`], which
-//! tracks where each value is), [`glob`] matches the kernel patterns,
-//! [`matrix`] expands and names the cells, [`compat`] checks them against
-//! `data/compatibility.toml`.
+//! tracks where each value is), [`glob`] matches the file patterns,
+//! [`package`] selects the package files, [`matrix`] expands and names the
+//! cells, [`compat`] checks them against `data/compatibility.toml`.
 
 pub mod compat;
 pub mod config;
@@ -30,12 +31,19 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 pub use compat::{CompatError, CompatTable, Rule, Violation};
-pub use config::{BindingFlavour, Config, Define, Exclude, ExtensionModule, MatrixConfig};
+pub use config::{
+    BindingFlavour, Compile, Config, Define, Exclude, ExtensionModule, License, Link, MatrixConfig,
+    Module, Person, ProjectMetadata, Readme,
+};
 pub use document::{ConfigError, ConfigProblem, Located, Location};
 pub use matrix::{Cell, CellName, CellNameError};
 pub use package::PackageFile;
 pub use target::{Baseline, CudaArch, TARGET_ARCH};
 pub use version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
+
+use config::metadata::DEFAULT_LICENSE_FILES;
+use config::modules::{is_cuda_source, is_cxx_source};
+use glob::Pattern;
 
 /// A loaded, validated project.
 #[derive(Debug, Clone)]
@@ -45,18 +53,33 @@ pub struct Spec {
     /// `root/pyproject.toml`, named in messages.
     pub pyproject: PathBuf,
     pub config: Config,
-    /// The files the kernel patterns match, relative to `root`, sorted,
-    /// each once.
-    pub kernel_sources: Vec<PathBuf>,
-    /// The pure-Python files the wheels ship, by wheel path.
+    /// The files each module's kernel patterns match (in the order of
+    /// `config.modules`), relative to `root`, sorted, each once.
+    pub kernel_sources: Vec<Vec<PathBuf>>,
+    /// The package files the wheels ship, by wheel path.
     pub package_files: Vec<PackageFile>,
+    /// The long description, from `project.readme`.
+    pub description: Option<Description>,
+    /// The license files, relative to `root`, sorted: shipped under
+    /// `.dist-info/licenses/` at these paths.
+    pub license_files: Vec<PathBuf>,
+}
+
+/// The readme's text and how to render it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description {
+    pub text: String,
+    pub content_type: String,
+    /// The file it was read from, relative to the root.
+    pub file: Option<PathBuf>,
 }
 
 impl Spec {
-    /// Reads `project_dir/pyproject.toml` and checks that every kernel
-    /// pattern matches at least one `.cu` file, and that every binding source
-    /// and include directory exists. Config problems come back as a
-    /// [`ConfigError`] inside the `anyhow::Error`.
+    /// Reads `project_dir/pyproject.toml` and checks every file it names:
+    /// each kernel pattern matches C++ or (in a CUDA module) `.cu` files,
+    /// each binding source and include directory exists, the package
+    /// patterns select files, the readme and license files exist. Config
+    /// problems come back as a [`ConfigError`] inside the `anyhow::Error`.
     pub fn load(project_dir: &Path) -> anyhow::Result<Spec> {
         let pyproject = project_dir.join("pyproject.toml");
         let text = fs::read_to_string(&pyproject).with_context(|| {
@@ -75,58 +98,11 @@ impl Spec {
                 fix,
             });
         };
+        let in_project = format!("relative to {}", project_dir.display());
 
-        // Which pattern matched each kernel first, to refuse a file that is
-        // both a kernel and a binding.
-        let mut kernels: BTreeMap<PathBuf, &Location> = BTreeMap::new();
-        for pattern in &config.kernels {
-            let files = pattern.value.files(project_dir).with_context(|| {
-                format!(
-                    "cannot list the files matching {} in {}",
-                    pattern.value,
-                    project_dir.display()
-                )
-            })?;
-            if files.is_empty() {
-                report(
-                    &pattern.at,
-                    format!("`{}` matches no file", pattern.value),
-                    format!(
-                        "patterns are relative to {}; check the directory and extension",
-                        project_dir.display()
-                    ),
-                );
-            }
-            for file in files {
-                if file.extension().is_none_or(|extension| extension != "cu") {
-                    report(
-                        &pattern.at,
-                        format!("`{}` matches {}, which is not a .cu file", pattern.value, file.display()),
-                        "narrow the pattern to .cu files; C++ that needs Python belongs in the bindings".into(),
-                    );
-                }
-                kernels.entry(file).or_insert(&pattern.at);
-            }
-        }
-        for sources in config.bindings.values() {
-            for source in sources {
-                if !project_dir.join(&source.value).is_file() {
-                    report(
-                        &source.at,
-                        format!("binding source {} does not exist", source.value.display()),
-                        format!(
-                            "create it, or correct the path (relative to {})",
-                            project_dir.display()
-                        ),
-                    );
-                } else if kernels.contains_key(&source.value) {
-                    report(
-                        &source.at,
-                        format!("{} is also matched by a kernel pattern", source.value.display()),
-                        "list each source once: kernels are compiled without Python, bindings with it".into(),
-                    );
-                }
-            }
+        let mut kernel_sources = Vec::new();
+        for module in &config.modules {
+            kernel_sources.push(check_module(project_dir, module, &mut report)?);
         }
         for package in &config.packages {
             if !project_dir.join(&package.value).is_dir() {
@@ -136,38 +112,52 @@ impl Spec {
                         "package directory {} does not exist",
                         package.value.display()
                     ),
-                    format!(
-                        "create it, or correct the path (relative to {})",
-                        project_dir.display()
-                    ),
+                    format!("create it, or correct the path ({in_project})"),
                 );
             }
         }
-        for directory in &config.include_dirs {
-            if !project_dir.join(&directory.value).is_dir() {
-                report(
-                    &directory.at,
-                    format!(
-                        "include directory {} does not exist",
-                        directory.value.display()
-                    ),
-                    format!(
-                        "create it, or correct the path (relative to {})",
-                        project_dir.display()
-                    ),
-                );
-            }
-        }
+        let package_files = package::package_files(project_dir, &config, &mut report)?;
+        let description = match &config.metadata.readme {
+            None => None,
+            Some(readme) => match &readme.value {
+                Readme::Text { text, content_type } => Some(Description {
+                    text: text.clone(),
+                    content_type: content_type.clone(),
+                    file: None,
+                }),
+                Readme::File { path, content_type } => {
+                    match fs::read_to_string(project_dir.join(path)) {
+                        Ok(text) => Some(Description {
+                            text,
+                            content_type: content_type.clone(),
+                            file: Some(path.clone()),
+                        }),
+                        Err(error) => {
+                            report(
+                                &readme.at,
+                                format!("cannot read the readme {}: {error}", path.display()),
+                                format!(
+                                    "create it as UTF-8 text, or correct the path ({in_project})"
+                                ),
+                            );
+                            None
+                        }
+                    }
+                }
+            },
+        };
+        let license_files = license_files(project_dir, &config, &mut report)?;
         if !problems.is_empty() {
             problems.sort_by_key(|problem| (problem.at.line, problem.at.column));
             return Err(ConfigError { problems }.into());
         }
-        let package_files = package::package_files(project_dir, &config)?;
         Ok(Spec {
             root: project_dir.to_path_buf(),
             pyproject,
-            kernel_sources: kernels.into_keys().collect(),
+            kernel_sources,
             package_files,
+            description,
+            license_files,
             config,
         })
     }
@@ -183,4 +173,148 @@ impl Spec {
             })?;
         Ok(cells)
     }
+}
+
+/// One module's kernel files, after checking its kernels, bindings and
+/// include directories against the project.
+fn check_module(
+    root: &Path,
+    module: &Module,
+    report: &mut dyn FnMut(&Location, String, String),
+) -> anyhow::Result<Vec<PathBuf>> {
+    let in_project = format!("relative to {}", root.display());
+    let kinds = if module.cuda {
+        "a .cu or C++ (.cpp, .cc, .cxx) file"
+    } else {
+        "a C++ (.cpp, .cc, .cxx) file: the module has cuda = false"
+    };
+    let compiles = |path: &Path| is_cxx_source(path) || (module.cuda && is_cuda_source(path));
+    let mut kernels: BTreeMap<PathBuf, &Location> = BTreeMap::new();
+    for pattern in &module.kernels {
+        let files = pattern.value.files(root).with_context(|| {
+            format!(
+                "cannot list the files matching {} in {}",
+                pattern.value,
+                root.display()
+            )
+        })?;
+        if files.is_empty() {
+            report(
+                &pattern.at,
+                format!("`{}` matches no file", pattern.value),
+                format!("patterns are {in_project}; check the directory and extension"),
+            );
+        }
+        for file in files {
+            if !compiles(&file) {
+                report(
+                    &pattern.at,
+                    format!(
+                        "`{}` matches {}, which is not {kinds}",
+                        pattern.value,
+                        file.display()
+                    ),
+                    "narrow the pattern to the sources to compile; headers are found through \
+                     the includes"
+                        .into(),
+                );
+            }
+            kernels.entry(file).or_insert(&pattern.at);
+        }
+    }
+    for sources in module.bindings.values() {
+        for source in sources {
+            if !root.join(&source.value).is_file() {
+                report(
+                    &source.at,
+                    format!("binding source {} does not exist", source.value.display()),
+                    format!("create it, or correct the path ({in_project})"),
+                );
+            } else if kernels.contains_key(&source.value) {
+                report(
+                    &source.at,
+                    format!(
+                        "{} is also matched by a kernel pattern",
+                        source.value.display()
+                    ),
+                    "list each source once: kernels are compiled without Python, bindings with it"
+                        .into(),
+                );
+            } else if !compiles(&source.value) {
+                report(
+                    &source.at,
+                    format!("binding source {} is not {kinds}", source.value.display()),
+                    "list the translation units to compile".into(),
+                );
+            }
+        }
+    }
+    for directory in &module.compile.include_dirs {
+        if !root.join(&directory.value).is_dir() {
+            report(
+                &directory.at,
+                format!(
+                    "include directory {} does not exist",
+                    directory.value.display()
+                ),
+                format!("create it, or correct the path ({in_project})"),
+            );
+        }
+    }
+    Ok(kernels.into_keys().collect())
+}
+
+/// The license files: `license-files` (each pattern must match), the file
+/// of `license = { file = ... }`, or the usual names at the root.
+fn license_files(
+    root: &Path,
+    config: &Config,
+    report: &mut dyn FnMut(&Location, String, String),
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = std::collections::BTreeSet::new();
+    let listing = |pattern: &Pattern| {
+        pattern
+            .files(root)
+            .with_context(|| format!("cannot list the files matching {pattern}"))
+    };
+    match &config.metadata.license_files {
+        Some(patterns) => {
+            for pattern in patterns {
+                let found = listing(&pattern.value)?;
+                if found.is_empty() {
+                    report(
+                        &pattern.at,
+                        format!("`{}` matches no file", pattern.value),
+                        format!(
+                            "PEP 639 requires every license-files pattern to match; patterns are \
+                             relative to {}",
+                            root.display()
+                        ),
+                    );
+                }
+                files.extend(found);
+            }
+        }
+        None => {
+            for text in DEFAULT_LICENSE_FILES {
+                let pattern = Pattern::parse(text).expect("the default patterns are valid");
+                files.extend(listing(&pattern)?);
+            }
+        }
+    }
+    if let Some(License::File(file)) = &config.metadata.license {
+        if root.join(&file.value).is_file() {
+            files.insert(file.value.clone());
+        } else {
+            report(
+                &file.at,
+                format!("license file {} does not exist", file.value.display()),
+                format!(
+                    "create it, or correct the path (relative to {})",
+                    root.display()
+                ),
+            );
+        }
+    }
+    Ok(files.into_iter().collect())
 }

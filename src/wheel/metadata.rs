@@ -5,42 +5,85 @@
 //! file's text, or the fields a verifier and a publisher need, or a
 //! [`MetadataError`] naming the file, the line and the problem.
 //!
-//! We write Metadata-Version 2.1: every field we emit (Name, Version,
-//! Summary, License, Requires-Python, Requires-Dist,
-//! Description-Content-Type, a body description) exists in 2.1, and 2.1 is
-//! read by every pip, uv and twine still in use, while 2.2–2.4 add only what
-//! we do not write (`Dynamic` for sdists, `License-Expression`/`License-File`)
-//! and are refused by older tools.
+//! METADATA's fields are those of core metadata 2.4 a wheel built from
+//! `[project]` can have (PEP 621's mapping, PEP 639's license fields). The
+//! `Metadata-Version` written is the lowest that has every field written:
+//! 2.4 with `License-Expression` or `License-File`, else 2.1, which every
+//! pip, uv and twine still in use reads (2.2–2.4 add only `Dynamic`, for
+//! sdists, and the license fields).
 
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 use super::filename::BuildTag;
 use super::pep440::Version;
 use super::pep503::ProjectName;
 use super::tags::{Tag, TagSet};
 
-/// The Metadata-Version we write; see the module documentation for why.
+/// The Metadata-Version of METADATA without PEP 639's license fields; see
+/// the module documentation for why.
 pub const METADATA_VERSION: &str = "2.1";
+/// The Metadata-Version of METADATA with `License-Expression` or
+/// `License-File` (PEP 639).
+pub const METADATA_VERSION_LICENSES: &str = "2.4";
 
 /// The WHEEL `Generator:` value.
 pub const GENERATOR: &str = concat!("cuwheel ", env!("CARGO_PKG_VERSION"));
 
 /// Core metadata: what we write into METADATA and what we read back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serialised (kebab-case, empty fields left out) in the recipe the plan
+/// hands the wheel build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct CoreMetadata {
     pub name: ProjectName,
     /// Written in normalised form, local label included (`0.1.0+pt211cu130`):
     /// installers compare it with the file name's version.
     pub version: Version,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// `Keywords`: written comma-separated in one field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// `Author` (names without an address) and `Author-email`
+    /// (`Name <address>` entries), comma-separated, as PEP 621 maps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintainer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintainer_email: Option<String>,
+    /// The older free-text `License` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub license: Option<String>,
+    /// A PEP 639 SPDX expression, canonical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub license_expression: Option<String>,
+    /// Paths under `.dist-info/licenses/`, one `License-File` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub license_files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classifiers: Vec<String>,
     /// A PEP 440 specifier set such as `>=3.9`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_python: Option<String>,
     /// PEP 508 requirements, one `Requires-Dist:` line each, in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires_dist: Vec<String>,
+    /// `Project-URL`: (label, URL).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub project_urls: Vec<(String, String)>,
+    /// Normalised extra names, one `Provides-Extra` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides_extra: Vec<String>,
     /// The long description, written as the message body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// e.g. `text/markdown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description_content_type: Option<String>,
 }
 
@@ -207,36 +250,84 @@ impl CoreMetadata {
             name,
             version,
             summary: None,
+            keywords: Vec::new(),
+            author: None,
+            author_email: None,
+            maintainer: None,
+            maintainer_email: None,
             license: None,
+            license_expression: None,
+            license_files: Vec::new(),
+            classifiers: Vec::new(),
             requires_python: None,
             requires_dist: Vec::new(),
+            project_urls: Vec::new(),
+            provides_extra: Vec::new(),
             description: None,
             description_content_type: None,
         }
     }
 
-    /// METADATA's text.
+    /// The Metadata-Version this metadata needs.
+    pub fn metadata_version(&self) -> &'static str {
+        if self.license_expression.is_some() || !self.license_files.is_empty() {
+            METADATA_VERSION_LICENSES
+        } else {
+            METADATA_VERSION
+        }
+    }
+
+    /// METADATA's text, fields in the order of the core metadata
+    /// specification.
     pub fn render(&self) -> Result<String, MetadataError> {
         let file = MetadataFile::Metadata;
         let mut out = String::new();
-        push_field(&mut out, file, "Metadata-Version", METADATA_VERSION)?;
-        push_field(&mut out, file, "Name", self.name.as_str())?;
-        push_field(&mut out, file, "Version", &self.version.to_string())?;
+        let mut field = |key: &str, value: &str| push_field(&mut out, file, key, value);
+        field("Metadata-Version", self.metadata_version())?;
+        field("Name", self.name.as_str())?;
+        field("Version", &self.version.to_string())?;
         let optional = [
             ("Summary", &self.summary),
-            ("License", &self.license),
-            ("Requires-Python", &self.requires_python),
+            ("Description-Content-Type", &self.description_content_type),
         ];
         for (key, value) in optional {
             if let Some(value) = value {
-                push_field(&mut out, file, key, value)?;
+                field(key, value)?;
             }
         }
-        for requirement in &self.requires_dist {
-            push_field(&mut out, file, "Requires-Dist", requirement)?;
+        if !self.keywords.is_empty() {
+            field("Keywords", &self.keywords.join(","))?;
         }
-        if let Some(content_type) = &self.description_content_type {
-            push_field(&mut out, file, "Description-Content-Type", content_type)?;
+        let people = [
+            ("Author", &self.author),
+            ("Author-email", &self.author_email),
+            ("Maintainer", &self.maintainer),
+            ("Maintainer-email", &self.maintainer_email),
+            ("License", &self.license),
+            ("License-Expression", &self.license_expression),
+        ];
+        for (key, value) in people {
+            if let Some(value) = value {
+                field(key, value)?;
+            }
+        }
+        for license_file in &self.license_files {
+            field("License-File", license_file)?;
+        }
+        for classifier in &self.classifiers {
+            field("Classifier", classifier)?;
+        }
+        for requirement in &self.requires_dist {
+            field("Requires-Dist", requirement)?;
+        }
+        if let Some(requires_python) = &self.requires_python {
+            field("Requires-Python", requires_python)?;
+        }
+        for (label, url) in &self.project_urls {
+            field("Project-URL", &format!("{label}, {url}"))?;
+        }
+        for extra in &self.provides_extra {
+            field("Provides-Extra", extra)?;
         }
         if let Some(description) = &self.description {
             out.push('\n');
@@ -269,18 +360,39 @@ impl CoreMetadata {
         let text_field = |key: &str| -> Result<Option<String>, MetadataError> {
             Ok(headers.single(key)?.map(|(v, _)| v.to_string()))
         };
+        let all = |key: &str| -> Vec<String> { headers.all(key).map(str::to_string).collect() };
         let description = if headers.body.is_empty() {
             text_field("Description")?
         } else {
             Some(headers.body.clone())
         };
+        let project_urls = headers
+            .all("Project-URL")
+            .map(|entry| match entry.split_once(',') {
+                Some((label, url)) => (label.trim().to_string(), url.trim().to_string()),
+                None => (String::new(), entry.trim().to_string()),
+            })
+            .collect();
+        let keywords = text_field("Keywords")?
+            .map(|k| k.split(',').map(|w| w.trim().to_string()).collect())
+            .unwrap_or_default();
         Ok(CoreMetadata {
             name,
             version,
             summary: text_field("Summary")?,
+            keywords,
+            author: text_field("Author")?,
+            author_email: text_field("Author-email")?,
+            maintainer: text_field("Maintainer")?,
+            maintainer_email: text_field("Maintainer-email")?,
             license: text_field("License")?,
+            license_expression: text_field("License-Expression")?,
+            license_files: all("License-File"),
+            classifiers: all("Classifier"),
             requires_python: text_field("Requires-Python")?,
-            requires_dist: headers.all("Requires-Dist").map(str::to_string).collect(),
+            requires_dist: all("Requires-Dist"),
+            project_urls,
+            provides_extra: all("Provides-Extra"),
             description,
             description_content_type: text_field("Description-Content-Type")?,
         })
@@ -393,10 +505,45 @@ mod tests {
         assert_eq!(
             text,
             "Metadata-Version: 2.1\nName: demo-ext\nVersion: 0.1.0+pt211cu130\nSummary: A demo\n\
-             Requires-Python: >=3.9\nRequires-Dist: torch==2.11.0\nRequires-Dist: numpy; extra == \"np\"\n\
-             Description-Content-Type: text/markdown\n\n# Demo\n\nbody\n"
+             Description-Content-Type: text/markdown\nRequires-Dist: torch==2.11.0\n\
+             Requires-Dist: numpy; extra == \"np\"\nRequires-Python: >=3.9\n\n# Demo\n\nbody\n"
         );
         assert_eq!(CoreMetadata::parse(&text).unwrap(), metadata);
+    }
+
+    #[test]
+    fn every_field_is_written_in_order_and_parses_back() {
+        let mut metadata = demo();
+        metadata.keywords = vec!["cuda".into(), "pytorch".into()];
+        metadata.author = Some("Ada".into());
+        metadata.author_email = Some("Bob <bob@example.org>, carol@example.org".into());
+        metadata.maintainer_email = Some("dan@example.org".into());
+        metadata.license_expression = Some("MIT OR Apache-2.0".into());
+        metadata.license_files = vec!["LICENSE".into(), "licenses/NOTICE.txt".into()];
+        metadata.classifiers = vec!["Programming Language :: Python :: 3".into()];
+        metadata.project_urls = vec![("Source".into(), "https://example.org/src".into())];
+        metadata.provides_extra = vec!["np".into()];
+        let text = metadata.render().unwrap();
+        assert_eq!(
+            text,
+            "Metadata-Version: 2.4\nName: demo-ext\nVersion: 0.1.0+pt211cu130\nSummary: A demo\n\
+             Keywords: cuda,pytorch\nAuthor: Ada\nAuthor-email: Bob <bob@example.org>, carol@example.org\n\
+             Maintainer-email: dan@example.org\nLicense-Expression: MIT OR Apache-2.0\n\
+             License-File: LICENSE\nLicense-File: licenses/NOTICE.txt\n\
+             Classifier: Programming Language :: Python :: 3\nRequires-Dist: torch==2.11.0\n\
+             Requires-Dist: numpy; extra == \"np\"\nRequires-Python: >=3.9\n\
+             Project-URL: Source, https://example.org/src\nProvides-Extra: np\n"
+        );
+        assert_eq!(CoreMetadata::parse(&text).unwrap(), metadata);
+        let json = serde_json::to_string(&metadata).unwrap();
+        assert!(
+            json.contains("\"license-expression\":\"MIT OR Apache-2.0\""),
+            "{json}"
+        );
+        assert_eq!(
+            serde_json::from_str::<CoreMetadata>(&json).unwrap(),
+            metadata
+        );
     }
 
     #[test]

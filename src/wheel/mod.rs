@@ -11,6 +11,7 @@ pub mod member_path;
 pub mod metadata;
 pub mod pep440;
 pub mod pep503;
+pub mod pep508;
 pub mod problems;
 pub mod reader;
 pub mod record;

@@ -238,6 +238,20 @@ fn write_joined<T: fmt::Display>(f: &mut fmt::Formatter<'_>, parts: &[T]) -> fmt
     Ok(())
 }
 
+/// As its normalised string; reading parses it.
+impl serde::Serialize for Version {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Version {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Version::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::str::FromStr for Version {
     type Err = VersionError;
     fn from_str(s: &str) -> Result<Version, VersionError> {

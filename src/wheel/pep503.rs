@@ -97,6 +97,20 @@ impl fmt::Display for ProjectName {
     }
 }
 
+/// As its string; reading checks the name.
+impl serde::Serialize for ProjectName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.given)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProjectName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ProjectName::new(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::str::FromStr for ProjectName {
     type Err = NameError;
     fn from_str(s: &str) -> Result<ProjectName, NameError> {

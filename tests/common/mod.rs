@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod flake;
+pub mod project;
 pub mod sshd;
 
 use std::collections::BTreeMap;
@@ -383,6 +384,18 @@ pub fn fresh_venv(env: &TestEnv, dir: &Path) -> PathBuf {
             .arg(dir),
     );
     dir.join("bin/python")
+}
+
+/// Real pip installs `wheel` (no dependencies, no index) into a fresh venv
+/// of this machine's `python3` at `venv`; the venv's site-packages.
+pub fn pip_install_in_venv(venv: &Path, wheel: &Path) -> PathBuf {
+    run_ok(Command::new("python3").args(["-m", "venv"]).arg(venv));
+    run_ok(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--no-deps", "--no-index", "--quiet"])
+            .arg(wheel),
+    );
+    site_packages(&venv.join("bin/python"))
 }
 
 /// The site-packages directory of the venv of `python`.

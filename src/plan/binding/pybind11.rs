@@ -1,0 +1,37 @@
+//! The pybind11 flavour: a module built once per Python, for that Python
+//! only (`_C.cpython-313-x86_64-linux-gnu.so` in a `cp313-cp313` wheel),
+//! linked with `torch_python` as torch's `BuildExtension` links it.
+
+use crate::plan::binding::FlavourPlan;
+use crate::spec::{BindingFlavour, PythonVersion};
+
+pub struct Pybind11;
+
+impl FlavourPlan for Pybind11 {
+    fn flavour(&self) -> BindingFlavour {
+        BindingFlavour::Pybind11
+    }
+
+    fn per_python(&self) -> bool {
+        true
+    }
+
+    fn defines(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn torch_libraries(&self) -> &'static [&'static str] {
+        &["torch_python"]
+    }
+
+    /// As setuptools names extension modules.
+    fn module_file(&self, leaf: &str, python: Option<PythonVersion>) -> String {
+        match python {
+            Some(python) => format!(
+                "{leaf}.cpython-{}{}-x86_64-linux-gnu.so",
+                python.major, python.minor
+            ),
+            None => unreachable!("a pybind11 module is built for one Python"),
+        }
+    }
+}

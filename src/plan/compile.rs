@@ -1,0 +1,382 @@
+//! What every compile node shares: the flags torch's `BuildExtension` uses
+//! for `.cu` (nvcc) and C++ (g++) sources, the inputs, and the staging of
+//! the project files in the build directory.
+//!
+//! In: a module's [`Compile`] options, its name, the [`Compilers`], the
+//! CUDA archs and, for bindings, the Python headers and the flavour's
+//! defines. Out: the shell functions `nvcc_compile` / `cxx_compile` (the
+//! compiler with every flag but the TU's own), the per-TU arguments, the
+//! node's inputs, and the script lines that copy each input file to its
+//! project path.
+//!
+//! Flags (pytorch `torch/utils/cpp_extension.py`): for nvcc
+//! `COMMON_NVCC_FLAGS`, `-Xcompiler -fPIC`, `-std=c++17` unless the config
+//! sets a standard, `-ccbin`; for g++ `-fPIC`, `-O2` (what setuptools takes
+//! from Python's own flags; the config's `cxx-flags` come after it and
+//! win), `-std=c++17`; for both the include directories (relative: every
+//! project file is staged at its project path), torch's two include
+//! directories (and CUDA's and Python's where they apply),
+//! `TORCH_API_INCLUDE_EXTENSION_H`, `TORCH_EXTENSION_NAME` and an explicit
+//! `_GLIBCXX_USE_CXX11_ABI=1` (every torch this builds for is a CXX11-ABI
+//! build), the flavour's defines, the config's defines, undefines and
+//! flags. torch's `PYBIND11_*` defines are not passed: both torch releases
+//! built here ship pybind11 3, whose headers derive the ABI id from the
+//! compiler and ignore them.
+//!
+//! Determinism (design decision 5): `-ffile-prefix-map` rewrites every
+//! store path the compile sees and the build directory to a stable name;
+//! for nvcc, `-objtemp` keeps its intermediates (whose names reach the
+//! object) beside the object, and from CUDA 12.9 `--frandom-seed` (per TU)
+//! and a pinned `--compress-mode`. Device line information (`-lineinfo`)
+//! records paths that no prefix map reaches: such compiles see every input
+//! at a fixed path instead ([`super::lineinfo`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::plan::compilers::Compilers;
+use crate::plan::includes::TranslationUnit;
+use crate::plan::lineinfo::Roots;
+use crate::plan::shell::{quote, var_then};
+use crate::plan::{Input, slash_path};
+use crate::spec::{CudaArch, Module, PythonVersion};
+
+/// The fatbin compression mode pinned where nvcc has `--compress-mode`.
+pub const COMPRESS_MODE: &str = "balance";
+
+/// `-D` flags torch's nvcc lines carry (`COMMON_NVCC_FLAGS`).
+const COMMON_NVCC_DEFINES: [&str; 4] = [
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+];
+
+/// The Python headers a binding compile sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonHeaders {
+    /// The lock's toolchain name.
+    pub toolchain: String,
+    pub version: PythonVersion,
+}
+
+/// One module's compile with one compiler set.
+pub struct Compile<'a> {
+    pub module: &'a Module,
+    pub compilers: &'a Compilers,
+    pub archs: &'a [CudaArch],
+    /// For bindings: the Python headers.
+    pub python: Option<&'a PythonHeaders>,
+    /// For bindings: the flavour's defines (`Py_LIMITED_API=...`).
+    pub flavour_defines: Vec<String>,
+}
+
+impl Compile<'_> {
+    /// Whether nvcc runs with every path mapped (device line info asked).
+    fn roots(&self) -> Roots {
+        Roots {
+            mapped: self.module.cuda && self.module.device_line_info(),
+        }
+    }
+
+    /// The toolchain inputs: gcc, the torch headers, CUDA where the module
+    /// uses it, Python for bindings.
+    pub fn toolchain_inputs(&self) -> BTreeMap<String, Input> {
+        let tc = self.compilers;
+        let mut inputs = BTreeMap::from([
+            ("gcc".to_string(), Input::toolchain(&tc.gcc)),
+            (
+                "torchHeaders".to_string(),
+                Input::Toolchain {
+                    toolchain: tc.torch.clone(),
+                    output: Some("headers".into()),
+                },
+            ),
+        ]);
+        if let Some(cuda) = &tc.cuda {
+            inputs.insert("cuda".to_string(), Input::toolchain(&cuda.toolchain));
+        }
+        if let Some(python) = self.python {
+            inputs.insert("python".to_string(), Input::toolchain(&python.toolchain));
+        }
+        inputs
+    }
+
+    /// The node's inputs and the project files it stages: the toolchains,
+    /// `units` and what they include (see [`source_files`]).
+    pub fn inputs(
+        &self,
+        units: &[&TranslationUnit],
+        first_source: &str,
+    ) -> (BTreeMap<String, Input>, Vec<(String, String)>) {
+        let files = source_files(units, &self.module.compile.include_paths(), first_source);
+        let mut inputs = self.toolchain_inputs();
+        add_sources(&mut inputs, &files);
+        (inputs, files)
+    }
+
+    fn include_dirs(&self) -> Vec<String> {
+        self.module
+            .compile
+            .include_dirs
+            .iter()
+            .map(|d| format!("-I{}", quote(&slash_path(&d.value))))
+            .collect()
+    }
+
+    /// Defines and flags after the include directories, common to both
+    /// compilers: torch's, the flavour's, the config's.
+    fn defines(&self) -> Vec<String> {
+        let mut flags = vec![
+            "-DTORCH_API_INCLUDE_EXTENSION_H".to_string(),
+            quote(&format!(
+                "-DTORCH_EXTENSION_NAME={}",
+                self.module.name.value.leaf()
+            )),
+            "-D_GLIBCXX_USE_CXX11_ABI=1".to_string(),
+        ];
+        flags.extend(self.flavour_defines.iter().cloned());
+        let compile = &self.module.compile;
+        flags.extend(compile.defines.iter().map(|d| quote(&format!("-D{d}"))));
+        flags.extend(compile.undefines.iter().map(|u| quote(&format!("-U{u}"))));
+        flags
+    }
+
+    /// `-ffile-prefix-map` for each toolchain the compile sees and the build
+    /// directory. No two of them nest, so their order does not matter.
+    fn prefix_maps(&self, roots: &Roots) -> Vec<String> {
+        let mut maps = vec![roots.prefix_map("torchHeaders", "torch/include")];
+        if self.compilers.cuda.is_some() {
+            maps.push(roots.prefix_map("cuda", "cuda"));
+        }
+        maps.push(roots.prefix_map("gcc", "gcc"));
+        if self.python.is_some() {
+            maps.push(roots.prefix_map("python", "python"));
+        }
+        maps.push(roots.build_dir_map());
+        maps
+    }
+
+    fn python_include(&self, roots: &Roots) -> Option<String> {
+        self.python.map(|python| {
+            format!(
+                "-isystem {}",
+                roots.word("python", &format!("/include/python{}", python.version))
+            )
+        })
+    }
+
+    /// The `nvcc_compile` shell function: nvcc with every flag but the
+    /// TU's own ([`Self::nvcc_arguments`]).
+    pub fn nvcc_function(&self) -> String {
+        let roots = self.roots();
+        let module = self.module;
+        let mut flags: Vec<String> = vec![format!("-ccbin {}", var_then("gcc", "/bin/g++"))];
+        flags.extend(self.include_dirs());
+        for dir in ["", "/torch/csrc/api/include"] {
+            flags.push(format!("-isystem {}", roots.word("torchHeaders", dir)));
+        }
+        flags.extend(self.python_include(&roots));
+        flags.extend(COMMON_NVCC_DEFINES.iter().map(|d| d.to_string()));
+        flags.push("--expt-relaxed-constexpr".into());
+        flags.push("-Xcompiler -fPIC".into());
+        if !module
+            .compile
+            .nvcc_flags
+            .iter()
+            .any(|f| f.starts_with("-std"))
+        {
+            flags.push("-std=c++17".into());
+        }
+        flags.extend(self.defines());
+        flags.extend(module.compile.nvcc_flags.iter().map(|f| quote(f)));
+        flags.extend(
+            self.prefix_maps(&roots)
+                .into_iter()
+                .map(|map| format!("-Xcompiler {map}")),
+        );
+        flags.extend(roots.nvcc_extra_flags());
+        let program = format!(
+            "{}{}",
+            roots.nvcc_environment(self.python.is_some()),
+            var_then("cuda", "/bin/nvcc")
+        );
+        let mut s = String::new();
+        if roots.mapped {
+            s += "# Device line info records absolute paths: nvcc sees every input at a fixed path.\n";
+        }
+        s += &shell_function("nvcc_compile", &program, &flags);
+        s
+    }
+
+    /// The `cxx_compile` shell function: g++ with every flag, `-c` last.
+    pub fn cxx_function(&self) -> String {
+        let roots = Roots { mapped: false };
+        let module = self.module;
+        let mut flags: Vec<String> = vec!["-fPIC".into(), "-O2".into()];
+        if !module
+            .compile
+            .cxx_flags
+            .iter()
+            .any(|f| f.starts_with("-std"))
+        {
+            flags.push("-std=c++17".into());
+        }
+        flags.extend(self.include_dirs());
+        for dir in ["", "/torch/csrc/api/include"] {
+            flags.push(format!("-isystem {}", roots.word("torchHeaders", dir)));
+        }
+        if self.compilers.cuda.is_some() {
+            flags.push(format!("-isystem {}", var_then("cuda", "/include")));
+        }
+        flags.extend(self.python_include(&roots));
+        flags.extend(self.defines());
+        flags.extend(module.compile.cxx_flags.iter().map(|f| quote(f)));
+        flags.extend(self.prefix_maps(&roots));
+        flags.push("-c".into());
+        shell_function("cxx_compile", &var_then("gcc", "/bin/g++"), &flags)
+    }
+
+    /// nvcc's arguments for one TU, after the function's flags: the
+    /// per-TU seed and compression mode (CUDA ≥ 12.9), the TU, and `rest`.
+    pub fn nvcc_arguments(&self, source: &str, rest: &str) -> String {
+        let version = self.compilers.cuda.as_ref().map(|c| c.version);
+        let modern = version.is_some_and(|v| (v.major, v.minor) >= (12, 9));
+        let mut words = Vec::new();
+        if modern {
+            words.push(quote(&format!("--frandom-seed={source}")));
+            words.push(format!("--compress-mode={COMPRESS_MODE}"));
+        }
+        words.push(quote(source));
+        if !rest.is_empty() {
+            words.push(rest.to_string());
+        }
+        words.join(" ")
+    }
+
+    /// `-gencode` for each configured arch, `--threads` where there are
+    /// several (nvcc compiles them in parallel; `$NIX_BUILD_CORES` is read at
+    /// build time, so the derivation is the same on every machine, and the
+    /// object's bytes do not depend on it), and `-objtemp`.
+    pub fn gpu_code(&self) -> String {
+        let mut words = gencode_flags(self.archs);
+        if words.len() > 1 {
+            words.push("--threads \"${NIX_BUILD_CORES:-1}\"".into());
+        }
+        words.push("-objtemp".into());
+        words.join(" ")
+    }
+}
+
+/// A shell function running `program` with `flags` (one per line) and the
+/// function's arguments.
+fn shell_function(name: &str, program: &str, flags: &[String]) -> String {
+    let mut s = format!("{name}() {{\n  {program} \\\n");
+    for flag in flags {
+        s += &format!("    {flag} \\\n");
+    }
+    s += "    \"$@\"\n}\n";
+    s
+}
+
+/// `-gencode=arch=compute_80,code=sm_80` per arch, and
+/// `-gencode=arch=compute_90,code=compute_90` for PTX, as torch writes them.
+pub fn gencode_flags(archs: &[CudaArch]) -> Vec<String> {
+    let mut flags = Vec::new();
+    for arch in archs {
+        let n = format!("{}{}", arch.major, arch.minor);
+        flags.push(format!("-gencode=arch=compute_{n},code=sm_{n}"));
+        if arch.ptx {
+            flags.push(format!("-gencode=arch=compute_{n},code=compute_{n}"));
+        }
+    }
+    flags
+}
+
+/// The project files a compile of `units` reads, as (variable, project
+/// path): each TU (`first_source` names the first, `source{i}` the
+/// others), each header (`header{i}`), and, for a TU with a computed
+/// include, its module's whole include directories (`include{i}`).
+pub fn source_files(
+    units: &[&TranslationUnit],
+    include_dirs: &[PathBuf],
+    first_source: &str,
+) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for (i, tu) in units.iter().enumerate() {
+        let var = if i == 0 {
+            first_source.to_string()
+        } else {
+            format!("source{i}")
+        };
+        files.push((var, slash_path(&tu.path)));
+    }
+    let whole = units.iter().any(|tu| tu.computed_include.is_some());
+    let headers: BTreeSet<&PathBuf> = units
+        .iter()
+        .flat_map(|tu| tu.headers.iter())
+        .filter(|h| !(whole && include_dirs.iter().any(|d| h.starts_with(d))))
+        .collect();
+    for (i, header) in headers.into_iter().enumerate() {
+        files.push((format!("header{i}"), slash_path(header)));
+    }
+    if whole {
+        for (i, dir) in include_dirs.iter().enumerate() {
+            files.push((format!("include{i}"), slash_path(dir)));
+        }
+    }
+    files
+}
+
+/// Adds each (variable, project path) as a source input.
+pub fn add_sources(inputs: &mut BTreeMap<String, Input>, files: &[(String, String)]) {
+    for (var, path) in files {
+        inputs.insert(
+            var.clone(),
+            Input::Source {
+                source: path.clone(),
+            },
+        );
+    }
+}
+
+/// Copies each input file (variable, project path) to its project path in
+/// the build directory, creating the directories first; a whole include
+/// directory (`include{i}`) is copied with its contents.
+pub fn stage_inputs(files: &[(String, String)]) -> String {
+    let words: Vec<(String, String)> = files
+        .iter()
+        .map(|(var, path)| (var_then(var, ""), path.clone()))
+        .collect();
+    let (dirs, plain): (Vec<_>, Vec<_>) = files
+        .iter()
+        .zip(words)
+        .partition(|((var, _), _)| var.starts_with("include"));
+    let mut s = stage_files(&plain.into_iter().map(|(_, w)| w).collect::<Vec<_>>());
+    for (_, (from, path)) in dirs {
+        s += &format!(
+            "mkdir -p {path}\ncp -R {from}/. {path}/\n",
+            path = quote(&path)
+        );
+    }
+    s
+}
+
+/// Copies each file (a shell word naming it, the relative path it goes to)
+/// into the build directory, creating the directories first.
+pub fn stage_files(files: &[(String, String)]) -> String {
+    let dirs: BTreeSet<String> = files
+        .iter()
+        .filter_map(|(_, path)| Path::new(path).parent().map(slash_path))
+        .filter(|d| !d.is_empty())
+        .collect();
+    let mut s = String::new();
+    if !dirs.is_empty() {
+        let dirs: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
+        s += &format!("mkdir -p {}\n", dirs.join(" "));
+    }
+    for (from, path) in files {
+        s += &format!("cp {from} {}\n", quote(path));
+    }
+    s
+}

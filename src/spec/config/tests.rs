@@ -1,0 +1,780 @@
+//! The config reader's tests: the demo's config, every refusal with its
+//! key and fix, the multi-module form, `[project]`'s METADATA values, and
+//! the reader never panicking on damaged text.
+
+use proptest::prelude::*;
+
+use std::path::PathBuf;
+
+use super::matrix::{EXCLUDE_KEYS, MATRIX_KEYS};
+use super::*;
+use crate::spec::document::ConfigProblem;
+
+const DEMO: &str = r#"
+[project]
+name = "demo-ext"
+version = "0.1.0"
+dependencies = ["torch"]
+
+[tool.black]
+line-length = 100
+
+[tool.cuwheel]
+module = "demo_ext._C"
+kernels = ["csrc/kernels/*.cu"]
+cuda-archs = ["8.0", "9.0+PTX"]
+baseline = "manylinux_2_31"
+include-dirs = ["csrc/include"]
+defines = ["WITH_CUDA", "BLOCK=256"]
+nvcc-flags = ["--use_fast_math"]
+cxx-flags = ["-O3"]
+
+[tool.cuwheel.bindings]
+pybind11 = ["csrc/bindings.cpp"]
+torch-library = ["csrc/ops.cpp"]
+
+[tool.cuwheel.matrix]
+cuda = ["13.0", "12.4"]
+python = ["3.11", "3.13", "3.14"]
+torch = ["2.11", "2.9"]
+exclude = [
+  { cuda = "13.0", torch = "2.9" },
+  { cuda = "12.4", torch = "2.11" },
+]
+"#;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new("pyproject.toml"))
+}
+
+/// The problems of `text`, each as `key: problem / fix`.
+fn problems(text: &str) -> Vec<ConfigProblem> {
+    parse(text)
+        .expect_err("the config should be refused")
+        .problems
+}
+
+/// The demo with `old` replaced by `new` (which must occur).
+fn demo_with(old: &str, new: &str) -> String {
+    assert!(DEMO.contains(old), "the demo has no {old:?}");
+    DEMO.replacen(old, new, 1)
+}
+
+fn only_problem(text: &str) -> ConfigProblem {
+    let mut problems = problems(text);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    problems.remove(0)
+}
+
+#[test]
+fn reads_the_demo_config() {
+    let config = parse(DEMO).unwrap();
+    assert_eq!(config.name.as_str(), "demo-ext");
+    assert_eq!(config.version.to_string(), "0.1.0");
+    assert_eq!(config.modules[0].name.value.as_str(), "demo_ext._C");
+    assert_eq!(config.modules[0].name.value.leaf(), "_C");
+    assert_eq!(
+        config.modules[0].kernels[0].value.to_string(),
+        "csrc/kernels/*.cu"
+    );
+    assert_eq!(
+        config.modules[0].kernels[0].at.key,
+        "tool.cuwheel.kernels[0]"
+    );
+    assert_eq!(config.modules[0].kernels[0].at.line, 12);
+    let flavours: Vec<_> = config.modules[0].bindings.keys().copied().collect();
+    assert_eq!(flavours, BindingFlavour::ALL);
+    assert_eq!(
+        config.modules[0].bindings[&BindingFlavour::TorchLibrary][0].value,
+        PathBuf::from("csrc/ops.cpp")
+    );
+    let archs: Vec<String> = config.cuda_archs.iter().map(|a| a.to_string()).collect();
+    assert_eq!(archs, ["8.0", "9.0+PTX"]);
+    assert_eq!(config.baseline.platform_tag(), "manylinux_2_31_x86_64");
+    assert_eq!(
+        config.modules[0].compile.include_dirs[0].value,
+        PathBuf::from("csrc/include")
+    );
+    let defines: Vec<String> = config.modules[0]
+        .compile
+        .defines
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(defines, ["WITH_CUDA", "BLOCK=256"]);
+    assert_eq!(config.modules[0].compile.nvcc_flags, ["--use_fast_math"]);
+    assert_eq!(config.modules[0].compile.cxx_flags, ["-O3"]);
+    assert_eq!(
+        config.matrix.cuda,
+        ["13.0".parse().unwrap(), "12.4".parse().unwrap()]
+    );
+    assert_eq!(config.matrix.python.len(), 3);
+    assert_eq!(config.matrix.exclude.len(), 2);
+    assert_eq!(
+        config.matrix.exclude[1].value.to_string(),
+        r#"{ cuda = "12.4", torch = "2.11" }"#
+    );
+    assert_eq!(
+        config.matrix.exclude[1].at.key,
+        "tool.cuwheel.matrix.exclude[1]"
+    );
+}
+
+#[test]
+fn accepts_the_short_bindings_form() {
+    let text = demo_with(
+        "[tool.cuwheel.bindings]\npybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]\n",
+        "",
+    )
+    .replace(
+        "cxx-flags = [\"-O3\"]",
+        "cxx-flags = [\"-O3\"]\nbindings = [\"csrc/ops.cpp\"]\nbinding = \"torch-library\"",
+    )
+    .replace("python = [\"3.11\", \"3.13\", \"3.14\"]\n", "");
+    let config = parse(&text).unwrap();
+    assert_eq!(
+        config.modules[0]
+            .bindings
+            .keys()
+            .copied()
+            .collect::<Vec<_>>(),
+        [BindingFlavour::TorchLibrary]
+    );
+    assert!(config.matrix.python.is_empty());
+}
+
+#[test]
+fn short_bindings_form_needs_its_flavour() {
+    let text = demo_with(
+        "[tool.cuwheel.bindings]\npybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]\n",
+        "",
+    )
+    .replace("cxx-flags = [\"-O3\"]", "cxx-flags = [\"-O3\"]\nbindings = [\"csrc/bindings.cpp\"]");
+    let problem = only_problem(&text);
+    assert_eq!(problem.at.key, "tool.cuwheel.binding");
+    assert!(problem.fix.contains("binding = \"pybind11\""), "{problem}");
+}
+
+#[test]
+fn unknown_key_message_suggests_the_spelling_and_lists_known_keys() {
+    let all = problems(&demo_with("cuda-archs =", "cuda_archs ="));
+    let unknown = all
+        .iter()
+        .find(|p| p.problem == "unknown key `cuda_archs`")
+        .unwrap();
+    assert_eq!(unknown.at.key, "tool.cuwheel.cuda_archs");
+    assert_eq!(unknown.at.line, 13);
+    assert!(
+        unknown.fix.starts_with("did you mean `cuda-archs`?"),
+        "{unknown}"
+    );
+    assert!(
+        unknown.fix.contains("module, kernels, bindings"),
+        "{unknown}"
+    );
+    let missing = all
+        .iter()
+        .find(|p| p.problem == "missing key `cuda-archs`")
+        .unwrap();
+    assert_eq!(missing.at.key, "tool.cuwheel.cuda-archs");
+
+    let problem = only_problem(&demo_with(
+        "{ cuda = \"13.0\", torch = \"2.9\" }",
+        "{ cudaa = \"13.0\" }",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[0].cudaa");
+    assert!(problem.fix.contains("did you mean `cuda`?"), "{problem}");
+    assert!(
+        problem.fix.contains("cuda, python, torch, binding"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn bad_cuda_archs_name_the_element_and_the_right_form() {
+    for (arch, fix) in [
+        ("8", "write \"8.0\""),
+        ("sm_80", "write \"8.0\""),
+        ("compute_90", "write \"9.0+PTX\""),
+        ("sm_100", "write \"10.0\""),
+        ("9.0+ptx", "write \"9.0+PTX\""),
+        ("9.0a", "write \"9.0\""),
+        ("eight", "major.minor"),
+        ("8.10", "major.minor"),
+        ("0.0", "major.minor"),
+    ] {
+        let problem = only_problem(&demo_with("\"9.0+PTX\"]", &format!("\"{arch}\"]")));
+        assert_eq!(problem.at.key, "tool.cuwheel.cuda-archs[1]", "{arch}");
+        assert!(
+            problem.problem.contains(&format!("`{arch}`")),
+            "{arch}: {problem}"
+        );
+        assert!(problem.fix.contains(fix), "{arch}: {problem}");
+    }
+}
+
+#[test]
+fn refuses_duplicate_archs_even_with_different_ptx() {
+    let problem = only_problem(&demo_with(
+        "[\"8.0\", \"9.0+PTX\"]",
+        "[\"9.0\", \"9.0+PTX\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.cuda-archs[1]");
+    assert!(
+        problem
+            .problem
+            .contains("repeats tool.cuwheel.cuda-archs[0]"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn numbers_where_strings_belong_are_told_to_quote() {
+    let problem = only_problem(&demo_with(
+        "cuda = [\"13.0\", \"12.4\"]",
+        "cuda = [13.0, \"12.4\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.cuda[0]");
+    assert_eq!(problem.problem, "expected a string, found float");
+    assert_eq!(problem.fix, "put it in quotes: \"13.0\"");
+}
+
+#[test]
+fn version_problems_name_the_list_element() {
+    let problem = only_problem(&demo_with(
+        "cuda = [\"13.0\", \"12.4\"]",
+        "cuda = [\"13.0\", \"12\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.cuda[1]");
+    assert!(problem.fix.contains("\"12.0\""), "{problem}");
+    let shown = problem.to_string();
+    assert!(shown.starts_with("pyproject.toml:25:"), "{shown}");
+    assert!(
+        shown.contains("tool.cuwheel.matrix.cuda[1]: CUDA version `12` has no minor version"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_exclude_naming_a_value_outside_the_matrix_is_a_typo() {
+    let problem = only_problem(&demo_with(
+        "{ cuda = \"12.4\", torch = \"2.11\" }",
+        "{ cuda = \"12.5\", torch = \"2.11\" }",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[1].cuda");
+    assert!(problem.problem.contains("matches no cell"), "{problem}");
+    assert!(problem.fix.contains("\"13.0\", \"12.4\""), "{problem}");
+}
+
+#[test]
+fn an_exclude_matching_no_cell_is_an_error() {
+    // Each value is in the matrix, but abi3 cells have no Python.
+    let text = demo_with(
+        "{ cuda = \"12.4\", torch = \"2.11\" },",
+        "{ cuda = \"12.4\", torch = \"2.11\" },\n  { python = \"3.11\", binding = \"torch-library\" },",
+    );
+    let problem = only_problem(&text);
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[2]");
+    assert_eq!(
+        problem.problem,
+        "the exclude { python = \"3.11\", binding = \"torch-library\" } matches no cell of the matrix"
+    );
+}
+
+#[test]
+fn excludes_may_be_written_as_an_array_of_tables() {
+    let text = demo_with(
+        "exclude = [\n  { cuda = \"13.0\", torch = \"2.9\" },\n  { cuda = \"12.4\", torch = \"2.11\" },\n]\n",
+        "\n[[tool.cuwheel.matrix.exclude]]\ncuda = \"13.0\"\ntorch = \"2.9\"\n\n\
+         [[tool.cuwheel.matrix.exclude]]\ncuda = \"12.4\"\ntorch = \"2.11\"\n",
+    );
+    let config = parse(&text).unwrap();
+    let excludes: Vec<String> = config
+        .matrix
+        .exclude
+        .iter()
+        .map(|exclude| exclude.value.to_string())
+        .collect();
+    assert_eq!(
+        excludes,
+        [
+            r#"{ cuda = "13.0", torch = "2.9" }"#,
+            r#"{ cuda = "12.4", torch = "2.11" }"#
+        ]
+    );
+    assert_eq!(
+        config.matrix.exclude[1].at.key,
+        "tool.cuwheel.matrix.exclude[1]"
+    );
+}
+
+#[test]
+fn an_empty_exclude_entry_is_refused() {
+    let problem = only_problem(&demo_with("{ cuda = \"13.0\", torch = \"2.9\" }", "{}"));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[0]");
+    assert!(problem.problem.contains("every cell"), "{problem}");
+}
+
+#[test]
+fn excludes_that_remove_everything_are_refused() {
+    let text = demo_with(
+        "{ cuda = \"13.0\", torch = \"2.9\" },",
+        "{ cuda = \"13.0\" },\n  { cuda = \"12.4\" },",
+    );
+    let problem = only_problem(&text);
+    assert!(problem.problem.contains("remove every cell"), "{problem}");
+}
+
+#[test]
+fn python_list_must_match_the_flavours() {
+    let problem = only_problem(&demo_with("pybind11 = [\"csrc/bindings.cpp\"]\n", ""));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.python");
+    assert!(
+        problem.problem.contains("no pybind11 bindings"),
+        "{problem}"
+    );
+    let problem = only_problem(&demo_with("python = [\"3.11\", \"3.13\", \"3.14\"]\n", ""));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.python");
+    assert_eq!(problem.problem, "missing key `python`");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = demo_with("module = \"demo_ext._C\"", "module = \"demo-ext._C\"")
+        .replace(
+            "baseline = \"manylinux_2_31\"",
+            "baseline = \"manylinux2014\"",
+        )
+        .replace("\"3.14\"]", "\"3.14t\"]");
+    let keys: Vec<String> = problems(&text).into_iter().map(|p| p.at.key).collect();
+    assert_eq!(
+        keys,
+        [
+            "tool.cuwheel.module",
+            "tool.cuwheel.baseline",
+            "tool.cuwheel.matrix.python[2]"
+        ]
+    );
+}
+
+#[test]
+fn values_cuwheel_owns_are_refused() {
+    let problem = only_problem(&demo_with(
+        "\"--use_fast_math\"",
+        "\"-gencode=arch=compute_80,code=sm_80\"",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.nvcc-flags[0]");
+    assert!(problem.fix.contains("cuda-archs"), "{problem}");
+    let problem = only_problem(&demo_with("\"BLOCK=256\"", "\"TORCH_EXTENSION_NAME=_C\""));
+    assert_eq!(problem.at.key, "tool.cuwheel.defines[1]");
+    let problem = only_problem(&demo_with("\"BLOCK=256\"", "\"-DBLOCK=256\""));
+    assert!(problem.fix.contains("without -D"), "{problem}");
+}
+
+#[test]
+fn flags_may_repeat_but_defines_may_not() {
+    let text = demo_with(
+        "nvcc-flags = [\"--use_fast_math\"]",
+        "nvcc-flags = [\"-Xcompiler\", \"-fopenmp\", \"-Xcompiler\", \"-Wall\"]",
+    );
+    let config = parse(&text).unwrap();
+    assert_eq!(
+        config.modules[0].compile.nvcc_flags,
+        ["-Xcompiler", "-fopenmp", "-Xcompiler", "-Wall"]
+    );
+    let problem = only_problem(&demo_with("\"WITH_CUDA\", ", "\"BLOCK=128\", "));
+    assert_eq!(problem.at.key, "tool.cuwheel.defines[1]");
+    assert_eq!(
+        problem.problem,
+        "`BLOCK=256` repeats tool.cuwheel.defines[0]"
+    );
+}
+
+#[test]
+fn paths_must_stay_inside_the_project() {
+    for (path, says) in [
+        ("../x.cpp", "`..`"),
+        ("/abs/x.cpp", "absolute"),
+        ("csrc/*.cpp", "pattern"),
+    ] {
+        let problem = only_problem(&demo_with("\"csrc/ops.cpp\"", &format!("\"{path}\"")));
+        assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-library[0]");
+        assert!(problem.problem.contains(says), "{path}: {problem}");
+    }
+}
+
+#[test]
+fn project_version_must_be_static_and_public() {
+    let problem = only_problem(&demo_with(
+        "version = \"0.1.0\"",
+        "version = \"0.1.0+cu130\"",
+    ));
+    assert_eq!(problem.at.key, "project.version");
+    assert!(problem.fix.starts_with("write \"0.1.0\""), "{problem}");
+    let problem = only_problem(&demo_with("version = \"0.1.0\"", "dynamic = [\"version\"]"));
+    assert!(problem.problem.contains("dynamic"), "{problem}");
+}
+
+#[test]
+fn missing_tool_table_says_what_to_add() {
+    let problem = only_problem("[project]\nname = \"x\"\nversion = \"1\"\n");
+    assert_eq!(problem.at.key, "tool");
+    assert!(problem.fix.contains("[tool.cuwheel]"), "{problem}");
+}
+
+#[test]
+fn toml_syntax_errors_have_a_position() {
+    let problem = only_problem("[project]\nname = \"x\n");
+    assert_eq!(problem.at.line, 2);
+    assert_eq!(problem.at.key, "");
+}
+
+/// Lines that look like parts of a cuwheel config, to reach deep into the
+/// parser; and anything printable, to reach the TOML parser's corners.
+fn tomlish_line() -> impl Strategy<Value = String> {
+    let headers = prop::sample::select(vec![
+        "[project]",
+        "[tool]",
+        "[tool.cuwheel]",
+        "[tool.cuwheel.matrix]",
+        "[tool.cuwheel.bindings]",
+        "[[tool.cuwheel.matrix.exclude]]",
+        "[[tool.cuwheel.kernels]]",
+    ])
+    .prop_map(str::to_string);
+    let mut keys: Vec<&str> = cuwheel_keys();
+    keys.extend(MATRIX_KEYS);
+    keys.extend(EXCLUDE_KEYS);
+    keys.extend(modules::binding_keys());
+    keys.extend([
+        "name",
+        "version",
+        "dynamic",
+        "tool.cuwheel.module",
+        "matrix.cuda",
+    ]);
+    let values = prop::sample::select(vec![
+        "\"13.0\"",
+        "\"8\"",
+        "13.0",
+        "[\"3.11\", \"3.13t\"]",
+        "[]",
+        "[[]]",
+        "{}",
+        "{ cuda = \"12.4\" }",
+        "[{ python = \"3.9\", torch = 2 }]",
+        "[\"csrc/**/*.cu\", \"../x\"]",
+        "\"manylinux_2_31\"",
+        "true",
+        "1979-05-27",
+        "\"\"",
+    ])
+    .prop_map(str::to_string);
+    let assignment = (
+        prop::sample::select(keys),
+        prop_oneof![values, "[ -~]{0,16}"],
+    )
+        .prop_map(|(key, value)| format!("{key} = {value}"));
+    prop_oneof![headers, assignment, "[ -~]{0,40}", "\\PC{0,12}"]
+}
+
+fn assert_actionable(result: Result<Config, ConfigError>) {
+    if let Err(error) = result {
+        assert!(!error.problems.is_empty());
+        for problem in &error.problems {
+            assert!(problem.at.line >= 1 && problem.at.column >= 1, "{problem}");
+            assert!(
+                !problem.problem.is_empty() && !problem.fix.is_empty(),
+                "{problem:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics_on_tomlish_text(lines in prop::collection::vec(tomlish_line(), 0..24)) {
+        assert_actionable(parse(&lines.join("\n")));
+    }
+
+    #[test]
+    fn parse_never_panics_on_a_damaged_demo(
+        at in 0..DEMO.len(),
+        cut in 0..24usize,
+        insert in prop_oneof!["[ -~\n]{0,16}", "\\PC{0,4}"],
+    ) {
+        // DEMO is ASCII, so every byte offset is a character boundary.
+        let end = (at + cut).min(DEMO.len());
+        let text = format!("{}{insert}{}", &DEMO[..at], &DEMO[end..]);
+        assert_actionable(parse(&text));
+    }
+}
+
+/// A two-module config: `extra` goes into `[tool.cuwheel]` before the modules.
+fn modules_config(extra: &str, first: &str, second: &str) -> String {
+    format!(
+        r#"[project]
+name = "mods"
+version = "1.0"
+
+[tool.cuwheel]
+cuda-archs = ["9.0"]
+baseline = "manylinux_2_31"
+include-dirs = ["csrc/include"]
+defines = ["TOP"]
+link-flags = ["-Wl,--as-needed"]
+{extra}
+[[tool.cuwheel.modules]]
+name = "mods._cpu"
+cuda = false
+kernels = ["csrc/cpu/*.cpp"]
+bindings = ["csrc/cpu_ops.cpp"]
+binding = "torch-library"
+{first}
+[[tool.cuwheel.modules]]
+name = "mods._cuda"
+kernels = ["csrc/cuda/*.cu"]
+bindings = ["csrc/cuda_ops.cu"]
+binding = "pybind11"
+{second}
+[tool.cuwheel.matrix]
+cuda = ["13.0"]
+python = ["3.13"]
+torch = ["2.11"]
+"#
+    )
+}
+
+#[test]
+fn modules_extend_the_top_level_defaults() {
+    let text = modules_config(
+        "strip = true\nnvcc-flags = [\"--use_fast_math\"]\n",
+        "defines = [\"CPU\"]\nundefines = [\"NDEBUG\"]\nlibraries = [\"gomp\"]\nlink-flags = [\"-fopenmp\"]\n",
+        "strip = false\nnvcc-flags = [\"-lineinfo\"]\n",
+    );
+    let config = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let [cpu, cuda] = &config.modules[..] else {
+        panic!("{:?}", config.modules)
+    };
+    assert!(!cpu.cuda && cuda.cuda);
+    let defines: Vec<String> = cpu.compile.defines.iter().map(|d| d.to_string()).collect();
+    assert_eq!(defines, ["TOP", "CPU"]);
+    assert_eq!(cpu.compile.undefines, ["NDEBUG"]);
+    assert_eq!(
+        cpu.compile.include_dirs[0].value,
+        PathBuf::from("csrc/include")
+    );
+    assert_eq!(cpu.link.flags, ["-Wl,--as-needed", "-fopenmp"]);
+    assert_eq!(cpu.link.libraries, ["gomp"]);
+    assert!(cpu.link.strip && !cuda.link.strip);
+    assert!(cuda.device_line_info() && !cpu.device_line_info());
+    // Top-level nvcc flags are for the CUDA modules.
+    assert!(cpu.compile.nvcc_flags.is_empty());
+    assert_eq!(cuda.compile.nvcc_flags, ["--use_fast_math", "-lineinfo"]);
+    assert_eq!(cuda.name.at.key, "tool.cuwheel.modules[1].name");
+    // A pybind11 module beside a torch-library one: per-Python wheels only.
+    assert_eq!(config.flavours(), [BindingFlavour::Pybind11]);
+}
+
+#[test]
+fn module_problems_name_the_module_entry() {
+    for (first, second, key, says) in [
+        (
+            "",
+            "name = \"other._cpu\"\n",
+            "tool.cuwheel.modules[1].name",
+            "ends in `_cpu`",
+        ),
+        (
+            "nvcc-flags = [\"-O3\"]\n",
+            "",
+            "tool.cuwheel.modules[0].nvcc-flags",
+            "cuda = false, so nvcc never",
+        ),
+        (
+            "libraries = [\"foo\"]\n",
+            "",
+            "tool.cuwheel.modules[0].libraries[0]",
+            "libfoo.so",
+        ),
+        (
+            "strip = \"yes\"\n",
+            "",
+            "tool.cuwheel.modules[0].strip",
+            "expected a boolean",
+        ),
+        (
+            "colour = 1\n",
+            "",
+            "tool.cuwheel.modules[0].colour",
+            "unknown key",
+        ),
+    ] {
+        // The second module's own name key comes first in its table: replace it.
+        let text = modules_config("", first, "").replacen(
+            "name = \"mods._cuda\"\n",
+            if second.is_empty() {
+                "name = \"mods._cuda\"\n"
+            } else {
+                second
+            },
+            1,
+        );
+        let problem = only_problem(&text);
+        assert_eq!(problem.at.key, key, "{problem}");
+        assert!(problem.problem.contains(says), "{says}: {problem}");
+    }
+}
+
+#[test]
+fn the_shorthand_keys_do_not_mix_with_modules() {
+    let text = modules_config("module = \"mods._C\"\n", "", "");
+    let problem = only_problem(&text);
+    assert_eq!(problem.at.key, "tool.cuwheel.module");
+    assert!(
+        problem.fix.contains("[[tool.cuwheel.modules]]"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn the_version_may_be_dynamic_and_read_without_running_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+    std::fs::write(
+        dir.path().join("pkg/__init__.py"),
+        "__version__ = \"2.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("VERSION"), "2.2.0\n").unwrap();
+    let file = dir.path().join("pyproject.toml");
+    let with = |source: &str| {
+        demo_with("version = \"0.1.0\"", "dynamic = [\"version\"]")
+            .replace("[tool.cuwheel]\n", &format!("[tool.cuwheel]\n{source}\n"))
+    };
+    let config = Config::parse(&with("version = { attr = \"pkg.__version__\" }"), &file).unwrap();
+    assert_eq!(config.version.to_string(), "2.1.0");
+    assert_eq!(config.version_file, Some(PathBuf::from("pkg/__init__.py")));
+    let config = Config::parse(&with("version = { file = \"VERSION\" }"), &file).unwrap();
+    assert_eq!(config.version.to_string(), "2.2.0");
+    // setuptools' own table serves too.
+    let setuptools = demo_with("version = \"0.1.0\"", "dynamic = [\"version\"]")
+        + "\n[tool.setuptools.dynamic]\nversion = { attr = \"pkg.__version__\" }\n";
+    assert_eq!(
+        Config::parse(&setuptools, &file)
+            .unwrap()
+            .version
+            .to_string(),
+        "2.1.0"
+    );
+    let error = Config::parse(&with("version = { attr = \"pkg.VERSION\" }"), &file).unwrap_err();
+    assert!(
+        error.problems[0]
+            .problem
+            .contains("assigns no string literal to `VERSION`"),
+        "{error}"
+    );
+    let error = Config::parse(&with("version = { file = \"NOPE\" }"), &file).unwrap_err();
+    assert_eq!(error.problems[0].at.key, "tool.cuwheel.version.file");
+}
+
+#[test]
+fn other_dynamic_fields_are_refused() {
+    let problem = only_problem(&demo_with(
+        "dependencies = [\"torch\"]",
+        "dynamic = [\"dependencies\"]",
+    ));
+    assert_eq!(problem.at.key, "project.dynamic[0]");
+    assert!(
+        problem.fix.contains("write project.dependencies"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn project_metadata_is_read_and_checked() {
+    let text = demo_with(
+        "dependencies = [\"torch\"]",
+        "dependencies = [\"numpy>=1.24\", \"rich; python_version >= '3.10'\"]\n\
+         license = \"mit OR apache-2.0\"\n\
+         readme = { text = \"# Hi\", content-type = \"text/markdown; charset=UTF-8\" }\n\
+         authors = [{ name = \"Ada\", email = \"ada@example.org\" }]\n\
+         keywords = [\"cuda\"]\n\
+         classifiers = [\"Programming Language :: Python :: 3\"]\n\
+         [project.optional-dependencies]\n\
+         Full_Set = [\"scipy\"]\n\
+         [project.urls]\n\
+         Source = \"https://example.org/src\"\n\
+         Docs = \"https://example.org/docs\"",
+    );
+    let config = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let metadata = &config.metadata;
+    assert_eq!(
+        metadata.license,
+        Some(License::Expression("MIT OR Apache-2.0".into()))
+    );
+    assert_eq!(metadata.dependencies.len(), 2);
+    assert_eq!(metadata.optional_dependencies[0].0, "full-set");
+    // In the order written, not sorted.
+    let labels: Vec<&str> = metadata.urls.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["Source", "Docs"]);
+    assert!(matches!(
+        &metadata.readme.as_ref().unwrap().value,
+        Readme::Text { content_type, .. } if content_type.starts_with("text/markdown")
+    ));
+
+    for (old, new, key, says) in [
+        (
+            "dependencies = [\"torch\"]",
+            "dependencies = [\"numpy>=\"]",
+            "project.dependencies[0]",
+            "`numpy>=` is not a valid",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "license = \"Apache 2.0\"",
+            "project.license",
+            "`Apache` is not on the SPDX",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "readme = \"README\"",
+            "project.readme",
+            "content type",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "requires-python = \"3.9\"",
+            "project.requires-python",
+            "does not start with an operator",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "authors = [{ email = \"not an address\" }]",
+            "project.authors[0].email",
+            "not a valid email",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "scripts = { x = \"m:f\" }",
+            "project.scripts",
+            "entry points",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "licence = \"MIT\"",
+            "project.licence",
+            "unknown key",
+        ),
+        (
+            "dependencies = [\"torch\"]",
+            "license = \"MIT\"\nclassifiers = [\"License :: OSI Approved :: MIT License\"]",
+            "project.classifiers",
+            "License ::",
+        ),
+    ] {
+        let problem = only_problem(&demo_with(old, new));
+        assert_eq!(problem.at.key, key, "{problem}");
+        assert!(problem.problem.contains(says), "{says}: {problem}");
+    }
+}

@@ -1,0 +1,78 @@
+//! Test projects outside the repository: a fixture copied with the demo's
+//! lock beside it, its plan made by the cuwheel this test run built, and
+//! the Nix expression of its nodes built with the repository's `nix/`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::flake::repo;
+use super::{cuwheel_bin, run_ok};
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `tests/fixtures/<name>` copied into `dir`, with the demo's
+/// `cuwheel.lock` beside it (the fixtures' cells are cells of the demo's
+/// matrix, so its toolchains serve them); the copy's path.
+pub fn fixture_with_demo_lock(name: &str, dir: &Path) -> PathBuf {
+    let project = dir.join(name);
+    copy_dir(&repo().join("tests/fixtures").join(name), &project);
+    fs::copy(
+        repo().join("examples/demo-ext/cuwheel.lock"),
+        project.join("cuwheel.lock"),
+    )
+    .unwrap();
+    project
+}
+
+/// `cuwheel plan --json` of `project`, written to `project/plan.json`.
+pub fn write_plan(project: &Path) -> PathBuf {
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["plan", "--json", "--project"])
+            .arg(project),
+    );
+    let path = project.join("plan.json");
+    fs::write(&path, &out.stdout).unwrap();
+    path
+}
+
+/// The expression of `project`'s nodes, with the repository's nix/ and the
+/// demo's lock, from the plan at `plan`. With `driver`, the wheel and audit
+/// nodes run the driver Nix builds from this checkout (as the flake does);
+/// without, only nodes that never run it can be built.
+pub fn nodes_expr(project: &Path, plan: &Path, driver: bool) -> String {
+    let cuwheel = if driver {
+        "import (repo + \"/nix/driver.nix\") seeds { rust = toolchains.${lock.driver.rust}; src = repo; }"
+    } else {
+        "throw \"these nodes never run the driver\""
+    };
+    format!(
+        r#"let
+          repo = {repo};
+          lockFile = repo + "/examples/demo-ext/cuwheel.lock";
+          lock = builtins.fromJSON (builtins.readFile lockFile);
+          seeds = import (repo + "/nix/seeds.nix") lock;
+          toolchains = (import (repo + "/nix/toolchains.nix") lockFile).toolchains;
+        in import (repo + "/nix/plan.nix") seeds {{
+          inherit toolchains;
+          projectDir = {project};
+          plan = builtins.fromJSON (builtins.readFile {plan});
+          cuwheel = {cuwheel};
+        }}"#,
+        repo = repo().display(),
+        project = project.display(),
+        plan = plan.display(),
+    )
+}

@@ -22,8 +22,7 @@ fn demo_lock() -> Lock {
 fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
     let cells = spec.cells().unwrap();
-    let lock_path = demo_dir().join("cuwheel.lock");
-    let (kernels, project) = sources::read(&spec, &lock_path).unwrap();
+    let (kernels, project) = sources::read(&spec).unwrap();
     assert!(kernels.iter().all(|k| k.headers.is_empty()), "{kernels:?}");
     Plan::new(
         &spec.config,
@@ -672,9 +671,14 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     let p = &recipe.provenance;
     assert_eq!(p.cell, "cu124-py311");
     assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
-    assert_eq!(p.config_sha256, demo_lock().config_sha256);
+    let pyproject = std::fs::read_to_string(demo_dir().join("pyproject.toml")).unwrap();
+    assert_eq!(
+        p.config_sha256,
+        cuwheel::build::provenance::shaping_config_sha256(&toml::from_str(&pyproject).unwrap())
+    );
+    // pyproject.toml is recorded by what it gives the cell, not by its bytes.
+    assert!(!p.sources.contains_key("pyproject.toml"));
     for file in [
-        "pyproject.toml",
         "csrc/kernels/axpby.cu",
         "csrc/bindings.cpp",
         "csrc/include/demo_ext/ops.h",
@@ -690,5 +694,29 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
         p.source_sha256,
         cuwheel::build::Provenance::source_sha256(&p.sources)
     );
-    assert_eq!(p.toolchains["torch"], "torch29");
+    // Each toolchain by what it is made of: the torch wheel and its headers'
+    // NAR hash; the seeds by their NAR hashes; nothing else of the lock.
+    let lock = demo_lock();
+    let Toolchain::Torch {
+        artifacts,
+        headers_nar_sha256,
+        ..
+    } = &lock.toolchains["torch29"]
+    else {
+        panic!("torch29 is a torch toolchain");
+    };
+    let torch = &p.toolchains["torch"];
+    assert_eq!(torch.headers_nar_sha256.as_ref(), Some(headers_nar_sha256));
+    assert_eq!(
+        torch.artifacts.keys().collect::<Vec<_>>(),
+        artifacts.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        p.toolchains.keys().collect::<Vec<_>>(),
+        ["cuda", "gcc", "python", "torch"]
+    );
+    assert_eq!(p.seeds.len(), 2);
+    assert_eq!(p.seeds["busybox"], lock.seeds["busybox"].nar_sha256);
+    // The plan's cell carries the same provenance, for `cuwheel reproduce`.
+    assert_eq!(&plan.cells["cu124-py311"].provenance, p);
 }

@@ -183,16 +183,21 @@ fn node_drvs(project: &Path) -> BTreeMap<String, String> {
     .unwrap()
 }
 
+/// The demo's lock beside `project`, marked as made for its config: the
+/// fixtures build cells the demo's lock has, with the same toolchains.
+fn copy_demo_lock(project: &Path) {
+    let lock = repo().join("examples/demo-ext/cuwheel.lock");
+    let mut lock = cuwheel::lock::format::Lock::read(&lock).unwrap();
+    lock.config_sha256 = cuwheel::lock::config_sha256(&project.join("pyproject.toml")).unwrap();
+    lock.write(&project.join("cuwheel.lock")).unwrap();
+}
+
 #[test]
 fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("sibling-header");
     copy_dir(&repo().join("tests/fixtures/sibling-header"), &project);
-    fs::copy(
-        repo().join("examples/demo-ext/cuwheel.lock"),
-        project.join("cuwheel.lock"),
-    )
-    .unwrap();
+    copy_demo_lock(&project);
     let plan = write_plan(&project);
     let expr = format!("({}).kernel-cuda130-scale", nodes_expr(&project, &plan));
     let built = json(&nix_ok(&[
@@ -226,11 +231,7 @@ fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("python-h-kernel");
     copy_dir(&repo().join("tests/fixtures/python-h-kernel"), &project);
-    fs::copy(
-        repo().join("examples/demo-ext/cuwheel.lock"),
-        project.join("cuwheel.lock"),
-    )
-    .unwrap();
+    copy_demo_lock(&project);
     let plan = write_plan(&project);
     let expr = format!(
         "({}).kernel-cuda130-uses_extension",

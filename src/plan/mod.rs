@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::build::{Provenance, WheelRecipe};
+use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
 use crate::lock::format::{Lock, Toolchain};
 use crate::spec::{
     BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonVersion, TorchVersion,
@@ -60,6 +60,9 @@ pub struct PlanCell {
     pub audit: String,
     /// The wheel's file name.
     pub wheel_file: String,
+    /// What the wheel records of its origin (also in the wheel node's
+    /// recipe): what `cuwheel reproduce` compares a wheel with.
+    pub provenance: Provenance,
 }
 
 /// One derivation: `script` runs in the sandbox with each input's store
@@ -155,11 +158,12 @@ pub struct ProjectSources {
     pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
     pub package_files: Vec<PackageFile>,
     /// sha256 of every project file the wheels are built from, by relative
-    /// path (`pyproject.toml`, kernels, bindings, headers, include
-    /// directories' files, package files).
+    /// path (kernels, bindings, headers, include directories' files,
+    /// package files; `pyproject.toml` is `config_sha256`).
     pub digests: BTreeMap<String, String>,
-    /// sha256 of the lock file.
-    pub lock_sha256: String,
+    /// What `pyproject.toml` gives every cell
+    /// ([`crate::build::provenance::shaping_config_sha256`]).
+    pub config_sha256: String,
 }
 
 /// What a cell is built with, from the lock.
@@ -257,12 +261,15 @@ impl Plan {
                 binding: binding.name.clone(),
                 binding_objects: binding.objects(),
             };
-            let toolchains = BTreeMap::from([
-                ("cuda".to_string(), cp.toolchains.cuda.clone()),
-                ("gcc".to_string(), cp.toolchains.gcc.clone()),
-                ("python".to_string(), cp.python.clone()),
-                ("torch".to_string(), cp.toolchains.torch.clone()),
-            ]);
+            let toolchains = [
+                ("cuda", &cp.toolchains.cuda),
+                ("gcc", &cp.toolchains.gcc),
+                ("python", &cp.python),
+                ("torch", &cp.toolchains.torch),
+            ]
+            .into_iter()
+            .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
+            .collect();
             let tag = cell.wheel_tag(&config.baseline);
             let version = cell.wheel_version(&config.version);
             let wheel_file = WheelFilename {
@@ -283,11 +290,11 @@ impl Plan {
                 provenance: Provenance {
                     cell: name.clone(),
                     cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
-                    config_sha256: lock.config_sha256.clone(),
-                    lock_sha256: project.lock_sha256.clone(),
+                    config_sha256: project.config_sha256.clone(),
                     source_sha256: Provenance::source_sha256(digests),
                     sources: digests.clone(),
                     toolchains,
+                    seeds: Provenance::seeds(lock),
                     cuwheel: env!("CARGO_PKG_VERSION").to_string(),
                 },
             };
@@ -311,6 +318,7 @@ impl Plan {
                     wheel: wheel_node.name.clone(),
                     audit: audit_node.name.clone(),
                     wheel_file: assembly.wheel_file.clone(),
+                    provenance: assembly.recipe.provenance.clone(),
                 },
             );
             nodes.insert(binding.name.clone(), binding.node(config));

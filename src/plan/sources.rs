@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
+use crate::build::provenance::shaping_config_sha256;
 use crate::lock::format::{LOCK_FILE, Lock};
 use crate::plan::kernel::slash_path;
 use crate::plan::{Plan, ProjectSources, TranslationUnit};
@@ -20,7 +21,7 @@ use crate::spec::Spec;
 use crate::store::Hash;
 
 /// The project's kernels and the rest of its sources.
-pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, ProjectSources)> {
+pub fn read(spec: &Spec) -> Result<(Vec<TranslationUnit>, ProjectSources)> {
     let root = &spec.root;
     let include_dirs: Vec<PathBuf> = spec
         .config
@@ -42,7 +43,7 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
         bindings.insert(*flavour, units);
     }
 
-    let mut files: Vec<PathBuf> = vec![PathBuf::from("pyproject.toml")];
+    let mut files: Vec<PathBuf> = Vec::new();
     for tu in kernels.iter().chain(bindings.values().flatten()) {
         files.push(tu.path.clone());
         files.extend(tu.headers.iter().cloned());
@@ -61,27 +62,44 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
         let data = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         digests.insert(slash_path(&file), Hash::sha256(data).to_hex());
     }
-    let lock =
-        fs::read(lock_path).with_context(|| format!("cannot read {}", lock_path.display()))?;
+    let pyproject = &spec.pyproject;
+    let text = fs::read_to_string(pyproject)
+        .with_context(|| format!("cannot read {}", pyproject.display()))?;
+    let document: toml::Table = toml::from_str(&text)
+        .with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
     Ok((
         kernels,
         ProjectSources {
             bindings,
             package_files: spec.package_files.clone(),
             digests,
-            lock_sha256: Hash::sha256(lock).to_hex(),
+            config_sha256: shaping_config_sha256(&document),
         },
     ))
 }
 
 /// The plan of the project in `dir`, as `cuwheel plan` makes it: its spec,
-/// its sources and the plan itself.
+/// its sources and the plan itself. A lock made for another `[tool.cuwheel]`
+/// is refused, saying to lock again.
 pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     let spec = Spec::load(dir)?;
     let cells = spec.cells()?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
-    let (kernels, project) = read(&spec, &lock_path)?;
+    let config_sha256 = crate::lock::config_sha256(&spec.pyproject)?;
+    if lock.config_sha256 != config_sha256 {
+        bail!(
+            "{} was written for another [tool.cuwheel] (config-sha256 {}; {}'s is now {}): the \
+             config changed after `cuwheel lock`. Run `cuwheel lock --project {}` to lock it \
+             again, then build",
+            lock_path.display(),
+            lock.config_sha256,
+            spec.pyproject.display(),
+            config_sha256,
+            dir.display()
+        );
+    }
+    let (kernels, project) = read(&spec)?;
     let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", dir.display()))?;
     Ok((spec, project, plan))

@@ -55,11 +55,7 @@ pub fn check_builds_project<'a>(
             )
         })?;
 
-    let pyproject = dir.join("pyproject.toml");
-    let text = std::fs::read_to_string(&pyproject)
-        .with_context(|| format!("cannot read {}", pyproject.display()))?;
-    let document: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
+    let document = crate::lock::read_pyproject(&dir.join("pyproject.toml"))?;
     let name = document
         .get("project")
         .and_then(|p| p.get("name"))

@@ -283,14 +283,7 @@ fn re_pin(lock: &mut Lock, toolchain: &str, name: &str) -> String {
     artifact.size += 1;
     let renamed = store_name(&artifact.file);
     lock.artifacts.insert(renamed.clone(), artifact);
-    let artifacts = match lock.toolchains.get_mut(toolchain).unwrap() {
-        Toolchain::Gcc { artifacts, .. }
-        | Toolchain::CudaWheels { artifacts, .. }
-        | Toolchain::CudaDebian { artifacts, .. }
-        | Toolchain::PythonHeaders { artifacts, .. }
-        | Toolchain::Torch { artifacts, .. }
-        | Toolchain::Rust { artifacts, .. } => artifacts,
-    };
+    let artifacts = lock.toolchains.get_mut(toolchain).unwrap().artifacts_mut();
     assert!(artifacts.remove(name));
     artifacts.insert(renamed.clone());
     renamed
@@ -364,4 +357,67 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
     );
     assert!(!stdout.contains(&renamed), "{stdout}");
     assert!(!stderr.contains("building"), "{stderr}");
+}
+
+#[test]
+fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
+    // The demo cut down to CUDA 13.0 and Python 3.13 (its lock, marked as
+    // made for that config, has these cells' toolchains).
+    let project = project_flake("examples/demo-ext");
+    let dir = project.path();
+    let pyproject = dir.join("pyproject.toml");
+    let text = fs::read_to_string(&pyproject).unwrap();
+    let cut = text
+        .replace("cuda = [\"13.0\", \"12.4\"]", "cuda = [\"13.0\"]")
+        .replace(
+            "python = [\"3.11\", \"3.13\", \"3.14\"]",
+            "python = [\"3.13\"]",
+        )
+        .replace("torch = [\"2.11\", \"2.9\"]", "torch = [\"2.11\"]");
+    assert_ne!(cut, text);
+    fs::write(&pyproject, cut).unwrap();
+    let lock_path = dir.join("cuwheel.lock");
+    let mut lock = Lock::read(&lock_path).unwrap();
+    lock.config_sha256 = cuwheel::lock::config_sha256(&pyproject).unwrap();
+    lock.write(&lock_path).unwrap();
+
+    // The app itself refers to the cells' derivations, not to their results.
+    let app = build(&attr(dir, "packages.x86_64-linux.publish"));
+    let closure = common::run_ok(Command::new("nix-store").arg("-qR").arg(&app));
+    let closure = String::from_utf8(closure.stdout).unwrap();
+    for cell in [CELL, "cu130-abi3"] {
+        let drv = eval_raw(&attr(dir, &format!("wheels.{cell}.drvPath")));
+        let out = eval_raw(&attr(dir, &format!("wheels.{cell}.outPath")));
+        assert!(closure.contains(&drv), "{drv} not in the app's closure");
+        assert!(
+            !closure.contains(&format!("{out}\n")),
+            "{out} is in the app's closure"
+        );
+    }
+
+    let index = tempfile::tempdir().unwrap();
+    let index = index.path().join("index");
+    let out = nix_ok(&[
+        "run",
+        &attr(dir, "publish"),
+        "--",
+        "--max-jobs",
+        "2",
+        "--to",
+        index.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = texts(&out);
+    assert!(
+        stderr.contains("building every cell (nix-store --realise --max-jobs 2)"),
+        "{stderr}"
+    );
+    let published: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("published "))
+        .collect();
+    assert_eq!(published.len(), 2, "{stdout}");
+    for line in published {
+        let wheel = index.join(line.trim_start_matches("published "));
+        assert!(wheel.is_file(), "{}", wheel.display());
+    }
 }

@@ -187,16 +187,20 @@ fn progress(message: &str) {
 /// the flake computes the same digest to refuse a stale lock: it changes
 /// exactly when the config does.
 pub fn config_sha256(pyproject: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(pyproject)
-        .with_context(|| format!("cannot read {}", pyproject.display()))?;
-    let document: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
+    let document = read_pyproject(pyproject)?;
     let table = document
         .get("tool")
         .and_then(|tool| tool.get("cuwheel"))
         .with_context(|| format!("{} has no [tool.cuwheel] table", pyproject.display()))?;
     let json = crate::json::nix_compact(&serde_json::to_value(table)?);
     Ok(crate::store::Hash::sha256(json).to_hex())
+}
+
+/// `pyproject.toml` as a TOML table.
+pub fn read_pyproject(pyproject: &Path) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(pyproject)
+        .with_context(|| format!("cannot read {}", pyproject.display()))?;
+    toml::from_str(&text).with_context(|| format!("{} is not valid TOML", pyproject.display()))
 }
 
 struct Resolver<'a> {

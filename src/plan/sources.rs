@@ -62,11 +62,7 @@ pub fn read(spec: &Spec) -> Result<(Vec<TranslationUnit>, ProjectSources)> {
         let data = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         digests.insert(slash_path(&file), Hash::sha256(data).to_hex());
     }
-    let pyproject = &spec.pyproject;
-    let text = fs::read_to_string(pyproject)
-        .with_context(|| format!("cannot read {}", pyproject.display()))?;
-    let document: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
+    let document = crate::lock::read_pyproject(&spec.pyproject)?;
     Ok((
         kernels,
         ProjectSources {

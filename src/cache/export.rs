@@ -358,6 +358,7 @@ mod tests {
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "demo_ext-0.1.0-cp313-cp313-manylinux_2_31_x86_64.whl".into(),
+            provenance: Default::default(),
         };
         Plan {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),

@@ -31,8 +31,7 @@ use std::sync::OnceLock;
 
 use common::{Server, cuwheel_bin, run_ok, store_listing};
 use cuwheel::lock::format::{
-    Artifact, CellToolchains, LOCK_VERSION, Lock, Seed, Source,
-    SuiteIndex, Toolchain, store_name,
+    Artifact, CellToolchains, LOCK_VERSION, Lock, Seed, Source, SuiteIndex, Toolchain, store_name,
 };
 use cuwheel::store::path::{FileIngestion, fixed_output_path};
 use cuwheel::store::{Hash, HashAlgo};
@@ -443,8 +442,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// Who uses each toolchain: the cells that name it in a role.
 fn users(lock: &Lock, toolchain: &str) -> BTreeSet<String> {
-    lock
-        .cells
+    lock.cells
         .iter()
         .filter(|(_, c)| {
             [&c.cuda, &c.gcc, &c.torch].contains(&&toolchain.to_owned())

@@ -154,7 +154,7 @@ mod tests {
     fn lock() -> Lock {
         let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
         Lock {
-            version: 1,
+            version: crate::lock::format::LOCK_VERSION,
             project: "p".into(),
             config_sha256: "c".into(),
             cells: BTreeMap::new(),
@@ -201,6 +201,7 @@ mod tests {
                 ("other.deb".to_string(), artifact("55")),
                 ("bb.deb".to_string(), artifact("66")),
             ]),
+            suites: BTreeMap::new(),
         }
     }
 

@@ -90,15 +90,19 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
     } else {
         eprintln!("fetch: what builds the driver (cuwheel's {DRIVER_LOCK_FILE})");
         DriverLock::embedded().and_then(|driver| {
-            fetch(&driver.pins(), &nix, &driver_options).map(drop).map_err(|error| {
-                match error.downcast_ref::<Vanished>() {
-                    // The project's re-pin command would not help here.
-                    Some(vanished) => anyhow::Error::new(DriverVanished(vanished.files.clone())),
-                    None => error.context(format!(
-                        "cannot fetch what builds the driver (cuwheel's {DRIVER_LOCK_FILE})"
-                    )),
-                }
-            })
+            fetch(&driver.pins(), &nix, &driver_options)
+                .map(drop)
+                .map_err(|error| {
+                    match error.downcast_ref::<Vanished>() {
+                        // The project's re-pin command would not help here.
+                        Some(vanished) => {
+                            anyhow::Error::new(DriverVanished(vanished.files.clone()))
+                        }
+                        None => error.context(format!(
+                            "cannot fetch what builds the driver (cuwheel's {DRIVER_LOCK_FILE})"
+                        )),
+                    }
+                })
         })
     };
     let mut vanished = Vec::new();

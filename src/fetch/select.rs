@@ -159,13 +159,7 @@ mod tests {
         // abi3: every Python's headers of the bundle.
         assert_eq!(
             names(&["cu130-abi3"]),
-            [
-                "gcc.deb",
-                "nvcc.whl",
-                "py311.deb",
-                "py313.deb",
-                "torch.whl"
-            ]
+            ["gcc.deb", "nvcc.whl", "py311.deb", "py313.deb", "torch.whl"]
         );
     }
 

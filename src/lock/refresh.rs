@@ -103,8 +103,7 @@ fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>
 
 /// The cells whose roles name `toolchain`.
 fn users_of(lock: &Lock, toolchain: &str) -> BTreeSet<String> {
-    lock
-        .cells
+    lock.cells
         .iter()
         .filter(|(_, roles)| {
             [&roles.cuda, &roles.gcc, &roles.torch]

@@ -6,12 +6,12 @@
   # nix/'s builtin-derivation functions.
   outputs = { self }:
     let
-      lib = import ./nix/lib.nix self;
+      lib = import ./nix/lib.nix;
       # The demo, built exactly as a project's own flake builds it (templates/default).
-      demo = lib.projectOutputs { src = ./examples/demo-ext; };
+      demo = lib.mkProject { src = ./examples/demo-ext; };
     in
     demo // {
-      lib = { inherit (lib) projectOutputs; };
+      lib = { inherit (lib) mkProject; };
       templates.default = {
         path = ./templates/default;
         description = "A PyTorch CUDA extension built into a matrix of wheels by cuwheel";

@@ -1,8 +1,8 @@
 # cuwheel as a flake library: a project's source in, the project flake's outputs out.
 #
-# In:  cuwheel's own source (its flake's `self`: Cargo.*, src/ and nix/driver.lock build the
-#      driver), then { src (the project: pyproject.toml and the sources), lock (its
-#      cuwheel.lock; default src + "/cuwheel.lock") }.
+# In:  { src (the project: pyproject.toml and the sources), lock (its cuwheel.lock; default
+#      src + "/cuwheel.lock") }. cuwheel's own source is this file's repository (../.:
+#      Cargo.*, src/ and nix/driver.lock build the driver).
 # Out: the outputs of a flake that builds the project on x86_64-linux:
 #   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, nodes, kernels, toolchains, plan,
 #                                project}
@@ -15,18 +15,19 @@
 #
 # The driver is built from cuwheel's Cargo.lock with the Rust toolchain of cuwheel's own lock
 # (nix/driver.lock); the project's lock pins only the project's toolchains and seeds.
-cuwheelSrc:
 let
   system = "x86_64-linux";
 
   driverLock = builtins.fromJSON (builtins.readFile ./driver.lock);
   cuwheel = import ./driver.nix (import ./seeds.nix driverLock) {
     rust = (import ./toolchains.nix ./driver.lock).toolchains.${driverLock.driver.rust};
-    src = cuwheelSrc;
+    # A path, not the flake's `self`: builtins.path's filter then sees the same paths in any
+    # store (a store rooted elsewhere included).
+    src = ../.;
   };
   app = program: { type = "app"; inherit program; };
 
-  projectOutputs = { src, lock ? src + "/cuwheel.lock" }:
+  mkProject = { src, lock ? src + "/cuwheel.lock" }:
     let
       where = toString src;
       pyprojectFile = src + "/pyproject.toml";
@@ -109,5 +110,5 @@ let
     };
 in
 {
-  inherit projectOutputs cuwheel;
+  inherit mkProject cuwheel;
 }

@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use crate::init::flake::nix_string;
 use crate::lock::format::LOCK_FILE;
 use crate::store::Hash;
 use crate::store::nix::Nix;
@@ -49,7 +50,7 @@ pub fn check_builds_project<'a>(
         .with_context(|| {
             format!(
                 "cannot ask {installable} which project it builds: is {flake} a flake made by \
-                 cuwheel's lib.projectOutputs (README: Your own project)? Pass --flake with the \
+                 cuwheel's lib.mkProject (README: Your own project)? Pass --flake with the \
                  flake that builds {}",
                 dir.display()
             )
@@ -71,7 +72,7 @@ pub fn check_builds_project<'a>(
     if !same_name {
         bail!(
             "the flake {flake} builds the project `{}`, not `{name}` in {}: pass --flake with the \
-             flake that builds this project (its flake.nix calls cuwheel's lib.projectOutputs \
+             flake that builds this project (its flake.nix calls cuwheel's lib.mkProject \
              with this directory as src)",
             seen.name.as_deref().unwrap_or("(no [project].name)"),
             dir.display()
@@ -138,15 +139,6 @@ fn apply(files: &[String]) -> String {
     )
 }
 
-/// A Nix string literal holding `text`.
-fn nix_string(text: &str) -> String {
-    let escaped = text
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace("${", "\\${");
-    format!("\"{escaped}\"")
-}
-
 fn sha256_file(path: &Path) -> Result<String> {
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(Hash::sha256(data).to_hex())
@@ -158,8 +150,6 @@ mod tests {
 
     #[test]
     fn file_names_are_quoted_for_nix() {
-        assert_eq!(nix_string("csrc/a.cu"), "\"csrc/a.cu\"");
-        assert_eq!(nix_string("a\"b\\c${d}"), "\"a\\\"b\\\\c\\${d}\"");
         let apply = apply(&["pyproject.toml".into(), "x y.cu".into()]);
         assert!(
             apply.contains("[ \"pyproject.toml\" \"x y.cu\" ]"),

@@ -80,7 +80,7 @@ fn a_project_flake_outside_the_repository_plans_and_builds_like_cuwheels_own() {
     }
     let flake = fs::read_to_string(dir.join("flake.nix")).unwrap();
     assert!(
-        flake.contains("cuwheel.lib.projectOutputs { src = ./.; }"),
+        flake.contains("cuwheel.lib.mkProject { src = ./.; }"),
         "{flake}"
     );
 

@@ -6,5 +6,5 @@
 
   # Everything a project needs: wheels.<cell>, wheels.all, nodes, kernels, toolchains, plan,
   # apps.publish and checks, for pyproject.toml's [tool.cuwheel] and cuwheel.lock beside it.
-  outputs = { self, cuwheel }: cuwheel.lib.projectOutputs { src = ./.; };
+  outputs = { self, cuwheel }: cuwheel.lib.mkProject { src = ./.; };
 }

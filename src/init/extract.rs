@@ -346,9 +346,10 @@ fn module(
             at,
             false,
             inferred,
-        ) && !module.include_dirs.contains(&rel)
-        {
-            module.include_dirs.push(rel);
+        ) {
+            if !module.include_dirs.contains(&rel) {
+                module.include_dirs.push(rel);
+            }
         }
     }
     module.defines = defines(

@@ -40,10 +40,10 @@ pub fn locate(explicit: Option<&str>) -> Result<CuwheelRef> {
     if let Some(url) = explicit {
         return found(url.to_string(), "--cuwheel");
     }
-    if let Ok(url) = std::env::var(ENV_VAR)
-        && !url.is_empty()
-    {
-        return found(url, &format!("the {ENV_VAR} environment variable"));
+    if let Ok(url) = std::env::var(ENV_VAR) {
+        if !url.is_empty() {
+            return found(url, &format!("the {ENV_VAR} environment variable"));
+        }
     }
     if let Some(checkout) = std::env::current_exe()
         .ok()

@@ -145,10 +145,10 @@ fn include_dirs(root: &Path, tus: &[PathBuf], files: &[PathBuf]) -> Result<Vec<S
         for (name, quoted) in includes(&text) {
             let beside = file.parent().map(|d| d.join(&name));
             if quoted && beside.as_ref().is_some_and(|b| root.join(b).is_file()) {
-                if let Some(b) = beside
-                    && seen.insert(b.clone())
-                {
-                    pending.push(b);
+                if let Some(b) = beside {
+                    if seen.insert(b.clone()) {
+                        pending.push(b);
+                    }
                 }
                 continue;
             }
@@ -288,9 +288,13 @@ fn module_name(
 fn version(root: &Path, packages: &[String], inferred: &mut Inferred) {
     for package in packages {
         let file = format!("{package}/__init__.py");
-        if let Ok(text) = fs::read_to_string(root.join(&file))
-            && let Ok(body) = parse_module(&text)
-            && body.iter().any(|s| matches!(&s.kind, StmtKind::Assign { targets, value } if targets.iter().any(|t| matches!(&t.kind, ExprKind::Name(n) if n == "__version__")) && matches!(value.kind, ExprKind::Const(_))))
+        let Ok(text) = fs::read_to_string(root.join(&file)) else {
+            continue;
+        };
+        let Ok(body) = parse_module(&text) else {
+            continue;
+        };
+        if body.iter().any(|s| matches!(&s.kind, StmtKind::Assign { targets, value } if targets.iter().any(|t| matches!(&t.kind, ExprKind::Name(n) if n == "__version__")) && matches!(value.kind, ExprKind::Const(_))))
         {
             inferred.meta.version = Some(VersionSource::Attr(format!("{package}.__version__")));
             return;

@@ -169,14 +169,14 @@ fn version(
             }
         },
     };
-    if let Some(VersionSource::Static(v)) = &source
-        && v.parse::<Version>().is_err()
-    {
-        inferred.find(
-            key,
-            format!("{}: `{v}` is not a PEP 440 version", setup.at),
-            fix,
-        );
+    if let Some(VersionSource::Static(v)) = &source {
+        if v.parse::<Version>().is_err() {
+            inferred.find(
+                key,
+                format!("{}: `{v}` is not a PEP 440 version", setup.at),
+                fix,
+            );
+        }
     }
     inferred.meta.version = source;
 }

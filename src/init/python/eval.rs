@@ -530,10 +530,10 @@ impl Interpreter {
         };
         // setup.py files choose archs by the toolkit or the GPU at hand.
         let skipped = if taken { orelse } else { then };
-        if skipped.archs
-            && let Some(note) = self.notes.get_mut(decided)
-        {
-            note.text.push_str(&format!("; {ARCH_BRANCH}"));
+        if skipped.archs {
+            if let Some(note) = self.notes.get_mut(decided) {
+                note.text.push_str(&format!("; {ARCH_BRANCH}"));
+            }
         }
         Ok(taken)
     }

@@ -39,12 +39,13 @@ impl Interpreter {
             .iter()
             .chain(kwargs.iter().map(|(_, v)| v))
             .find_map(|v| v.as_unknown())
-            && !matches!(
+        {
+            if !matches!(
                 receiver,
                 Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Environ
-            )
-        {
-            return Ok(Value::Unknown(u.clone()));
+            ) {
+                return Ok(Value::Unknown(u.clone()));
+            }
         }
         Ok(match receiver {
             Value::Str(s) => match string_method(s, name, &args) {

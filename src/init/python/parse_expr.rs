@@ -50,10 +50,11 @@ impl Parser {
 
     /// A test, or `name := test`.
     pub(super) fn named_test(&mut self) -> Result<Expr, SyntaxError> {
-        if matches!(self.peek_at(1), Tok::Op(":="))
-            && let Tok::Name(name) = &self.peek().tok
-        {
-            let name = name.clone();
+        let walrus = match (self.peek_at(1), &self.peek().tok) {
+            (Tok::Op(":="), Tok::Name(name)) => Some(name.clone()),
+            _ => None,
+        };
+        if let Some(name) = walrus {
             let line = self.next().line;
             self.next();
             let value = self.test()?;

@@ -33,13 +33,15 @@ let
       (map (c: "${c.crate} ${c.name}-${c.version} ${c.checksum}") crates);
   };
 
-  # Only what cargo reads: editing nix/, docs or tests leaves the driver's inputs unchanged.
+  # Only what cargo reads (src/ embeds nix/driver.lock): editing the rest of nix/, docs or tests
+  # leaves the driver's inputs unchanged.
   source = builtins.path {
     name = "cuwheel-source";
     path = src;
     filter = path: type:
       let rel = builtins.substring (builtins.stringLength (toString src) + 1) (-1) (toString path);
-      in rel == "Cargo.toml" || rel == "Cargo.lock" || rel == "src" || builtins.substring 0 4 rel == "src/";
+      in builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "nix" "nix/driver.lock" ]
+        || builtins.substring 0 4 rel == "src/";
   };
 in
 import ./busybox-derivation.nix seeds {

@@ -1,23 +1,53 @@
-# `nix run .#publish -- --to DIR [--base-url URL]`: the driver's `cuwheel publish` with every
-# cell's wheel. Each wheel comes from its cell's audit node, which exists only when the audit
-# passed; `cuwheel publish` audits each again before writing anything.
+# `nix run .#publish -- --to DIR [--base-url URL] [--max-jobs N]`: builds every cell's result,
+# in parallel, then runs the driver's `cuwheel publish` with every cell's wheel.
 #
-# In:  the seeds, then { cuwheel (the driver), results (the cells' audit outputs) }.
-# Out: a derivation whose bin/cuwheel-publish runs `cuwheel publish "$@" <every wheel>`.
+# The app depends on the cells' derivations (their .drv files), not on their outputs, so
+# `nix run` builds only this script and the driver; the script then has Nix build the cells
+# with `--max-jobs` (default `auto`: one build per core, whatever nix.conf says; a flake
+# cannot set it without asking on every run), with the sandbox on and no substituters, as every
+# cuwheel call does. Each wheel comes from its cell's audit node, which exists only when the
+# audit passed; `cuwheel publish` audits each again before writing anything.
+#
+# In:  the seeds, then { cuwheel (the driver), results (the cells' audit derivations) }.
+# Out: a derivation whose bin/cuwheel-publish does the above; `nix-store` must be on PATH.
 seeds: { cuwheel, results }:
 import ./busybox-derivation.nix seeds {
   name = "cuwheel-publish";
-  inherit cuwheel results;
+  inherit cuwheel;
+  # The .drv files only: their string context makes them (not their outputs) inputs here.
+  drvs = map (r: r.drvPath) results;
   script = builtins.toFile "publish.sh" ''
     mkdir -p "$out/bin"
     p="$out/bin/cuwheel-publish"
     {
       echo "#!$busybox/bin/busybox sh"
-      printf 'exec %s/bin/cuwheel publish "$@"' "$cuwheel"
-      for r in $results; do
-        for w in "$r"/*.whl; do printf ' %s' "$w"; done
-      done
-      echo
+      echo "cuwheel=$cuwheel drvs='$drvs'"
+      cat <<'EOS'
+    set -eu
+    jobs=auto
+    n=$#
+    while [ "$n" -gt 0 ]; do
+      a=$1; shift; n=$((n - 1))
+      case "$a" in
+        --max-jobs) [ "$n" -gt 0 ] || { echo "cuwheel-publish: --max-jobs needs a number or auto" >&2; exit 2; }
+                    jobs=$1; shift; n=$((n - 1)) ;;
+        --max-jobs=*) jobs=''${a#--max-jobs=} ;;
+        *) set -- "$@" "$a" ;;
+      esac
+    done
+    command -v nix-store >/dev/null 2>&1 || {
+      echo "cuwheel-publish: nix-store is not on PATH; run this app with the Nix that runs 'nix run'" >&2
+      exit 1
+    }
+    echo "cuwheel-publish: building every cell (nix-store --realise --max-jobs $jobs)" >&2
+    # shellcheck disable=SC2086 # $drvs is a space-separated list of store paths
+    built=$(nix-store --realise --max-jobs "$jobs" --option sandbox true \
+      --option sandbox-fallback false --option substituters "" $drvs)
+    for r in $built; do
+      for w in "$r"/*.whl; do set -- "$@" "$w"; done
+    done
+    exec "$cuwheel/bin/cuwheel" publish "$@"
+    EOS
     } > "$p"
     chmod 555 "$p"
   '';

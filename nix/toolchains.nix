@@ -1,13 +1,14 @@
 # The lock's toolchains as derivations, by kind, plus its bundles and their checks.
 #
-# In:  the path of a cuwheel.lock. Out: { toolchains, checks }:
+# In:  the path of a cuwheel.lock (or of nix/driver.lock, which has no bundles). Out:
+#      { toolchains, checks }:
 #   toolchains.<name>   every entry of the lock's `toolchains` (built by the file of its kind) and
 #                       every bundle (a directory of links to its toolchains, by name);
 #   checks.<bundle>     check.nix with the bundle's gcc, CUDA and torch.
 # Which artifacts make up which toolchain is the lock's business; this file only dispatches.
 lockFile:
 let
-  lock = builtins.fromJSON (builtins.readFile lockFile);
+  lock = { bundles = { }; } // builtins.fromJSON (builtins.readFile lockFile);
   seeds = import ./seeds.nix lock;
   artifact = import ./artifacts.nix lock seeds;
   bbDrv = import ./busybox-derivation.nix seeds;

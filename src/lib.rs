@@ -13,6 +13,7 @@
 //! inside it (the wheel assembly); `audit` the verdict on a wheel;
 //! `publish` the package index audited wheels are served from;
 //! `reproduce` the verdict on whether a checkout rebuilds a wheel bit for bit;
+//! `flake` checks that a flake builds the project it is asked about;
 //! `process` runs the registries' clients; `json` writes the canonical JSON
 //! of cuwheel's files.
 
@@ -20,6 +21,7 @@ pub mod audit;
 pub mod build;
 pub mod cache;
 pub mod fetch;
+pub mod flake;
 pub mod init;
 pub mod json;
 pub mod lock;

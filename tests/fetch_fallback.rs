@@ -31,8 +31,7 @@ use std::sync::OnceLock;
 
 use common::{Server, cuwheel_bin, run_ok, store_listing};
 use cuwheel::lock::format::{
-    Artifact, CellToolchains, DRIVER, DriverToolchains, LOCK_VERSION, Lock, Seed, Source,
-    SuiteIndex, Toolchain, store_name,
+    Artifact, CellToolchains, LOCK_VERSION, Lock, Seed, Source, SuiteIndex, Toolchain, store_name,
 };
 use cuwheel::store::path::{FileIngestion, fixed_output_path};
 use cuwheel::store::{Hash, HashAlgo};
@@ -441,22 +440,16 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The cells and who uses each toolchain (the cells that name it in a
-/// role, `driver` for the driver's).
+/// Who uses each toolchain: the cells that name it in a role.
 fn users(lock: &Lock, toolchain: &str) -> BTreeSet<String> {
-    let mut users: BTreeSet<String> = lock
-        .cells
+    lock.cells
         .iter()
         .filter(|(_, c)| {
             [&c.cuda, &c.gcc, &c.torch].contains(&&toolchain.to_owned())
                 || c.python.as_deref() == Some(toolchain)
         })
         .map(|(name, _)| name.clone())
-        .collect();
-    if lock.driver.rust == toolchain {
-        users.insert(DRIVER.to_owned());
-    }
-    users
+        .collect()
 }
 
 /// The lock as `cuwheel lock` wrote it on 2025-11-22.
@@ -491,9 +484,6 @@ fn old_lock() -> Lock {
             .into(),
         )]
         .into(),
-        driver: DriverToolchains {
-            rust: "rust-trixie".into(),
-        },
         toolchains: BTreeMap::new(),
         seeds: BTreeMap::new(),
         artifacts: BTreeMap::new(),
@@ -560,6 +550,9 @@ fn old_lock() -> Lock {
                 artifacts: BTreeSet::new(),
             },
         ),
+        // A toolchain no cell uses (as the driver's Rust toolchain was in
+        // project locks before it moved to cuwheel's own nix/driver.lock):
+        // more of what trixie dropped, fetched and re-pinned like the rest.
         (
             "rust-trixie",
             "trixie",
@@ -606,8 +599,7 @@ fn old_lock() -> Lock {
             headers_nar_sha256: "0".repeat(64),
         },
     );
-    let mut everyone: BTreeSet<String> = lock.cells.keys().cloned().collect();
-    everyone.insert(DRIVER.to_owned());
+    let everyone: BTreeSet<String> = lock.cells.keys().cloned().collect();
     let busybox = world.deb(&BUSYBOX_OLD);
     lock.artifacts.insert(
         busybox.store_name(),
@@ -657,9 +649,12 @@ fn project(lock: &Lock) -> (tempfile::TempDir, tempfile::TempDir) {
     (dir, cache)
 }
 
+/// `cuwheel fetch` of the project's lock (`--no-driver`: cuwheel's own
+/// `nix/driver.lock` comes from the real mirror, not this archive).
 fn fetch(project: &Path, store: &Path, cache: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "fetch",
+        "--no-driver",
         "--project",
         project.to_str().unwrap(),
         "--store",
@@ -803,7 +798,7 @@ fn fetch_takes_each_dropped_deb_from_the_next_source_that_has_it() {
 }
 
 #[test]
-fn fetch_cell_takes_only_what_that_cell_and_the_driver_need() {
+fn fetch_cell_takes_only_what_that_cell_needs() {
     let world = World::get();
     let lock = old_lock();
     let (project, cache) = project(&lock);
@@ -824,12 +819,18 @@ fn fetch_cell_takes_only_what_that_cell_and_the_driver_need() {
         "{stderr}"
     );
     assert!(!stderr.contains(&py313), "{stderr}");
-    for name in lock.artifacts.keys().filter(|n| **n != py313) {
-        assert!(
+    // The cell's toolchains and the seeds; not the other cell's Python, nor
+    // the toolchain no cell uses.
+    let seeds: BTreeSet<&String> = lock.seeds.values().map(|s| &s.artifact).collect();
+    for (name, artifact) in &lock.artifacts {
+        let needed = artifact.used_by.contains("cu124-py311") || seeds.contains(name);
+        assert_eq!(
             listing.contains(&artifact_entry(&lock, name)),
+            needed,
             "{name}: {stderr}"
         );
     }
+    assert!(!listing.contains(&artifact_entry(&lock, &world.deb(&ZLIB_OLD).store_name())));
     assert!(listing.contains(&artifact_entry(&lock, &py311)));
 
     let out = fetch(
@@ -974,17 +975,15 @@ fn lock_refresh_repins_only_what_vanished_and_prints_each_change() {
     }
     assert_eq!(after.config_sha256, before.config_sha256);
     assert_eq!(
-        (&after.cells, &after.bundles, &after.driver),
-        (&before.cells, &before.bundles, &before.driver)
+        (&after.cells, &after.bundles),
+        (&before.cells, &before.bundles)
     );
 
     // Re-pinned: the new files, used by the users of every toolchain that holds them.
     let libc6 = world.deb(&LIBC6_NEW).store_name();
     assert_eq!(
         after.artifacts[&libc6].used_by,
-        ["cu124-py311", "cu124-py313", "driver"]
-            .map(str::to_owned)
-            .into()
+        ["cu124-py311", "cu124-py313"].map(str::to_owned).into()
     );
     assert!(after.toolchains["cuda124"].artifacts().contains(&libc6));
     let rust: BTreeSet<String> = [&LIBC6_NEW, &LIBC6_DEV_NEW, &ZLIB_NEW]
@@ -995,7 +994,7 @@ fn lock_refresh_repins_only_what_vanished_and_prints_each_change() {
     assert_eq!(after.toolchains["rust-trixie"].artifacts(), &rust);
     assert_eq!(
         after.artifacts[&world.deb(&ZLIB_NEW).store_name()].used_by,
-        [DRIVER.to_owned()].into()
+        BTreeSet::new()
     );
     let busybox = world.deb(&BUSYBOX_NEW);
     assert_eq!(after.seeds["busybox"].artifact, busybox.store_name());

@@ -107,13 +107,7 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
     assert_eq!(lock.cells.keys().collect::<Vec<_>>(), ["cu124-py313"]);
     assert_eq!(
         lock.toolchains.keys().collect::<Vec<_>>(),
-        [
-            "cuda124",
-            "gcc-bullseye",
-            "python313",
-            "rust-trixie",
-            "torch29"
-        ]
+        ["cuda124", "gcc-bullseye", "python313", "torch29"]
     );
     let Toolchain::Torch {
         version, artifacts, ..
@@ -124,17 +118,16 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
     assert!(version.starts_with("2.9."), "{version}");
     let wheel = artifacts.iter().next().unwrap();
     assert!(wheel.contains("-cp313-cp313-manylinux"), "{wheel}");
-    // Every toolchain's artifacts are described, and used by its cells.
-    for (name, toolchain) in &lock.toolchains {
+    // Every toolchain's artifacts are described, and used by its cells;
+    // nothing is the driver's (cuwheel's own nix/driver.lock pins that).
+    for toolchain in lock.toolchains.values() {
         for artifact in toolchain.artifacts() {
             let used_by = &lock.artifacts[artifact].used_by;
-            let user = if name == "rust-trixie" {
-                "driver"
-            } else {
-                "cu124-py313"
-            };
-            assert!(used_by.contains(user), "{artifact}: {used_by:?}");
+            assert!(used_by.contains("cu124-py313"), "{artifact}: {used_by:?}");
         }
+    }
+    for (name, artifact) in &lock.artifacts {
+        assert!(!artifact.used_by.contains("driver"), "{name}");
     }
     let gcc = lock.toolchains["gcc-bullseye"].artifacts();
     assert!(gcc.iter().any(|a| a.starts_with("gcc-10_")), "{gcc:?}");
@@ -300,10 +293,13 @@ fn lock_project(lock: &Lock) -> tempfile::TempDir {
     dir
 }
 
+/// `cuwheel fetch` of the project's lock alone (`--no-driver`: these tests
+/// fetch small locks into empty stores; the driver's is fetched below).
 fn fetch(project: &Path, store: &Path, cache: &Path) -> Output {
     cuwheel(
         &[
             "fetch",
+            "--no-driver",
             "--project",
             project.to_str().unwrap(),
             "--store",
@@ -311,6 +307,37 @@ fn fetch(project: &Path, store: &Path, cache: &Path) -> Output {
         ],
         cache,
     )
+}
+
+#[test]
+fn fetch_also_puts_what_builds_the_driver_into_the_store() {
+    // A project whose lock pins nothing: what remains is the driver's lock
+    // (compiled in), which `bash tests/prepare.sh` fetched into the store.
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext/cuwheel.lock");
+    let mut lock = Lock::read(&demo).unwrap();
+    lock.artifacts.clear();
+    lock.seeds.clear();
+    lock.toolchains.clear();
+    lock.cells.clear();
+    lock.bundles.clear();
+    let project = lock_project(&lock);
+    let out = cuwheel(
+        &["fetch", "--project", project.path().to_str().unwrap()],
+        &shared_cache(),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let driver = cuwheel::lock::driver::DriverLock::embedded().unwrap();
+    let pinned = cuwheel::fetch::pinned_paths(&driver.pins()).unwrap();
+    assert!(pinned.len() > driver.artifacts.len(), "{}", pinned.len());
+    assert!(
+        err.contains("what builds the driver (cuwheel's nix/driver.lock)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("all {} paths are in the store", pinned.len())),
+        "{err}"
+    );
 }
 
 #[test]

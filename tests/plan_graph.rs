@@ -24,19 +24,21 @@ fn demo_lock() -> Lock {
 fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
     let cells = spec.cells().unwrap();
-    let lock_path = demo_dir().join("cuwheel.lock");
-    let project = sources::read(&spec, &lock_path).unwrap();
-    // Each kernel includes both headers of the include directory.
+    let project = sources::read(&spec).unwrap();
+    // Each kernel includes its own device header, the shared one, and the
+    // launch and ops headers: not the other kernels' device headers.
     for kernel in &project.modules[0].kernels {
         let headers: Vec<&str> = kernel.headers.iter().map(|h| h.to_str().unwrap()).collect();
-        assert_eq!(
-            headers,
-            [
-                "csrc/include/demo_ext/launch.cuh",
-                "csrc/include/demo_ext/ops.h"
-            ],
-            "{kernel:?}"
-        );
+        let stem = kernel.path.file_stem().unwrap().to_str().unwrap();
+        let own = format!("csrc/include/demo_ext/kernels/{stem}.cuh");
+        let mut expected = vec![
+            own.as_str(),
+            "csrc/include/demo_ext/kernels/common.cuh",
+            "csrc/include/demo_ext/launch.cuh",
+            "csrc/include/demo_ext/ops.h",
+        ];
+        expected.sort();
+        assert_eq!(headers, expected, "{kernel:?}");
     }
     Plan::new(
         &spec.config,
@@ -179,6 +181,8 @@ fn no_kernel_node_sees_python() {
                 "gcc",
                 "header0",
                 "header1",
+                "header2",
+                "header3",
                 "source",
                 "torchHeaders"
             ],
@@ -698,9 +702,14 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     let p = &recipe.provenance;
     assert_eq!(p.cell, "cu124-py311");
     assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
-    assert_eq!(p.config_sha256, demo_lock().config_sha256);
+    let pyproject = std::fs::read_to_string(demo_dir().join("pyproject.toml")).unwrap();
+    assert_eq!(
+        p.config_sha256,
+        cuwheel::build::provenance::shaping_config_sha256(&toml::from_str(&pyproject).unwrap())
+    );
+    // pyproject.toml is recorded by what it gives the cell, not by its bytes.
+    assert!(!p.sources.contains_key("pyproject.toml"));
     for file in [
-        "pyproject.toml",
         "csrc/kernels/axpby.cu",
         "csrc/bindings.cpp",
         "csrc/include/demo_ext/ops.h",
@@ -716,7 +725,31 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
         p.source_sha256,
         cuwheel::build::Provenance::source_sha256(&p.sources)
     );
-    assert_eq!(p.toolchains["torch"], "torch29");
+    // Each toolchain by what it is made of: the torch wheel and its headers'
+    // NAR hash; the seeds by their NAR hashes; nothing else of the lock.
+    let lock = demo_lock();
+    let Toolchain::Torch {
+        artifacts,
+        headers_nar_sha256,
+        ..
+    } = &lock.toolchains["torch29"]
+    else {
+        panic!("torch29 is a torch toolchain");
+    };
+    let torch = &p.toolchains["torch"];
+    assert_eq!(torch.headers_nar_sha256.as_ref(), Some(headers_nar_sha256));
+    assert_eq!(
+        torch.artifacts.keys().collect::<Vec<_>>(),
+        artifacts.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        p.toolchains.keys().collect::<Vec<_>>(),
+        ["cuda", "gcc", "python", "torch"]
+    );
+    assert_eq!(p.seeds.len(), 2);
+    assert_eq!(p.seeds["busybox"], lock.seeds["busybox"].nar_sha256);
+    // The plan's cell carries the same provenance, for `cuwheel reproduce`.
+    assert_eq!(&plan.cells["cu124-py311"].provenance, p);
 }
 
 #[test]
@@ -742,7 +775,9 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    std::fs::copy(demo_dir().join("cuwheel.lock"), root.join("cuwheel.lock")).unwrap();
+    let mut lock = demo_lock();
+    lock.config_sha256 = cuwheel::lock::config_sha256(&root.join("pyproject.toml")).unwrap();
+    lock.write(&root.join("cuwheel.lock")).unwrap();
     let (_, project, plan) = sources::plan_project(root).unwrap();
     let inputs = |node: &str| -> Vec<String> {
         plan.nodes[node]

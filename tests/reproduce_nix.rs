@@ -6,7 +6,7 @@
 //!   correct RECORD) is different, and the report names the member and the
 //!   section;
 //! - a copy whose provenance names another checkout (a kernel's digest, the
-//!   lock's) is refused before anything is built, naming both;
+//!   torch headers') is refused before anything is built, naming both;
 //! - a wheel without provenance is not a cuwheel wheel;
 //! - the wheel served by `python3 -m http.server` reproduces by URL.
 //!
@@ -192,7 +192,7 @@ fn a_wheel_from_another_checkout_is_refused_before_anything_is_built() {
     let wheel = built_wheel();
     let dir = tempfile::tempdir().unwrap();
     let kernel = "csrc/kernels/axpby.cu";
-    let (fake_source, fake_lock) = ("ab".repeat(32), "cd".repeat(32));
+    let (fake_source, fake_headers) = ("ab".repeat(32), "cd".repeat(32));
     let original = std::cell::RefCell::new(None);
     let other = rewrite(&wheel, dir.path(), |name, data| {
         if name.ends_with("/cuwheel-provenance.json") {
@@ -202,7 +202,8 @@ fn a_wheel_from_another_checkout_is_refused_before_anything_is_built() {
                 .sources
                 .insert(kernel.into(), fake_source.clone());
             provenance.source_sha256 = Provenance::source_sha256(&provenance.sources);
-            provenance.lock_sha256 = fake_lock.clone();
+            let torch = provenance.toolchains.get_mut("torch").unwrap();
+            torch.headers_nar_sha256 = Some(fake_headers.clone());
             *data = serde_json::to_vec_pretty(&provenance).unwrap();
         }
         true
@@ -221,8 +222,12 @@ fn a_wheel_from_another_checkout_is_refused_before_anything_is_built() {
     );
     assert!(
         stdout.contains(&format!(
-            "  cuwheel.lock: the wheel was built from sha256 {fake_lock}, the checkout has {}\n",
-            original.lock_sha256
+            "  the torch toolchain: the wheel was built with the headers tree (NAR sha256 \
+             {fake_headers}), where the checkout's lock has the headers tree (NAR sha256 {})\n",
+            original.toolchains["torch"]
+                .headers_nar_sha256
+                .as_ref()
+                .unwrap()
         )),
         "{stdout}"
     );

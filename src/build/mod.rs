@@ -9,7 +9,8 @@
 //! Out: the `.whl`, written atomically by the deterministic writer, with the
 //! provenance as `.dist-info/cuwheel-provenance.json`.
 
-use std::collections::BTreeMap;
+pub mod provenance;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::archs::PROVENANCE_FILE;
 use crate::wheel::{CoreMetadata, TagSet, WheelBuilder, ZipTimestamp};
+pub use provenance::{Provenance, ToolchainIdentity};
 
 /// How one cell's wheel is named and described.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,42 +29,6 @@ pub struct WheelRecipe {
     /// `cp313-cp313-manylinux_2_31_x86_64`.
     pub tag: String,
     pub provenance: Provenance,
-}
-
-/// Where a wheel comes from: enough for `cuwheel audit` (the archs) and
-/// `cuwheel reproduce` (the cell, and digests to compare a checkout with).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Provenance {
-    /// The cell's name: `cu130-py313`.
-    pub cell: String,
-    /// `cuda-archs` as configured; the audit reads this key.
-    pub cuda_archs: Vec<String>,
-    /// The lock's `config-sha256`: the `[tool.cuwheel]` table.
-    pub config_sha256: String,
-    /// sha256 of the `cuwheel.lock` file.
-    pub lock_sha256: String,
-    /// sha256 of [`Provenance::sources`] written as `sha256sum` lines.
-    pub source_sha256: String,
-    /// Every project file the wheels are built from, by relative path.
-    pub sources: BTreeMap<String, String>,
-    /// The cell's toolchains by role (`cuda`, `gcc`, `python`, `torch`),
-    /// as named in the lock.
-    pub toolchains: BTreeMap<String, String>,
-    /// The driver's version.
-    pub cuwheel: String,
-}
-
-impl Provenance {
-    /// The digest of a set of source digests: `sha256sum`'s lines, sorted
-    /// by path, hashed.
-    pub fn source_sha256(sources: &BTreeMap<String, String>) -> String {
-        let lines: String = sources
-            .iter()
-            .map(|(path, sha256)| format!("{sha256}  {path}\n"))
-            .collect();
-        crate::store::Hash::sha256(lines).to_hex()
-    }
 }
 
 impl WheelRecipe {
@@ -106,6 +72,7 @@ impl WheelRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn recipe() -> WheelRecipe {
         let sources = BTreeMap::from([("a.cu".to_string(), "00".repeat(32))]);
@@ -125,10 +92,16 @@ mod tests {
                 cell: "cu130-py313".into(),
                 cuda_archs: vec!["8.0".into(), "9.0+PTX".into()],
                 config_sha256: "11".repeat(32),
-                lock_sha256: "22".repeat(32),
                 source_sha256: Provenance::source_sha256(&sources),
                 sources,
-                toolchains: BTreeMap::from([("cuda".into(), "cuda130".into())]),
+                toolchains: BTreeMap::from([(
+                    "cuda".into(),
+                    ToolchainIdentity {
+                        artifacts: BTreeMap::from([("nvcc.whl".into(), "22".repeat(32))]),
+                        headers_nar_sha256: None,
+                    },
+                )]),
+                seeds: BTreeMap::from([("busybox".into(), "33".repeat(32))]),
                 cuwheel: "0.1.0".into(),
             },
         }

@@ -7,9 +7,10 @@
 //! Nix binary cache (`file://DIR`, NARs compressed with zstd; serve it over
 //! HTTP for other machines) holding, with their closures and each signed
 //! with the key:
-//! - [`Scope::Lock`]: every pinned path (artifacts, seeds, the driver's
-//!   crates: those `cuwheel fetch` adds), every toolchain, the Nix-built
-//!   driver and every kernel object (built first where missing);
+//! - [`Scope::Lock`]: every pinned path (artifacts, seeds, cuwheel's own
+//!   `nix/driver.lock` and the driver's crates: those `cuwheel fetch` adds),
+//!   every toolchain, the Nix-built driver and every kernel object (built
+//!   first where missing);
 //! - [`Scope::Cells`]: every derivation output that the cells' own nodes
 //!   (binding, link, wheel, audit) take as input — their toolchains, kernel
 //!   objects, the seeds and the driver — so that a store substituting from
@@ -35,6 +36,7 @@ use anyhow::{Context, Result, bail};
 use super::key::public_key_of_secret;
 use super::{file_url, unsigned, url_safe};
 use crate::fetch::pinned_paths;
+use crate::lock::driver::DriverLock;
 use crate::lock::format::Lock;
 use crate::plan::Plan;
 use crate::plan::kernel::NAME_PREFIX;
@@ -185,7 +187,10 @@ pub fn export(
 /// Every pinned path (which must be in the store), and every toolchain,
 /// kernel object and the driver, built where missing.
 fn lock_roots(lock: &Lock, nix: &Nix, flake: &str) -> Result<(Vec<StorePath>, Contents)> {
-    let pinned = pinned_paths(lock)?;
+    let mut pinned = pinned_paths(lock)?;
+    pinned.extend(pinned_paths(&DriverLock::embedded()?.pins())?);
+    pinned.sort();
+    pinned.dedup();
     let present: BTreeSet<StorePath> = nix.valid_paths(&pinned)?.into_iter().collect();
     let absent: Vec<String> = pinned
         .iter()
@@ -355,6 +360,7 @@ mod tests {
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "demo_ext-0.1.0-cp313-cp313-manylinux_2_31_x86_64.whl".into(),
+            provenance: Default::default(),
         };
         Plan {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),

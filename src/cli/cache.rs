@@ -11,8 +11,9 @@ use cuwheel::cache::Substituter;
 use cuwheel::cache::export::{Scope, export};
 use cuwheel::cache::key::generate;
 use cuwheel::fetch::progress::megabytes;
+use cuwheel::flake::check_builds_project;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
-use cuwheel::plan::sources::find_flake;
+use cuwheel::plan::sources::{find_flake, plan_project};
 use cuwheel::store::nix::Nix;
 
 #[derive(Subcommand)]
@@ -74,6 +75,8 @@ pub fn run(command: CacheCommand) -> Result<ExitCode> {
                 Some(flake) => flake,
                 None => find_flake(&args.project)?.display().to_string(),
             };
+            let (_, project, _) = plan_project(&args.project)?;
+            check_builds_project(&nix, &flake, &args.project, project.digests.keys())?;
             let scope = if args.cell.is_empty() {
                 Scope::Lock
             } else {

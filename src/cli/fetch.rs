@@ -1,12 +1,15 @@
 //! `cuwheel fetch`: put every artifact of the project's `cuwheel.lock` (or
-//! those some cells need) into the Nix store, verified: from a signed binary
-//! cache where one is given, else through the registries' clients, and for a
-//! `.deb` the mirror dropped, from another suite or Debian's snapshot archive.
+//! those some cells need), and of cuwheel's own `nix/driver.lock` (compiled
+//! in: what the flake builds this driver with), into the Nix store,
+//! verified: from a signed binary cache where one is given, else through
+//! the registries' clients, and for a `.deb` the mirror dropped, from
+//! another suite or Debian's snapshot archive.
 //!
 //! Exit status: 0 when every path is in the store; 3 when the only failure
 //! is pinned Debian files that no source serves any more (their store names
-//! on stdout, one a line; `cuwheel lock --refresh` re-pins them); 1 for
-//! anything else.
+//! on stdout, one a line; `cuwheel lock --refresh` re-pins a project's,
+//! `cuwheel lock --driver nix/driver.lock` in a cuwheel checkout the
+//! driver's); 1 for anything else.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +20,7 @@ use clap::Args;
 use super::cache::SubstituterArgs;
 use cuwheel::fetch::{FetchOptions, Vanished, fetch};
 use cuwheel::lock::LOCK_FILE;
+use cuwheel::lock::driver::{DRIVER_LOCK_FILE, DriverLock};
 use cuwheel::lock::format::Lock;
 use cuwheel::store::nix::Nix;
 
@@ -54,6 +58,9 @@ pub struct FetchArgs {
     /// Base URL of Debian's snapshot archive, where a .deb the mirror dropped is looked for last (`<URL>/<timestamp>/` is the archive at that moment) [default: $CUWHEEL_DEBIAN_SNAPSHOT, else the public snapshot service]
     #[arg(long, value_name = "URL")]
     debian_snapshot: Option<String>,
+    /// Fetch only the project's lock, not what builds the driver (cuwheel's nix/driver.lock)
+    #[arg(long)]
+    no_driver: bool,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
@@ -71,17 +78,62 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         debian_snapshot: args.debian_snapshot,
         project: Some(args.project),
     };
-    match fetch(&lock, &nix, &options) {
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(error) => match error.downcast_ref::<Vanished>() {
-            Some(vanished) => {
-                eprintln!("error: {error:#}");
-                for file in &vanished.files {
-                    println!("{}", file.name);
-                }
-                Ok(ExitCode::from(EXIT_VANISHED))
-            }
-            None => Err(error),
-        },
+    let driver_options = FetchOptions {
+        cells: Vec::new(),
+        project: None,
+        ..options.clone()
+    };
+    let project = fetch(&lock, &nix, &options);
+    // Both, even when the first fails: each error names what is missing.
+    let driver = if args.no_driver {
+        Ok(())
+    } else {
+        eprintln!("fetch: what builds the driver (cuwheel's {DRIVER_LOCK_FILE})");
+        DriverLock::embedded().and_then(|driver| {
+            fetch(&driver.pins(), &nix, &driver_options)
+                .map(drop)
+                .map_err(|error| {
+                    match error.downcast_ref::<Vanished>() {
+                        // The project's re-pin command would not help here.
+                        Some(vanished) => {
+                            anyhow::Error::new(DriverVanished(vanished.files.clone()))
+                        }
+                        None => error.context(format!(
+                            "cannot fetch what builds the driver (cuwheel's {DRIVER_LOCK_FILE})"
+                        )),
+                    }
+                })
+        })
+    };
+    let mut vanished = Vec::new();
+    for result in [project.map(drop), driver] {
+        let Err(error) = result else { continue };
+        if let Some(gone) = error.downcast_ref::<Vanished>() {
+            vanished.extend(gone.files.iter().map(|f| f.name.clone()));
+        } else if let Some(DriverVanished(files)) = error.downcast_ref::<DriverVanished>() {
+            vanished.extend(files.iter().map(|f| f.name.clone()));
+        } else {
+            return Err(error);
+        }
+        eprintln!("error: {error:#}");
     }
+    if vanished.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for name in vanished {
+        println!("{name}");
+    }
+    Ok(ExitCode::from(EXIT_VANISHED))
 }
+
+/// Files of the driver's lock that no source serves any more.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} pinned Debian files of what builds the driver (cuwheel's {DRIVER_LOCK_FILE}) are gone \
+     from their suite, the mirror's other suites and Debian's snapshot archive: {}. Re-pin them \
+     in a cuwheel checkout with `cuwheel lock --driver {DRIVER_LOCK_FILE}` and build cuwheel \
+     again, or fetch them from a binary cache that holds them (--substituter, --trusted-key)",
+    .0.len(),
+    .0.iter().map(|f| format!("{} {} of Debian {}", f.package, f.version, f.suite)).collect::<Vec<_>>().join(", ")
+)]
+struct DriverVanished(Vec<cuwheel::fetch::debian_fallback::VanishedFile>);

@@ -1,6 +1,8 @@
 //! `cuwheel lock`: resolve every toolchain of the project's matrix and write
 //! `cuwheel.lock` beside its `pyproject.toml`; with `--refresh`, re-pin only
-//! the Debian files the mirror has dropped and print each version change.
+//! the Debian files the mirror has dropped and print each version change;
+//! with `--driver`, write cuwheel's own lock (the Rust toolchain and seeds
+//! that build the driver).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +11,7 @@ use anyhow::Result;
 use clap::Args;
 
 use cuwheel::lock::refresh::refresh_project;
-use cuwheel::lock::{LockOptions, lock_project};
+use cuwheel::lock::{LockOptions, lock_driver, lock_project};
 
 #[derive(Args)]
 pub struct LockArgs {
@@ -22,12 +24,26 @@ pub struct LockArgs {
     /// Re-pin only the Debian packages their suite no longer carries (what `cuwheel fetch` exits 3 for): re-read their suites and resolve again only the toolchains that lost a pin; every other pin stays byte-identical. Prints one line per version change on stdout
     #[arg(long)]
     refresh: bool,
+    /// Lock what builds cuwheel itself instead of a project, into this file
+    /// (`nix/driver.lock` of a cuwheel checkout)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["project", "refresh"])]
+    driver: Option<PathBuf>,
 }
 
 pub fn run(args: LockArgs) -> Result<ExitCode> {
     let options = LockOptions {
         python: args.python,
     };
+    if let Some(path) = &args.driver {
+        let lock = lock_driver(path, &options)?;
+        eprintln!(
+            "lock: wrote {} (the driver's {} toolchain, {} artifacts)",
+            path.display(),
+            lock.driver.rust,
+            lock.artifacts.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.refresh {
         let refreshed = refresh_project(&args.project, &options)?;
         if refreshed.vanished.is_empty() {

@@ -1,16 +1,17 @@
 //! `cuwheel plan`: the derivation graph of the project's matrix — as JSON
 //! for `nix/plan.nix` (`--json`), or as a summary for people: the cells and
 //! their wheels, every node, which cells share it and whether it is already
-//! built (asked of the flake that builds the project), and what the sharing
-//! saves.
+//! built (asked of the flake that builds the project, after checking that it
+//! builds this project as it is), and what the sharing saves.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
+use cuwheel::flake::check_builds_project;
 use cuwheel::plan::{Plan, sources};
 use cuwheel::store::StorePath;
 use cuwheel::store::nix::Nix;
@@ -45,11 +46,11 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     };
     let built = match &flake {
         Some(flake) => {
-            eprintln!(
-                "plan: asking Nix which derivations of {}#nodes are built",
-                flake.display()
-            );
-            Some(built_nodes(flake)?)
+            let nix = Nix::system();
+            let flake = flake.display().to_string();
+            check_builds_project(&nix, &flake, &args.project, project.digests.keys())?;
+            eprintln!("plan: asking Nix which derivations of {flake}#nodes are built");
+            Some(built_nodes(&nix, &flake)?)
         }
         None => None,
     };
@@ -64,9 +65,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
 }
 
 /// The flake's plan nodes whose outputs are valid in the store.
-fn built_nodes(flake: &Path) -> Result<BTreeSet<String>> {
-    let nix = Nix::system();
-    let installable = format!("{}#nodes", flake.display());
+fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeSet<String>> {
+    let installable = format!("{flake}#nodes");
     let outs: BTreeMap<String, String> = nix
         .eval_json(
             &installable,
@@ -74,7 +74,8 @@ fn built_nodes(flake: &Path) -> Result<BTreeSet<String>> {
         )
         .with_context(|| {
             format!(
-                "cannot ask {installable} for its derivations; pass --no-store to plan without                  Nix, or --flake for the flake that builds this project"
+                "cannot ask {installable} for its derivations; pass --no-store to plan without \
+                 Nix, or --flake for the flake that builds this project"
             )
         })?;
     let mut by_path = BTreeMap::new();

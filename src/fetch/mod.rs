@@ -65,7 +65,7 @@ pub struct FetchOptions {
     pub substituter: Option<Substituter>,
     /// Never run pip, apt-get or cargo.
     pub offline: bool,
-    /// Only what these cells (and the driver) need; every cell when empty.
+    /// Only what these cells need; every cell when empty.
     pub cells: Vec<String>,
     /// The snapshot archive's base URL ([`crate::lock::snapshot::base`]).
     pub debian_snapshot: Option<String>,

@@ -4,8 +4,8 @@
 //! the toolchains those cells build with — each role's toolchain, for an
 //! abi3 cell every `python-headers` toolchain of its bundle (the plan
 //! compiles its binding against the oldest), the runtime a CUDA toolchain
-//! runs on — plus the driver's toolchain and the seeds' artifacts, which
-//! every build needs. Pure.
+//! runs on — plus the seeds' artifacts, which every build needs (the
+//! driver's toolchain is in cuwheel's own lock, fetched apart). Pure.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 
 use crate::lock::format::{Lock, Toolchain};
 
-/// The artifacts that `cells` (and the driver) need.
+/// The artifacts that `cells` need.
 pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<String>> {
     let unknown: Vec<&String> = cells
         .iter()
@@ -32,7 +32,6 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
         );
     }
     let mut toolchains: BTreeSet<&str> = BTreeSet::new();
-    toolchains.insert(&lock.driver.rust);
     for cell in cells {
         let roles = &lock.cells[cell];
         toolchains.extend([roles.cuda.as_str(), &roles.gcc, &roles.torch]);
@@ -80,7 +79,7 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::format::{CellToolchains, DriverToolchains};
+    use crate::lock::format::CellToolchains;
     use std::collections::BTreeMap;
 
     fn toolchain(kind: &str, artifact: &str) -> Toolchain {
@@ -128,16 +127,12 @@ mod tests {
                     .into(),
             )]
             .into(),
-            driver: DriverToolchains {
-                rust: "rust".into(),
-            },
             toolchains: [
                 ("cuda130", toolchain("cuda", "nvcc.whl")),
                 ("gcc", toolchain("rust", "gcc.deb")),
                 ("python311", toolchain("python", "py311.deb")),
                 ("python313", toolchain("python", "py313.deb")),
                 ("torch", toolchain("rust", "torch.whl")),
-                ("rust", toolchain("rust", "rustc.deb")),
             ]
             .map(|(n, t)| (n.to_owned(), t))
             .into(),
@@ -156,22 +151,15 @@ mod tests {
     }
 
     #[test]
-    fn a_cell_gets_its_roles_the_runtime_and_the_driver() {
+    fn a_cell_gets_its_roles_and_the_runtime() {
         assert_eq!(
             names(&["cu130-py313"]),
-            ["gcc.deb", "nvcc.whl", "py313.deb", "rustc.deb", "torch.whl"]
+            ["gcc.deb", "nvcc.whl", "py313.deb", "torch.whl"]
         );
         // abi3: every Python's headers of the bundle.
         assert_eq!(
             names(&["cu130-abi3"]),
-            [
-                "gcc.deb",
-                "nvcc.whl",
-                "py311.deb",
-                "py313.deb",
-                "rustc.deb",
-                "torch.whl"
-            ]
+            ["gcc.deb", "nvcc.whl", "py311.deb", "py313.deb", "torch.whl"]
         );
     }
 

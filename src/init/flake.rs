@@ -92,7 +92,7 @@ fn checkout_url(dir: &Path) -> String {
 }
 
 /// A Nix string literal.
-fn nix_string(text: &str) -> String {
+pub(crate) fn nix_string(text: &str) -> String {
     let escaped = text
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

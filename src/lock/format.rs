@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 pub const LOCK_VERSION: u32 = 2;
 /// The lock's file name, beside `pyproject.toml`.
 pub const LOCK_FILE: &str = "cuwheel.lock";
-/// The `used-by` entry of what builds cuwheel itself.
+/// The `used-by` entry of what builds cuwheel itself (in `nix/driver.lock`,
+/// [`super::driver`]).
 pub const DRIVER: &str = "driver";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +27,6 @@ pub struct Lock {
     pub config_sha256: String,
     pub cells: BTreeMap<String, CellToolchains>,
     pub bundles: BTreeMap<String, BTreeSet<String>>,
-    pub driver: DriverToolchains,
     pub toolchains: BTreeMap<String, Toolchain>,
     pub seeds: BTreeMap<String, Seed>,
     pub artifacts: BTreeMap<String, Artifact>,
@@ -54,12 +54,6 @@ pub struct CellToolchains {
     /// `None` for an abi3 cell.
     pub python: Option<String>,
     pub torch: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DriverToolchains {
-    pub rust: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,19 +197,28 @@ impl Lock {
     /// Writes through a temporary file in the same directory and a rename,
     /// so a reader sees the old lock or the new one, never a part.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut temp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-        // A temporary file is private (0600); a lock is meant to be shared.
-        let readable = std::fs::Permissions::from_mode(0o644);
-        temp.write_all(&self.to_bytes())
-            .and_then(|()| temp.as_file().set_permissions(readable))
-            .and_then(|()| temp.as_file().sync_all())
-            .with_context(|| format!("cannot write {}", temp.path().display()))?;
-        temp.persist(path)
-            .with_context(|| format!("cannot replace {}", path.display()))?;
-        Ok(())
+        write_atomically(path, &self.to_bytes())
     }
+}
+
+/// Writes a lock's bytes through a temporary file in the same directory and
+/// a rename, so a reader sees the old lock or the new one, never a part.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    // A temporary file is private (0600); a lock is meant to be shared.
+    let readable = std::fs::Permissions::from_mode(0o644);
+    temp.write_all(bytes)
+        .and_then(|()| temp.as_file().set_permissions(readable))
+        .and_then(|()| temp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    temp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -268,9 +271,6 @@ mod tests {
                 ["torch211".to_owned(), "cuda130".to_owned()].into(),
             )]
             .into(),
-            driver: DriverToolchains {
-                rust: "rust-trixie".into(),
-            },
             toolchains,
             seeds: BTreeMap::new(),
             artifacts,

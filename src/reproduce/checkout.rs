@@ -1,11 +1,15 @@
 //! Whether a checkout is the one a wheel was built from.
 //!
-//! In: the wheel's [`Provenance`] and a [`Checkout`] — the digests the
-//! plan would write into a wheel built now ([`Checkout::read`] is this
-//! module's only reading of files). Out: every [`Mismatch`], sorted: the
-//! config, the lock, each source file that differs, is missing or is new,
-//! and a cell the checkout's matrix does not have. None means a rebuild
-//! here can give the same bytes.
+//! In: the wheel's [`Provenance`] and a [`Checkout`] — the plan of the
+//! checkout, whose cells carry the provenance a wheel built now would
+//! record ([`Checkout::read`] is this module's only reading of files).
+//! Out: every [`Mismatch`], sorted: the config, the archs, each source file
+//! that differs, is missing or is new, each toolchain whose artifacts
+//! differ, the seeds, the driver's version, and a cell the checkout's
+//! matrix does not have. None means a rebuild here can give the same bytes.
+//! What the provenance does not record (the lock's bytes, toolchains of
+//! other cells, the driver's own Rust toolchain) is not compared: it does
+//! not shape the wheel.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,29 +17,22 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::build::Provenance;
-use crate::lock::format::LOCK_FILE;
+use crate::build::{Provenance, ToolchainIdentity};
 use crate::plan::{PlanCell, sources};
 
-/// What a wheel built from this checkout would record, and its plan.
+/// The plan of a checkout: each cell with the provenance its wheel would
+/// record.
 #[derive(Debug, Clone)]
 pub struct Checkout {
-    pub config_sha256: String,
-    pub lock_sha256: String,
-    pub sources: BTreeMap<String, String>,
     pub cells: BTreeMap<String, PlanCell>,
 }
 
 impl Checkout {
-    /// Reads the project at `dir` as `cuwheel plan` does.
+    /// Reads the project at `dir` as `cuwheel plan` does (a stale lock is
+    /// refused there).
     pub fn read(dir: &Path) -> Result<Checkout> {
-        let (spec, project, plan) = sources::plan_project(dir)?;
-        Ok(Checkout {
-            config_sha256: crate::lock::config_sha256(&spec.pyproject)?,
-            lock_sha256: project.lock_sha256,
-            sources: project.digests,
-            cells: plan.cells,
-        })
+        let (_, _, plan) = sources::plan_project(dir)?;
+        Ok(Checkout { cells: plan.cells })
     }
 }
 
@@ -43,10 +40,13 @@ impl Checkout {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Mismatch {
-    /// The `[tool.cuwheel]` table differs.
+    /// What `pyproject.toml` gives every cell differs.
     Config { wheel: String, checkout: String },
-    /// `cuwheel.lock` differs.
-    Lock { wheel: String, checkout: String },
+    /// The configured CUDA archs differ.
+    Archs {
+        wheel: Vec<String>,
+        checkout: Vec<String>,
+    },
     /// A source file's bytes differ.
     Source {
         path: String,
@@ -57,6 +57,21 @@ pub enum Mismatch {
     MissingSource { path: String, wheel: String },
     /// The checkout's build uses a file the wheel was not built from.
     ExtraSource { path: String, checkout: String },
+    /// A toolchain of the cell is made of other files: those only the
+    /// wheel's has, and those only the checkout's has (`name sha256`).
+    Toolchain {
+        role: String,
+        wheel: Vec<String>,
+        checkout: Vec<String>,
+    },
+    /// A seed differs (or exists on one side only).
+    Seed {
+        name: String,
+        wheel: Option<String>,
+        checkout: Option<String>,
+    },
+    /// Another cuwheel built the wheel.
+    Driver { wheel: String, checkout: String },
     /// The provenance's `source_sha256` is not the digest of its own
     /// `sources`: it was edited after the build.
     InconsistentProvenance { recorded: String, computed: String },
@@ -67,18 +82,6 @@ pub enum Mismatch {
 /// Everything in which `checkout` is not the checkout `provenance` names.
 pub fn compare(provenance: &Provenance, checkout: &Checkout) -> Vec<Mismatch> {
     let mut found = Vec::new();
-    if provenance.config_sha256 != checkout.config_sha256 {
-        found.push(Mismatch::Config {
-            wheel: provenance.config_sha256.clone(),
-            checkout: checkout.config_sha256.clone(),
-        });
-    }
-    if provenance.lock_sha256 != checkout.lock_sha256 {
-        found.push(Mismatch::Lock {
-            wheel: provenance.lock_sha256.clone(),
-            checkout: checkout.lock_sha256.clone(),
-        });
-    }
     let computed = Provenance::source_sha256(&provenance.sources);
     if computed != provenance.source_sha256 {
         found.push(Mismatch::InconsistentProvenance {
@@ -86,13 +89,28 @@ pub fn compare(provenance: &Provenance, checkout: &Checkout) -> Vec<Mismatch> {
             computed,
         });
     }
-    let paths: BTreeSet<&String> = provenance
-        .sources
-        .keys()
-        .chain(checkout.sources.keys())
-        .collect();
-    for path in paths {
-        match (provenance.sources.get(path), checkout.sources.get(path)) {
+    let Some(cell) = checkout.cells.get(&provenance.cell) else {
+        found.push(Mismatch::UnknownCell {
+            cell: provenance.cell.clone(),
+            cells: checkout.cells.keys().cloned().collect(),
+        });
+        return found;
+    };
+    let ours = &cell.provenance;
+    if provenance.config_sha256 != ours.config_sha256 {
+        found.push(Mismatch::Config {
+            wheel: provenance.config_sha256.clone(),
+            checkout: ours.config_sha256.clone(),
+        });
+    }
+    if provenance.cuda_archs != ours.cuda_archs {
+        found.push(Mismatch::Archs {
+            wheel: provenance.cuda_archs.clone(),
+            checkout: ours.cuda_archs.clone(),
+        });
+    }
+    for (path, (wheel, checkout)) in pairs(&provenance.sources, &ours.sources) {
+        match (wheel, checkout) {
             (Some(wheel), Some(checkout)) if wheel != checkout => found.push(Mismatch::Source {
                 path: path.clone(),
                 wheel: wheel.clone(),
@@ -109,27 +127,82 @@ pub fn compare(provenance: &Provenance, checkout: &Checkout) -> Vec<Mismatch> {
             _ => {}
         }
     }
-    if !checkout.cells.contains_key(&provenance.cell) {
-        found.push(Mismatch::UnknownCell {
-            cell: provenance.cell.clone(),
-            cells: checkout.cells.keys().cloned().collect(),
+    for (role, (wheel, checkout)) in pairs(&provenance.toolchains, &ours.toolchains) {
+        let (wheel, checkout) = (parts(wheel), parts(checkout));
+        if wheel != checkout {
+            found.push(Mismatch::Toolchain {
+                role: role.clone(),
+                wheel: wheel.difference(&checkout).cloned().collect(),
+                checkout: checkout.difference(&wheel).cloned().collect(),
+            });
+        }
+    }
+    for (name, (wheel, checkout)) in pairs(&provenance.seeds, &ours.seeds) {
+        if wheel != checkout {
+            found.push(Mismatch::Seed {
+                name: name.clone(),
+                wheel: wheel.cloned(),
+                checkout: checkout.cloned(),
+            });
+        }
+    }
+    if provenance.cuwheel != ours.cuwheel {
+        found.push(Mismatch::Driver {
+            wheel: provenance.cuwheel.clone(),
+            checkout: ours.cuwheel.clone(),
         });
     }
     found.sort();
     found
 }
 
+/// Every key of either map, with its value on each side.
+fn pairs<'a, V>(
+    wheel: &'a BTreeMap<String, V>,
+    checkout: &'a BTreeMap<String, V>,
+) -> BTreeMap<&'a String, (Option<&'a V>, Option<&'a V>)> {
+    let keys: BTreeSet<&String> = wheel.keys().chain(checkout.keys()).collect();
+    keys.into_iter()
+        .map(|k| (k, (wheel.get(k), checkout.get(k))))
+        .collect()
+}
+
+/// A toolchain's parts as `name sha256` lines (none for an absent one).
+fn parts(identity: Option<&ToolchainIdentity>) -> BTreeSet<String> {
+    let Some(identity) = identity else {
+        return BTreeSet::new();
+    };
+    let mut parts: BTreeSet<String> = identity
+        .artifacts
+        .iter()
+        .map(|(name, sha256)| format!("{name} (sha256 {sha256})"))
+        .collect();
+    if let Some(headers) = &identity.headers_nar_sha256 {
+        parts.insert(format!("the headers tree (NAR sha256 {headers})"));
+    }
+    parts
+}
+
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let or_none = |list: &[String]| {
+            if list.is_empty() {
+                "nothing else".to_string()
+            } else {
+                list.join(", ")
+            }
+        };
         match self {
             Mismatch::Config { wheel, checkout } => write!(
                 f,
-                "[tool.cuwheel] in pyproject.toml: the wheel was built from a config with sha256 \
-                 {wheel}, the checkout's has sha256 {checkout}"
+                "pyproject.toml ([project] and [tool.cuwheel] without its matrix): the wheel was \
+                 built from sha256 {wheel}, the checkout's is {checkout}"
             ),
-            Mismatch::Lock { wheel, checkout } => write!(
+            Mismatch::Archs { wheel, checkout } => write!(
                 f,
-                "{LOCK_FILE}: the wheel was built from sha256 {wheel}, the checkout has {checkout}"
+                "cuda-archs: the wheel was built for {}, the checkout builds {}",
+                wheel.join(", "),
+                checkout.join(", ")
             ),
             Mismatch::Source {
                 path,
@@ -148,6 +221,33 @@ impl std::fmt::Display for Mismatch {
                 f,
                 "{path}: the checkout's build uses it (sha256 {checkout}); the wheel was not \
                  built from it"
+            ),
+            Mismatch::Toolchain {
+                role,
+                wheel,
+                checkout,
+            } => write!(
+                f,
+                "the {role} toolchain: the wheel was built with {}, where the checkout's lock \
+                 has {}",
+                or_none(wheel),
+                or_none(checkout)
+            ),
+            Mismatch::Seed {
+                name,
+                wheel,
+                checkout,
+            } => write!(
+                f,
+                "the {name} seed: the wheel was built with NAR sha256 {}, the checkout's lock \
+                 has {}",
+                wheel.as_deref().unwrap_or("(none)"),
+                checkout.as_deref().unwrap_or("(none)")
+            ),
+            Mismatch::Driver { wheel, checkout } => write!(
+                f,
+                "cuwheel {wheel} built the wheel; this is cuwheel {checkout}: reproduce it with \
+                 cuwheel {wheel}"
             ),
             Mismatch::InconsistentProvenance { recorded, computed } => write!(
                 f,
@@ -176,19 +276,26 @@ mod tests {
             .iter()
             .map(|(p, c)| (p.to_string(), sha(*c)))
             .collect();
+        let cuda = ToolchainIdentity {
+            artifacts: BTreeMap::from([
+                ("libc.deb".to_string(), sha('1')),
+                ("nvcc.whl".to_string(), sha('2')),
+            ]),
+            headers_nar_sha256: None,
+        };
         Provenance {
             cell: "cu130-py313".into(),
             cuda_archs: vec!["9.0".into()],
             config_sha256: sha('c'),
-            lock_sha256: sha('l'),
             source_sha256: Provenance::source_sha256(&sources),
             sources,
-            toolchains: BTreeMap::new(),
+            toolchains: BTreeMap::from([("cuda".to_string(), cuda)]),
+            seeds: BTreeMap::from([("busybox".to_string(), sha('b'))]),
             cuwheel: "0.1.0".into(),
         }
     }
 
-    fn checkout(sources: &[(&str, char)]) -> Checkout {
+    fn checkout(provenance: Provenance) -> Checkout {
         let cell = PlanCell {
             kernels: BTreeSet::new(),
             bindings: ["binding-cuda130-py313".to_string()].into(),
@@ -196,63 +303,92 @@ mod tests {
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
             wheel_file: "w.whl".into(),
+            provenance,
         };
         Checkout {
-            config_sha256: sha('c'),
-            lock_sha256: sha('l'),
-            sources: sources
-                .iter()
-                .map(|(p, c)| (p.to_string(), sha(*c)))
-                .collect(),
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
         }
     }
 
     #[test]
     fn the_same_checkout_matches() {
-        let files = [("pyproject.toml", 'a'), ("csrc/k.cu", 'b')];
-        assert_eq!(compare(&provenance(&files), &checkout(&files)), []);
+        let files = [("csrc/k.cu", 'b')];
+        assert_eq!(
+            compare(&provenance(&files), &checkout(provenance(&files))),
+            []
+        );
     }
 
     #[test]
     fn every_difference_is_named_with_both_digests() {
-        let mut p = provenance(&[
-            ("csrc/k.cu", 'b'),
-            ("csrc/old.h", 'd'),
-            ("pyproject.toml", 'a'),
-        ]);
-        p.lock_sha256 = sha('0');
-        p.cell = "cu999-py313".into();
-        let c = checkout(&[
-            ("csrc/k.cu", 'e'),
-            ("csrc/new.h", 'f'),
-            ("pyproject.toml", 'a'),
-        ]);
-        let lines: Vec<String> = compare(&p, &c).iter().map(|m| m.to_string()).collect();
+        let p = provenance(&[("csrc/k.cu", 'b'), ("csrc/old.h", 'd')]);
+        let mut ours = provenance(&[("csrc/k.cu", 'e'), ("csrc/new.h", 'f')]);
+        ours.config_sha256 = sha('9');
+        ours.cuda_archs = vec!["9.0+PTX".into()];
+        let cuda = ours.toolchains.get_mut("cuda").unwrap();
+        cuda.artifacts.insert("libc.deb".into(), sha('3'));
+        ours.seeds.insert("busybox".into(), sha('5'));
+        ours.cuwheel = "0.2.0".into();
+        let lines: Vec<String> = compare(&p, &checkout(ours))
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
         assert_eq!(
             lines,
             [
                 format!(
-                    "cuwheel.lock: the wheel was built from sha256 {}, the checkout has {}",
-                    sha('0'),
-                    sha('l')
+                    "pyproject.toml ([project] and [tool.cuwheel] without its matrix): the wheel \
+                     was built from sha256 {}, the checkout's is {}",
+                    sha('c'),
+                    sha('9')
                 ),
+                "cuda-archs: the wheel was built for 9.0, the checkout builds 9.0+PTX".to_string(),
                 format!(
                     "csrc/k.cu: the wheel was built from sha256 {}, the checkout has {}",
                     sha('b'),
                     sha('e')
                 ),
                 format!(
-                    "csrc/old.h: the wheel was built from it (sha256 {}); the checkout's build does not use it",
+                    "csrc/old.h: the wheel was built from it (sha256 {}); the checkout's build \
+                     does not use it",
                     sha('d')
                 ),
                 format!(
-                    "csrc/new.h: the checkout's build uses it (sha256 {}); the wheel was not built from it",
+                    "csrc/new.h: the checkout's build uses it (sha256 {}); the wheel was not \
+                     built from it",
                     sha('f')
                 ),
-                "cell cu999-py313: the checkout's matrix has no such cell (it has cu130-py313)"
+                format!(
+                    "the cuda toolchain: the wheel was built with libc.deb (sha256 {}), where \
+                     the checkout's lock has libc.deb (sha256 {})",
+                    sha('1'),
+                    sha('3')
+                ),
+                format!(
+                    "the busybox seed: the wheel was built with NAR sha256 {}, the checkout's \
+                     lock has {}",
+                    sha('b'),
+                    sha('5')
+                ),
+                "cuwheel 0.1.0 built the wheel; this is cuwheel 0.2.0: reproduce it with \
+                 cuwheel 0.1.0"
                     .to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn a_cell_the_checkout_lacks_is_named_with_those_it_has() {
+        let files = [("csrc/k.cu", 'b')];
+        let mut p = provenance(&files);
+        p.cell = "cu999-py313".into();
+        let lines: Vec<String> = compare(&p, &checkout(provenance(&files)))
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        assert_eq!(
+            lines,
+            ["cell cu999-py313: the checkout's matrix has no such cell (it has cu130-py313)"]
         );
     }
 
@@ -261,24 +397,11 @@ mod tests {
         let files = [("csrc/k.cu", 'b')];
         let mut p = provenance(&files);
         p.sources.insert("csrc/k.cu".into(), sha('e'));
-        let c = checkout(&[("csrc/k.cu", 'e')]);
-        let found = compare(&p, &c);
+        let ours = provenance(&[("csrc/k.cu", 'e')]);
+        let found = compare(&p, &checkout(ours));
         assert!(
             matches!(found.as_slice(), [Mismatch::InconsistentProvenance { .. }]),
             "{found:?}"
-        );
-    }
-
-    #[test]
-    fn another_config_is_named() {
-        let files = [("pyproject.toml", 'a')];
-        let mut c = checkout(&files);
-        c.config_sha256 = sha('9');
-        let found = compare(&provenance(&files), &c);
-        assert!(
-            found[0]
-                .to_string()
-                .starts_with("[tool.cuwheel] in pyproject.toml")
         );
     }
 }

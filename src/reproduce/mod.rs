@@ -3,8 +3,9 @@
 //! In: a wheel (a path, or a URL [`download`]ed with curl) and a checkout
 //! (the project directory and the flake that builds it). Out: a [`Verdict`].
 //! The steps: read the wheel's provenance; [`checkout`] compares it with the
-//! checkout and stops at the first sign of another one (config, lock, a
-//! source file, the cell); [`rebuild`] has Nix build the cell and build
+//! checkout and stops at the first sign of another one (config, a source
+//! file, a toolchain's artifacts, the cell); the flake is checked to build
+//! this checkout ([`crate::flake`]); [`rebuild`] has Nix build the cell and build
 //! each of its derivations again, comparing; [`diff`] compares the given
 //! wheel with the built one — by member, with [`elf`] sections and symbols
 //! and [`text`] line diffs. Everything but `download`, `rebuild` and the
@@ -184,6 +185,7 @@ pub fn reproduce(
     if let Some(substituter) = &options.substituter {
         nix = nix.with_options(substituter.nix_options());
     }
+    crate::flake::check_builds_project(&nix, &flake, project, cell.provenance.sources.keys())?;
     let result = match rebuild::rebuild(
         &nix,
         &flake,

@@ -157,6 +157,7 @@ mod tests {
             wheel: "wheel".into(),
             audit: "audit".into(),
             wheel_file: "w.whl".into(),
+            provenance: Default::default(),
         };
         assert_eq!(
             nodes_of(&cell),

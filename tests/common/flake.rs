@@ -131,3 +131,35 @@ pub fn flake_copy() -> tempfile::TempDir {
     );
     dir
 }
+
+/// A project outside cuwheel's repository, as its maintainer keeps it: the
+/// tracked files of `project` (a directory of this repository), the
+/// template flake from `nix flake init -t` with its cuwheel input pointed at
+/// this checkout (`git+file:`), in a fresh git repository with every file
+/// added. The directory holds no nix/, src/ or Cargo.* of cuwheel's.
+pub fn project_flake(project: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = super::run_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(repo())
+            .args(["ls-files", "-z", "--", project]),
+    );
+    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(file).unwrap());
+        let to = dir.path().join(rel.strip_prefix(project).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(rel), &to).unwrap();
+    }
+    let url = format!("git+file://{}", repo().display());
+    let mut init = nix(&["flake", "init", "-t", &url]);
+    super::run_ok(init.current_dir(dir.path()));
+    let flake = dir.path().join("flake.nix");
+    let text = std::fs::read_to_string(&flake).unwrap();
+    assert!(text.contains("git+file:///path/to/cuwheel"), "{text}");
+    std::fs::write(&flake, text.replace("git+file:///path/to/cuwheel", &url)).unwrap();
+    for args in [&["init", "-q"][..], &["add", "-A"]] {
+        super::run_ok(Command::new("git").arg("-C").arg(dir.path()).args(args));
+    }
+    dir
+}

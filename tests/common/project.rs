@@ -28,12 +28,18 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn fixture_with_demo_lock(name: &str, dir: &Path) -> PathBuf {
     let project = dir.join(name);
     copy_dir(&repo().join("tests/fixtures").join(name), &project);
-    fs::copy(
-        repo().join("examples/demo-ext/cuwheel.lock"),
-        project.join("cuwheel.lock"),
-    )
-    .unwrap();
+    copy_demo_lock(&project);
     project
+}
+
+/// The demo's lock beside `project`, marked as made for its config (the
+/// plan refuses a lock written for another `[tool.cuwheel]`): the fixtures
+/// build cells the demo's lock has, with the same toolchains.
+pub fn copy_demo_lock(project: &Path) {
+    let lock = repo().join("examples/demo-ext/cuwheel.lock");
+    let mut lock = cuwheel::lock::format::Lock::read(&lock).unwrap();
+    lock.config_sha256 = cuwheel::lock::config_sha256(&project.join("pyproject.toml")).unwrap();
+    lock.write(&project.join("cuwheel.lock")).unwrap();
 }
 
 /// `cuwheel plan --json` of `project`, written to `project/plan.json`.

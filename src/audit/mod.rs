@@ -106,6 +106,39 @@ pub fn audit_archive(path: &Path, archive: &WheelArchive, options: &AuditOptions
     audit_input(input, options)
 }
 
+/// The most compatible manylinux policy the ELF members allow, judged as
+/// [`audit_wheel`] judges them (`None` when no member is an ELF file): the
+/// platform tag a wheel of these members may carry at most. Members that
+/// cannot be read as ELF are left to the audit to report.
+pub fn allowed_policy(
+    members: &[Member],
+    options: &AuditOptions,
+) -> Option<&'static manylinux::ManylinuxPolicy> {
+    let (elfs, _) = read_elf_members(members);
+    if elfs.is_empty() {
+        return None;
+    }
+    let names: BTreeSet<String> = members.iter().map(|m| m.name.clone()).collect();
+    let resolved = resolve(&elfs, &names, options);
+    Some(manylinux::best_policy(&policy_inputs(&elfs, &resolved)))
+}
+
+/// Where each DT_NEEDED entry of the ELF members resolves.
+fn resolve(
+    elfs: &[ElfMember<'_>],
+    member_names: &BTreeSet<String>,
+    options: &AuditOptions,
+) -> BTreeMap<(String, String), Resolution> {
+    let objects: Vec<LoadedObject<'_>> = elfs
+        .iter()
+        .map(|e| LoadedObject {
+            member: &e.member.name,
+            facts: &e.facts,
+        })
+        .collect();
+    loader::resolve_needed(&objects, member_names, &options.runtime_provided)
+}
+
 /// A readable wheel, as the checks see it.
 struct WheelInput<'a> {
     file_name: String,
@@ -139,14 +172,7 @@ fn audit_input(input: WheelInput<'_>, options: &AuditOptions) -> AuditReport {
     let member_names: BTreeSet<String> = input.members.iter().map(|m| m.name.clone()).collect();
     findings.extend(search_path_findings(&elfs, &member_names));
 
-    let objects: Vec<LoadedObject<'_>> = elfs
-        .iter()
-        .map(|e| LoadedObject {
-            member: &e.member.name,
-            facts: &e.facts,
-        })
-        .collect();
-    let resolved = loader::resolve_needed(&objects, &member_names, &options.runtime_provided);
+    let resolved = resolve(&elfs, &member_names, options);
     findings.extend(library_findings(&resolved, &mut notes));
 
     let platforms: BTreeSet<&str> = input.tags.iter().map(|t| t.platform.as_str()).collect();

@@ -2,10 +2,13 @@
 //! the package files into the wheel.
 //!
 //! In: a [`WheelRecipe`] (JSON the plan writes into the wheel node's script:
-//! name, version with the cell's label, tag, requirements and the
-//! [`Provenance`]) and a directory tree laid out as the wheel's members.
-//! Out: the `.whl`, written atomically by the deterministic writer, with the
-//! provenance as `.dist-info/cuwheel-provenance.json`.
+//! name, version with the cell's label, interpreter and ABI tags, the
+//! bounds of the platform tag, requirements and the [`Provenance`]) and a
+//! directory tree laid out as the wheel's members. Out: the `.whl`, written
+//! atomically by the deterministic writer, with the provenance as
+//! `.dist-info/cuwheel-provenance.json`. The platform tag is computed here,
+//! from the ELF members, by the audit's rule ([`PlatformRule`]), so the
+//! plan only predicts the file's name.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +17,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::archs::PROVENANCE_FILE;
-use crate::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
+use crate::audit::{AuditOptions, allowed_policy};
+use crate::wheel::{
+    CoreMetadata, Member, PlatformRule, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp,
+};
 
 /// How one cell's wheel is named and described.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,8 +36,10 @@ pub struct WheelRecipe {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_python: Option<String>,
     pub requires_dist: Vec<String>,
-    /// `cp313-cp313-manylinux_2_31_x86_64`.
+    /// The interpreter and ABI tags: `cp313-cp313`, `cp39-abi3`.
     pub tag: String,
+    /// The bounds of the platform tag the build computes.
+    pub platform: PlatformRule,
     pub provenance: Provenance,
 }
 
@@ -55,6 +63,9 @@ pub struct Provenance {
     /// The cell's toolchains by role (`cuda`, `gcc`, `python`, `torch`),
     /// as named in the lock.
     pub toolchains: BTreeMap<String, String>,
+    /// The toolkit whose nvcc compiled the kernels (`12.4`), which need not
+    /// be the CUDA the cell's name serves (`cu126`).
+    pub nvcc: String,
     /// The driver's version.
     pub cuwheel: String,
 }
@@ -77,7 +88,7 @@ impl WheelRecipe {
         crate::json::canonical(self)
     }
 
-    fn identity(&self) -> Result<(CoreMetadata, TagSet)> {
+    fn metadata(&self) -> Result<CoreMetadata> {
         let name = ProjectName::new(&self.name)
             .with_context(|| format!("the recipe's name `{}` is not a project name", self.name))?;
         let version = Version::parse(&self.version).with_context(|| {
@@ -86,24 +97,52 @@ impl WheelRecipe {
                 self.version
             )
         })?;
-        let tags = TagSet::parse(&self.tag)
-            .with_context(|| format!("the recipe's tag `{}` is not a wheel tag", self.tag))?;
         let mut metadata = CoreMetadata::new(name, version);
         metadata.summary = self.summary.clone();
         metadata.license = self.license.clone();
         metadata.requires_python = self.requires_python.clone();
         metadata.requires_dist = self.requires_dist.clone();
-        Ok((metadata, tags))
+        Ok(metadata)
+    }
+
+    /// The full tag for `builder`'s members: the recipe's interpreter and
+    /// ABI, and the platform its rule chooses for their ELF files.
+    fn tags(&self, builder: &WheelBuilder) -> Result<TagSet> {
+        let members: Vec<Member> = builder
+            .members()
+            .map(|(name, data)| Member {
+                name: name.to_owned(),
+                unix_mode: None,
+                data: data.to_vec(),
+            })
+            .collect();
+        let platform = match allowed_policy(&members, &AuditOptions::default()) {
+            Some(allowed) => self
+                .platform
+                .choose(allowed)
+                .map_err(|problem| anyhow::anyhow!("cell {}: {problem}", self.provenance.cell))?,
+            None => anyhow::bail!(
+                "cell {}: the wheel holds no ELF file, so it has no platform to tag; the link \
+                 step must put the extension module into the tree",
+                self.provenance.cell
+            ),
+        };
+        let tag = format!("{}-{platform}", self.tag);
+        TagSet::parse(&tag).with_context(|| format!("the recipe's tag `{tag}` is not a wheel tag"))
     }
 
     /// Writes the wheel of `tree` (members at their paths) into `out_dir`,
     /// with the provenance file; returns the wheel's path.
     pub fn build(&self, tree: &Path, out_dir: &Path, timestamp: ZipTimestamp) -> Result<PathBuf> {
-        let (metadata, tags) = self.identity()?;
-        let mut wheel = WheelBuilder::new(metadata, tags, None);
+        let metadata = self.metadata()?;
+        let placeholder = TagSet::parse(&format!("{}-any", self.tag))
+            .with_context(|| format!("the recipe's tag `{}` is not python-abi", self.tag))?;
+        let mut wheel = WheelBuilder::new(metadata, placeholder, None);
         wheel
             .add_tree(tree, "")
             .with_context(|| format!("cannot add the files of {}", tree.display()))?;
+        let tags = self.tags(&wheel)?;
+        wheel.set_tags(tags);
         let provenance = crate::json::canonical(&self.provenance);
         let member = format!("{}/{PROVENANCE_FILE}", wheel.filename().dist_info_dir());
         wheel.add_member(&member, provenance.into_bytes(), false)?;
@@ -126,7 +165,11 @@ mod tests {
             license: None,
             requires_python: Some(">=3.9".into()),
             requires_dist: vec!["torch>=2.11,<2.12".into()],
-            tag: "cp313-cp313-manylinux_2_31_x86_64".into(),
+            tag: "cp313-cp313".into(),
+            platform: PlatformRule {
+                least_compatible: "manylinux_2_31_x86_64".into(),
+                most_compatible: "manylinux_2_28_x86_64".into(),
+            },
             provenance: Provenance {
                 cell: "cu130-py313".into(),
                 cuda_archs: vec!["8.0".into(), "9.0+PTX".into()],
@@ -135,6 +178,7 @@ mod tests {
                 source_sha256: Provenance::source_sha256(&sources),
                 sources,
                 toolchains: BTreeMap::from([("cuda".into(), "cuda130".into())]),
+                nvcc: "13.0".into(),
                 cuwheel: "0.1.0".into(),
             },
         }
@@ -159,28 +203,24 @@ mod tests {
         );
     }
 
+    /// The wheel of a real module, tagged from its symbols, is in
+    /// tests/wheel_platform.rs (it needs a compiler); without any ELF file
+    /// there is no platform to tag, and nothing is written.
     #[test]
-    fn the_wheel_holds_the_tree_and_the_provenance() {
+    fn a_tree_without_a_module_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("tree");
         std::fs::create_dir_all(tree.join("demo_ext")).unwrap();
         std::fs::write(tree.join("demo_ext/__init__.py"), "").unwrap();
-        let path = recipe()
-            .build(
-                &tree,
-                &dir.path().join("out"),
-                ZipTimestamp::from_unix_seconds(0).unwrap(),
-            )
-            .unwrap();
-        let wheel = crate::wheel::WheelArchive::open(&path).unwrap();
-        let names: Vec<&str> = wheel.members().iter().map(|m| m.name.as_str()).collect();
-        assert!(names.contains(&"demo_ext/__init__.py"), "{names:?}");
-        let provenance = wheel
-            .member("demo_ext-0.1.0+pt211cu130.dist-info/cuwheel-provenance.json")
-            .expect("the provenance file");
-        let back: Provenance = serde_json::from_slice(&provenance.data).unwrap();
-        assert_eq!(back.cell, "cu130-py313");
-        assert_eq!(wheel.metadata().requires_dist, vec!["torch>=2.11,<2.12"]);
-        assert!(wheel.verify().is_empty(), "{:?}", wheel.verify());
+        let out = dir.path().join("out");
+        let err = recipe()
+            .build(&tree, &out, ZipTimestamp::from_unix_seconds(0).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cell cu130-py313: the wheel holds no ELF file"),
+            "{err}"
+        );
+        assert!(!out.exists());
     }
 }

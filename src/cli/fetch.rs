@@ -33,6 +33,10 @@ pub struct FetchArgs {
     /// Never run pip, apt-get or cargo: take missing paths from the binary cache and local caches only
     #[arg(long)]
     offline: bool,
+    /// A directory holding archives the lock pins but no registry carries
+    /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
+    #[arg(long, value_name = "DIR")]
+    archives: Vec<PathBuf>,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
@@ -46,6 +50,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         python: args.python,
         substituter: args.cache.substituter()?,
         offline: args.offline,
+        archives: args.archives,
     };
     fetch(&lock, &nix, &options)?;
     Ok(ExitCode::SUCCESS)

@@ -17,11 +17,17 @@ pub struct LockArgs {
     /// The Python interpreter whose pip resolves and downloads PyPI wheels [default: python3]
     #[arg(long)]
     python: Option<PathBuf>,
+    /// A directory holding the Python header archives the config names by
+    /// `file` (no registry carries them); repeatable, searched before
+    /// $CUWHEEL_ARCHIVES
+    #[arg(long, value_name = "DIR")]
+    archives: Vec<PathBuf>,
 }
 
 pub fn run(args: LockArgs) -> Result<ExitCode> {
     let options = LockOptions {
         python: args.python,
+        archives: args.archives,
     };
     let (lock, path) = lock_project(&args.project, &options)?;
     eprintln!(

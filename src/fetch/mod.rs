@@ -49,6 +49,9 @@ pub struct FetchOptions {
     pub substituter: Option<Substituter>,
     /// Never run pip, apt-get or cargo.
     pub offline: bool,
+    /// Where the user supplies the archives no registry carries (Python
+    /// headers), besides `$CUWHEEL_ARCHIVES`.
+    pub archives: Vec<std::path::PathBuf>,
 }
 
 /// What a fetch did.
@@ -345,6 +348,7 @@ fn prepare_clients(
     let mut clients = Clients {
         pip: Pip::new(options.python.as_deref()),
         apt: BTreeMap::new(),
+        archives: crate::lock::archive::archive_dirs(&options.archives),
     };
     if !suites.is_empty() {
         let mirror = apt::system_mirror()?;
@@ -453,7 +457,7 @@ impl Session<'_> {
         self.progress.start(id, name, artifact.size, dir.path());
         let file = self
             .clients
-            .download(&artifact.source, &artifact.file, dir.path())?;
+            .download(&artifact.source, &expected, dir.path())?;
         expected.check(&file)?;
         self.downloaded.fetch_add(artifact.size, Ordering::Relaxed);
         let named = dir.path().join(name);

@@ -4,20 +4,28 @@
 //! beside it, in the format of docs/lock-format.md, written atomically and
 //! byte-identical when nothing upstream changed.
 //!
-//! The stages: the spec is loaded and its cells checked against the
-//! compatibility table before any network access ([`crate::spec`]); [`plan`]
-//! names the toolchains (pure); [`apt`] reads each Debian suite's signed
-//! index and [`debian`] takes the dependency closures; [`pip`] resolves the
-//! PyPI wheels; the files whose contents the lock describes further (torch
-//! headers, seeds) or whose size pip does not report are downloaded through
-//! [`cache`] and measured by [`tree`]; [`format`] writes the result.
+//! The stages: the spec is loaded; [`torch`] reads each torch minor's facts
+//! (CUDA, wheels per Python, platform tag) from pip's resolution, and
+//! [`toolkits`] lists the toolkits a cell's nvcc may be — metadata only, no
+//! download — and the cells are checked against those facts and the
+//! compatibility table ([`crate::spec`]); [`plan`] names the toolchains
+//! (pure); [`apt`] reads each Debian suite's signed index and [`debian`]
+//! takes the dependency closures; [`pip`] resolves the PyPI wheels;
+//! [`archive`] finds and reads the Python header archives no registry
+//! carries; the files whose contents the lock describes further (torch
+//! headers, seeds, archives) or whose size pip does not report are
+//! downloaded through [`cache`] and measured by [`tree`]; [`format`] writes
+//! the result.
 
 pub mod apt;
+pub mod archive;
 pub mod cache;
 pub mod debian;
 pub mod format;
 pub mod pip;
 pub mod plan;
+pub mod toolkits;
+pub mod torch;
 pub mod tree;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::spec::{CompatTable, Spec};
+use crate::spec::{CompatTable, HeaderArchive, MatrixFacts, Spec};
 use crate::wheel::WheelFilename;
 use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
@@ -44,19 +52,47 @@ const SEED_PYTHON: crate::spec::PythonVersion = crate::spec::PythonVersion::new(
 pub struct LockOptions {
     /// The Python whose pip resolves PyPI (default: `python3` on PATH).
     pub python: Option<PathBuf>,
+    /// Where the user supplies archives no registry carries, besides
+    /// `$CUWHEEL_ARCHIVES`.
+    pub archives: Vec<PathBuf>,
+}
+
+/// Reads the matrix's facts through pip: each torch minor's wheels and
+/// CUDA, and the toolkits available. Only metadata moves.
+pub fn read_facts(spec: &Spec, pip: &Pip) -> Result<MatrixFacts> {
+    let baseline = &spec.config.baseline;
+    let torch = torch::probe(pip, &spec.config, baseline, &progress)?;
+    progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
+    let toolkits = toolkits::probe(
+        pip,
+        baseline,
+        PypiData::embedded(),
+        DebianData::embedded(),
+        CompatTable::embedded(),
+    )?;
+    Ok(MatrixFacts { torch, toolkits })
 }
 
 /// Locks the project in `project` and writes `project/cuwheel.lock`;
 /// returns the lock and its path.
 pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, PathBuf)> {
     let spec = Spec::load(project)?;
+    let pip = Pip::new(options.python.as_deref());
+    let facts = read_facts(&spec, &pip)?;
     // The compatibility check: an impossible cell ends here, before any
-    // network access and without touching an existing lock.
-    let cells = spec.cells()?;
+    // download and without touching an existing lock.
+    let cells = spec.cells(&facts)?;
     let compat = CompatTable::embedded();
     let debian = DebianData::embedded();
     let pypi = PypiData::embedded();
-    let plan = plan::plan(&cells, &spec.config.baseline, compat, debian, pypi)?;
+    let sources = plan::Sources {
+        baseline: &spec.config.baseline,
+        facts: &facts,
+        archives: &spec.config.matrix.python_headers,
+        compat,
+        debian,
+    };
+    let plan = plan::plan(&cells, &sources)?;
     let config_sha256 = config_sha256(&spec.pyproject)?;
 
     let cache = Cache::locate()?;
@@ -65,8 +101,9 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     suites.insert(debian.busybox_suite.clone());
     let mut indexes = BTreeMap::new();
     let mut clients = Clients {
-        pip: Pip::new(options.python.as_deref()),
+        pip,
         apt: BTreeMap::new(),
+        archives: archive::archive_dirs(&options.archives),
     };
     for suite in suites {
         progress(&format!("reading Debian {suite}'s package index"));
@@ -97,6 +134,7 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
         version: format::LOCK_VERSION,
         project: spec.config.name.to_string(),
         config_sha256,
+        facts,
         cells: plan.cells.clone(),
         bundles: plan.bundles.clone(),
         driver: format::DriverToolchains {
@@ -180,13 +218,19 @@ impl Resolver<'_> {
                 suite: suite.clone(),
                 artifacts: self.debian_closure("rust", suite, None, None, users)?,
             },
-            Request::Torch { version, python } => {
-                let requirement = format!("torch=={version}.*");
-                progress(&format!("resolving {requirement} (cp{})", python.compact()));
-                let target = Target::manylinux(*python, &self.baseline);
-                let wheel = self.only_wheel(&requirement, &target)?;
-                let (name, path) = self.pypi_artifact(&wheel, users)?;
-                progress(&format!("hashing the C++ headers of {}", wheel.file));
+            Request::Torch { version, wheel } => {
+                let resolved = pip::ResolvedWheel {
+                    name: "torch".to_owned(),
+                    version: wheel.version.clone(),
+                    file: wheel.file.clone(),
+                    sha256: wheel.sha256.clone(),
+                    requires_dist: Vec::new(),
+                };
+                let (name, path) = self.pypi_artifact(&resolved, users)?;
+                progress(&format!(
+                    "hashing the C++ headers of {} (torch {version})",
+                    wheel.file
+                ));
                 let dir = self.cache.temp_dir()?;
                 let headers = tree::torch_headers(&path, &dir.path().join("include"))?;
                 Toolchain::Torch {
@@ -195,15 +239,30 @@ impl Resolver<'_> {
                     headers_nar_sha256: headers.to_hex(),
                 }
             }
+            Request::PythonArchive { version, archive } => {
+                let (name, path) = self.archive_artifact(archive, users)?;
+                progress(&format!(
+                    "reading {} (Python {version}'s headers)",
+                    archive.file
+                ));
+                let layout = archive::inspect(&path, *version)?;
+                Toolchain::PythonArchive {
+                    version: version.to_string(),
+                    include: layout.include,
+                    pyconfig: layout.pyconfig,
+                    artifacts: [name].into(),
+                }
+            }
             Request::CudaWheels {
                 version,
                 runtime,
                 python,
             } => {
-                let data = &self.pypi.cuda_wheels[&version.to_string()];
-                progress(&format!("resolving {}", data.requirement));
+                let data = &self.pypi.cuda_wheels;
+                let requirement = data.requirement_for(*version);
+                progress(&format!("resolving {requirement}"));
                 let target = Target::manylinux(*python, &self.baseline);
-                let resolved = self.clients.pip.resolve(&data.requirement, &target, true)?;
+                let resolved = self.clients.pip.resolve(&requirement, &target, true)?;
                 let mut artifacts = BTreeSet::new();
                 for package in &data.packages {
                     let wheel = resolved.iter().find(|w| &w.name == package).with_context(
@@ -333,6 +392,67 @@ impl Resolver<'_> {
             source,
             file: wheel.file.clone(),
             sha256: wheel.sha256.clone(),
+            size,
+            used_by: users.clone(),
+        })?;
+        Ok((name, path))
+    }
+
+    /// A Python header archive: supplied by the user or fetched from its
+    /// URL, checked against the config's sha256 when it gives one (else
+    /// pinned by what arrived), kept in the cache; its store name and path.
+    fn archive_artifact(
+        &mut self,
+        archive: &HeaderArchive,
+        users: &BTreeSet<String>,
+    ) -> Result<(String, PathBuf)> {
+        let source = Source::Archive {
+            url: archive.url.clone(),
+        };
+        let sha256 = match &archive.sha256 {
+            Some(sha256) => sha256.clone(),
+            None => {
+                progress(&format!(
+                    "hashing {} (no sha256 in the config)",
+                    archive.file
+                ));
+                let dir = self.cache.temp_dir()?;
+                let unchecked = Expected {
+                    file: &archive.file,
+                    sha256: "",
+                    size: None,
+                };
+                let path = self.clients.download(&source, &unchecked, dir.path())?;
+                let (sha256, _) = cache::sha256_file(&path)?;
+                let expected = Expected {
+                    file: &archive.file,
+                    sha256: &sha256,
+                    size: None,
+                };
+                if self.cache.cached(&expected).is_none() {
+                    self.cache.keep(&path, &expected)?;
+                }
+                sha256
+            }
+        };
+        let expected = Expected {
+            file: &archive.file,
+            sha256: &sha256,
+            size: None,
+        };
+        let path = self
+            .clients
+            .obtain(self.cache, &source, &expected, || {
+                progress(&format!("getting {}", archive.file));
+            })
+            .with_context(|| format!("the Python header archive {}", archive.file))?;
+        let size = std::fs::metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let name = self.add(Artifact {
+            source,
+            file: archive.file.clone(),
+            sha256,
             size,
             used_by: users.clone(),
         })?;

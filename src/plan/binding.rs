@@ -30,7 +30,7 @@ use crate::plan::kernel::{
 };
 use crate::plan::shell::{quote, var_then};
 use crate::plan::{Input, KernelToolchains, Node, TranslationUnit};
-use crate::spec::{BindingFlavour, Config, PythonVersion};
+use crate::spec::{BindingFlavour, Config, PythonAbi};
 
 /// Every binding node's name starts with this.
 pub const NAME_PREFIX: &str = "binding-";
@@ -49,9 +49,9 @@ pub struct BindingObject {
     /// Each source's object stem ([`super::kernel::unique_stems`]).
     pub stems: Vec<String>,
     pub toolchains: KernelToolchains,
-    /// The Python headers toolchain and its version.
+    /// The Python headers toolchain and its build.
     pub python: String,
-    pub python_version: PythonVersion,
+    pub python_version: PythonAbi,
 }
 
 impl BindingObject {
@@ -90,7 +90,7 @@ impl BindingObject {
         includes: &[(String, String)],
         files: &[(String, String)],
     ) -> String {
-        let python_include = format!("/include/python{}", self.python_version);
+        let python_include = format!("/include/{}", self.python_version.include_dir());
         let mut flags: Vec<String> = vec!["-fPIC".into(), "-O2".into()];
         if !config.cxx_flags.iter().any(|f| f.starts_with("-std")) {
             flags.push("-std=c++17".into());

@@ -130,8 +130,10 @@ impl KernelObject {
             flags.push(format!("--compress-mode={COMPRESS_MODE}"));
         }
 
-        let archs = gencode_flags(&config.cuda_archs).join(" ");
-        let arch_list: Vec<String> = config.cuda_archs.iter().map(|a| a.to_string()).collect();
+        // The compatibility check guarantees a list for every cell's nvcc.
+        let cuda_archs = config.cuda_archs.for_toolkit(version).unwrap_or_default();
+        let archs = gencode_flags(cuda_archs).join(" ");
+        let arch_list: Vec<String> = cuda_archs.iter().map(|a| a.to_string()).collect();
         let object = format!("{}.o", self.stem);
         let mut s = String::new();
         s += &format!(

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::plan::shell::quote;
 use crate::plan::{Input, KernelToolchains, Node};
-use crate::spec::{BindingFlavour, Config, PythonVersion};
+use crate::spec::{BindingFlavour, Config, PythonAbi};
 
 /// Every link node's name starts with this.
 pub const NAME_PREFIX: &str = "link-";
@@ -28,7 +28,7 @@ pub struct LinkedModule {
     pub name: String,
     pub flavour: BindingFlavour,
     /// The Python of a pybind11 module; `None` for the abi3 one.
-    pub python: Option<PythonVersion>,
+    pub python: Option<PythonAbi>,
     pub toolchains: KernelToolchains,
     /// Kernel node name → its object file.
     pub kernels: BTreeMap<String, String>,
@@ -42,10 +42,7 @@ impl LinkedModule {
     pub fn file_name(&self, config: &Config) -> String {
         let leaf = config.module.leaf();
         match self.python {
-            Some(python) => format!(
-                "{leaf}.cpython-{}{}-x86_64-linux-gnu.so",
-                python.major, python.minor
-            ),
+            Some(python) => format!("{leaf}.{}.so", python.extension_tag()),
             None => format!("{leaf}.abi3.so"),
         }
     }

@@ -29,9 +29,9 @@ use serde::{Deserialize, Serialize};
 use crate::build::{Provenance, WheelRecipe};
 use crate::lock::format::{Lock, Toolchain};
 use crate::spec::{
-    BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonVersion, TorchVersion,
+    BindingFlavour, Cell, Config, CudaVersion, PackageFile, PythonAbi, TorchVersion,
 };
-use crate::wheel::{TagSet, WheelFilename};
+use crate::wheel::{PlatformRule, TagSet, WheelFilename};
 
 pub use binding::BindingObject;
 pub use includes::TranslationUnit;
@@ -58,8 +58,16 @@ pub struct PlanCell {
     pub wheel: String,
     /// The audit node: its output is the cell's result (wheel and report).
     pub audit: String,
-    /// The wheel's file name.
-    pub wheel_file: String,
+    /// The wheel's file name as the plan predicts it: the wheel node
+    /// computes the platform tag from the linked module, within `platform`
+    /// (the prediction takes torch's tag, which modules built on the
+    /// baseline's sysroot reach). Read the result's `*.whl` for the name.
+    pub predicted_wheel_file: String,
+    pub platform: PlatformRule,
+    /// The toolkit whose nvcc compiles the cell's kernels.
+    pub nvcc: CudaVersion,
+    /// The torch release the cell is built against (`2.7.1`).
+    pub torch: String,
 }
 
 /// One derivation: `script` runs in the sandbox with each input's store
@@ -136,6 +144,11 @@ pub enum PlanError {
     NoPythonHeaders { cell: String, bundle: String },
     #[error("kernel source {path} is not a relative path inside the project; {fix}")]
     BadSource { path: String, fix: &'static str },
+    #[error(
+        "cell {cell}: `{tag}` is not a wheel tag (the lock's torch platform is not a platform \
+         tag); run `cuwheel lock` to write the lock again"
+    )]
+    BadTag { cell: String, tag: String },
 }
 
 /// The compilers a kernel object is built with: one set per distinct
@@ -166,9 +179,9 @@ pub struct ProjectSources {
 struct CellPlan<'a> {
     cell: &'a Cell,
     toolchains: KernelToolchains,
-    /// The Python headers the binding is compiled against, and their version.
+    /// The Python headers the binding is compiled against, and their build.
     python: String,
-    python_version: PythonVersion,
+    python_version: PythonAbi,
 }
 
 impl Plan {
@@ -231,7 +244,7 @@ impl Plan {
                 .map(|(sources, stems)| ((*sources).clone(), stems.clone()))
                 .unwrap_or_default();
             let python_part = match cell.python {
-                Some(python) => format!("py{}{}", python.major, python.minor),
+                Some(python) => python.label(),
                 None => "abi3".to_string(),
             };
             let binding = BindingObject {
@@ -263,15 +276,34 @@ impl Plan {
                 ("python".to_string(), cp.python.clone()),
                 ("torch".to_string(), cp.toolchains.torch.clone()),
             ]);
-            let tag = cell.wheel_tag(&config.baseline);
+            let release =
+                lock.facts
+                    .torch
+                    .get(&cell.torch)
+                    .ok_or_else(|| PlanError::CellNotLocked {
+                        cell: name.clone(),
+                        lock: lock_path.to_path_buf(),
+                    })?;
+            let platform = PlatformRule {
+                least_compatible: config.baseline.platform_tag(),
+                most_compatible: release.platform.clone(),
+            };
             let version = cell.wheel_version(&config.version);
-            let wheel_file = WheelFilename {
+            let predicted_tag = format!("{}-{}", cell.interpreter_abi(), platform.predicted());
+            let predicted_wheel_file = WheelFilename {
                 name: config.name.clone(),
                 version: version.clone(),
                 build: None,
-                tags: TagSet::single(&tag),
+                tags: TagSet::parse(&predicted_tag).map_err(|_| PlanError::BadTag {
+                    cell: name.clone(),
+                    tag: predicted_tag.clone(),
+                })?,
             }
             .to_string();
+            let archs = config
+                .cuda_archs
+                .for_toolkit(cp.toolchains.cuda_version)
+                .unwrap_or_default();
             let recipe = WheelRecipe {
                 name: config.name.as_str().to_string(),
                 version: version.to_string(),
@@ -279,15 +311,17 @@ impl Plan {
                 license: config.license.clone(),
                 requires_python: config.requires_python.clone(),
                 requires_dist: vec![torch_requirement(cell.torch)],
-                tag: tag.to_string(),
+                tag: cell.interpreter_abi(),
+                platform: platform.clone(),
                 provenance: Provenance {
                     cell: name.clone(),
-                    cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
+                    cuda_archs: archs.iter().map(|a| a.to_string()).collect(),
                     config_sha256: lock.config_sha256.clone(),
                     lock_sha256: project.lock_sha256.clone(),
                     source_sha256: Provenance::source_sha256(digests),
                     sources: digests.clone(),
                     toolchains,
+                    nvcc: cp.toolchains.cuda_version.to_string(),
                     cuwheel: env!("CARGO_PKG_VERSION").to_string(),
                 },
             };
@@ -297,7 +331,7 @@ impl Plan {
                 module_file: link.file_name(config),
                 module_dir: module_dir.clone(),
                 package_files: project.package_files.clone(),
-                wheel_file,
+                wheel_file: predicted_wheel_file,
                 recipe,
             };
             let wheel_node = assembly.wheel_node();
@@ -310,7 +344,10 @@ impl Plan {
                     link: link.name.clone(),
                     wheel: wheel_node.name.clone(),
                     audit: audit_node.name.clone(),
-                    wheel_file: assembly.wheel_file.clone(),
+                    predicted_wheel_file: assembly.wheel_file.clone(),
+                    platform,
+                    nvcc: cp.toolchains.cuda_version,
+                    torch: release.version.clone(),
                 },
             );
             nodes.insert(binding.name.clone(), binding.node(config));
@@ -409,11 +446,14 @@ impl<'a> CellPlan<'a> {
             return Err(bad(&locked.torch, "torch"));
         }
         let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
-            Some(Toolchain::PythonHeaders { version, .. }) => version.parse::<PythonVersion>().ok(),
+            Some(
+                Toolchain::PythonHeaders { version, .. } | Toolchain::PythonArchive { version, .. },
+            ) => version.parse::<PythonAbi>().ok(),
             _ => None,
         };
-        // An abi3 binding uses the limited API, so any Python's headers
-        // serve: the bundle's oldest.
+        // An abi3 binding uses the limited API, so any regular Python's
+        // headers serve: the bundle's oldest (a free-threaded build has no
+        // limited API before 3.15).
         let (python, version) = match &locked.python {
             Some(python) => {
                 let version =
@@ -426,6 +466,7 @@ impl<'a> CellPlan<'a> {
                 .into_iter()
                 .flatten()
                 .filter_map(|t| python_version(t).map(|v| (v, t.clone())))
+                .filter(|(v, _)| !v.free_threaded)
                 .min()
                 .map(|(v, t)| (t, v))
                 .ok_or_else(|| PlanError::NoPythonHeaders {

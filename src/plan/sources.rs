@@ -74,9 +74,11 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
 /// its sources and the plan itself.
 pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     let spec = Spec::load(dir)?;
-    let cells = spec.cells()?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
+    let cells = spec
+        .cells(&lock.facts)
+        .with_context(|| format!("with the facts of {}", lock_path.display()))?;
     let (kernels, project) = read(&spec, &lock_path)?;
     let plan = Plan::new(&spec.config, &kernels, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", dir.display()))?;

@@ -3,10 +3,11 @@
 //!
 //! In: the cell, its link node, the package files and the recipe (name,
 //! version, tags, requirements, provenance). Out: two [`Node`]s —
-//! `wheel-<cell>` writes `$out/<wheel file>` with `cuwheel build-wheel`;
-//! `audit-<cell>` copies that wheel beside `audit.txt` and `audit.json` and
-//! fails when `cuwheel audit` does, so a wheel that fails is never a build
-//! result.
+//! `wheel-<cell>` writes `$out/<wheel file>` with `cuwheel build-wheel`,
+//! which computes the platform tag from the linked module (so the file name
+//! here is a prediction); `audit-<cell>` copies that one wheel beside
+//! `audit.txt` and `audit.json` and fails when `cuwheel audit` does, so a
+//! wheel that fails is never a build result.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +35,8 @@ pub struct WheelAssembly {
     /// The module's directory inside the wheel (`demo_ext`), empty at the top.
     pub module_dir: String,
     pub package_files: Vec<PackageFile>,
-    /// The wheel's file name, as the recipe's name, version and tag give it.
+    /// The wheel's file name as predicted (the build computes the platform
+    /// tag: [`crate::wheel::PlatformRule`]).
     pub wheel_file: String,
     pub recipe: WheelRecipe,
 }
@@ -70,7 +72,8 @@ impl WheelAssembly {
             );
         }
         let mut s = format!(
-            "# wheel-{}: {} assembled by the driver from the module and the package files.\n",
+            "# wheel-{}: {} (predicted; the driver tags it from the module's symbols), \
+             assembled by the driver from the module and the package files.\n",
             self.cell, self.wheel_file
         );
         s += "# Written by `cuwheel plan`.\n";
@@ -103,21 +106,27 @@ impl WheelAssembly {
                 },
             ),
         ]);
-        let file = quote(&self.wheel_file);
         let failed = quote(&format!(
             "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
              what the report names, or run `cuwheel audit` on the wheel for details.",
+            self.cell
+        ));
+        let not_one = quote(&format!(
+            "cuwheel: wheel-{} did not write exactly one .whl",
             self.cell
         ));
         let s = format!(
             "# audit-{cell}: the wheel of cell {cell} beside its audit report; fails when the \
              audit does.\n\
              # Written by `cuwheel plan`.\n\
+             set -- \"$wheel\"/*.whl\n\
+             if [ \"$#\" != 1 ] || [ ! -f \"$1\" ]; then echo {not_one} >&2; exit 1; fi\n\
+             file=\"${{1##*/}}\"\n\
              mkdir -p \"$out\"\n\
-             cp \"$wheel\"/{file} \"$out\"/{file}\n\
+             cp \"$1\" \"$out/$file\"\n\
              status=0\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit \"$out\"/{file} > \"$out\"/audit.txt || status=$?\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit --json \"$out\"/{file} > \"$out\"/audit.json || true\n\
+             \"${DRIVER_VAR}\"/bin/cuwheel audit \"$out/$file\" > \"$out\"/audit.txt || status=$?\n\
+             \"${DRIVER_VAR}\"/bin/cuwheel audit --json \"$out/$file\" > \"$out\"/audit.json || true\n\
              cat \"$out\"/audit.txt\n\
              if [ \"$status\" != 0 ]; then echo {failed} >&2; exit 1; fi\n",
             cell = self.cell,

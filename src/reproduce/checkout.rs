@@ -184,6 +184,7 @@ mod tests {
             source_sha256: Provenance::source_sha256(&sources),
             sources,
             toolchains: BTreeMap::new(),
+            nvcc: "13.0".into(),
             cuwheel: "0.1.0".into(),
         }
     }
@@ -195,7 +196,13 @@ mod tests {
             link: "link-cu130-py313".into(),
             wheel: "wheel-cu130-py313".into(),
             audit: "audit-cu130-py313".into(),
-            wheel_file: "w.whl".into(),
+            predicted_wheel_file: "w.whl".into(),
+            platform: crate::wheel::PlatformRule {
+                least_compatible: "manylinux_2_31_x86_64".into(),
+                most_compatible: "manylinux_2_28_x86_64".into(),
+            },
+            nvcc: "13.0".parse().unwrap(),
+            torch: "2.11.0".into(),
         };
         Checkout {
             config_sha256: sha('c'),

@@ -160,7 +160,13 @@ mod tests {
             link: "link".into(),
             wheel: "wheel".into(),
             audit: "audit".into(),
-            wheel_file: "w.whl".into(),
+            predicted_wheel_file: "w.whl".into(),
+            platform: crate::wheel::PlatformRule {
+                least_compatible: "manylinux_2_31_x86_64".into(),
+                most_compatible: "manylinux_2_28_x86_64".into(),
+            },
+            nvcc: "13.0".parse().unwrap(),
+            torch: "2.11.0".into(),
         };
         assert_eq!(
             nodes_of(&cell),

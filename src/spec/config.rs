@@ -19,11 +19,12 @@ use std::str::FromStr;
 
 use toml::de::{DeTable, DeValue};
 
-use crate::spec::document::{ConfigError, Field, Located, Location, Reader, Table};
+use crate::spec::archs::CudaArchs;
+use crate::spec::document::{ConfigError, Located, Reader, Table};
 use crate::spec::glob::Pattern;
-use crate::spec::matrix::{self, Cell};
-use crate::spec::target::{Baseline, CudaArch};
-use crate::spec::version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
+use crate::spec::matrix_config::MatrixConfig;
+use crate::spec::target::Baseline;
+use crate::spec::version::InvalidValue;
 use crate::wheel::{ProjectName, Version};
 
 /// Everything `[project]` and `[tool.cuwheel]` say about what to build.
@@ -44,7 +45,8 @@ pub struct Config {
     pub kernels: Vec<Located<Pattern>>,
     /// The binding sources of each flavour the project builds.
     pub bindings: BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>,
-    pub cuda_archs: Vec<CudaArch>,
+    /// The GPU archs of each toolkit.
+    pub cuda_archs: CudaArchs,
     pub baseline: Baseline,
     /// What `CUDAExtension` calls `include_dirs`, relative to the project.
     pub include_dirs: Vec<Located<PathBuf>>,
@@ -58,55 +60,6 @@ pub struct Config {
     /// `extra_compile_args["cxx"]`.
     pub cxx_flags: Vec<String>,
     pub matrix: MatrixConfig,
-}
-
-/// `[tool.cuwheel.matrix]`: the lists whose product gives the cells.
-#[derive(Debug, Clone)]
-pub struct MatrixConfig {
-    pub cuda: Vec<CudaVersion>,
-    /// Empty when the project has no pybind11 bindings.
-    pub python: Vec<PythonVersion>,
-    pub torch: Vec<TorchVersion>,
-    pub exclude: Vec<Located<Exclude>>,
-}
-
-/// One `exclude` entry: removes every cell that matches all the keys it gives
-/// (GitHub Actions' rule). Python-less abi3 cells never match a `python` key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Exclude {
-    pub cuda: Option<CudaVersion>,
-    pub python: Option<PythonVersion>,
-    pub torch: Option<TorchVersion>,
-    pub binding: Option<BindingFlavour>,
-}
-
-impl Exclude {
-    pub fn matches(&self, cell: &Cell) -> bool {
-        self.cuda.is_none_or(|cuda| cuda == cell.cuda)
-            && self.python.is_none_or(|python| Some(python) == cell.python)
-            && self.torch.is_none_or(|torch| torch == cell.torch)
-            && self.binding.is_none_or(|binding| binding == cell.flavour)
-    }
-}
-
-/// Written as the inline table a user would put in `exclude`.
-impl fmt::Display for Exclude {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut keys = Vec::new();
-        if let Some(cuda) = self.cuda {
-            keys.push(format!("cuda = \"{cuda}\""));
-        }
-        if let Some(python) = self.python {
-            keys.push(format!("python = \"{python}\""));
-        }
-        if let Some(torch) = self.torch {
-            keys.push(format!("torch = \"{torch}\""));
-        }
-        if let Some(binding) = self.binding {
-            keys.push(format!("binding = \"{binding}\""));
-        }
-        write!(f, "{{ {} }}", keys.join(", "))
-    }
 }
 
 /// How the extension's Python entry points are compiled.
@@ -276,8 +229,6 @@ const CUWHEEL_KEYS: [&str; 12] = [
     "cxx-flags",
     "matrix",
 ];
-const MATRIX_KEYS: [&str; 4] = ["cuda", "python", "torch", "exclude"];
-const EXCLUDE_KEYS: [&str; 4] = ["cuda", "python", "torch", "binding"];
 const BINDINGS_KEYS: [&str; 2] = ["pybind11", "torch-library"];
 
 /// nvcc options that choose GPU code or the host compiler: cuwheel sets both
@@ -321,9 +272,6 @@ impl Config {
             entries: document.get_ref(),
         };
         let config = reader.config(&root);
-        if let Some(config) = &config {
-            reader.check_expansion(config);
-        }
         match config {
             Some(config) if reader.problems.is_empty() => Ok(config),
             _ => Err(reader.into_error()),
@@ -377,22 +325,7 @@ impl Reader<'_> {
                 )
             });
         let bindings = self.bindings(&cuwheel);
-        let cuda_archs = self
-            .required(
-                &cuwheel,
-                "cuda-archs",
-                "list the GPU archs, like cuda-archs = [\"8.0\", \"9.0+PTX\"]",
-            )
-            .and_then(|field| {
-                self.list(
-                    &field,
-                    "[\"8.0\", \"9.0+PTX\"]",
-                    true,
-                    str::parse,
-                    |a: &CudaArch, b| (a.major, a.minor) == (b.major, b.minor),
-                )
-            })
-            .map(|archs| archs.into_iter().map(|arch| arch.value).collect());
+        let cuda_archs = self.cuda_archs(&cuwheel);
         let baseline = self
             .required(
                 &cuwheel,
@@ -436,7 +369,7 @@ impl Reader<'_> {
             .required(
                 &cuwheel,
                 "matrix",
-                "add a [tool.cuwheel.matrix] table with cuda, python and torch lists",
+                "add a [tool.cuwheel.matrix] table with torch and python lists",
             )
             .and_then(|field| self.table(&field, "write [tool.cuwheel.matrix] as a table"))
             .and_then(|matrix| self.matrix(&matrix, bindings.as_ref()));
@@ -616,161 +549,6 @@ impl Reader<'_> {
         }
         Some(bindings)
     }
-
-    fn matrix(
-        &mut self,
-        matrix: &Table<'_, '_>,
-        bindings: Option<&BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>>,
-    ) -> Option<MatrixConfig> {
-        self.known_keys(matrix, &MATRIX_KEYS);
-        let cuda = self.version_list::<CudaVersion>(matrix, "cuda", "[\"13.0\", \"12.4\"]");
-        let torch = self.version_list::<TorchVersion>(matrix, "torch", "[\"2.11\"]");
-        let has_pybind11 =
-            bindings.map(|bindings| bindings.contains_key(&BindingFlavour::Pybind11));
-        let python = match (matrix.get("python"), has_pybind11) {
-            (_, None) => None,
-            (None, Some(false)) => Some(Vec::new()),
-            (Some(field), Some(false)) => {
-                self.report(
-                    &field,
-                    "`python` is given but no pybind11 bindings use it",
-                    "remove it; torch-library bindings build one cp39-abi3 wheel per CUDA × torch",
-                );
-                None
-            }
-            (_, Some(true)) => {
-                self.version_list::<PythonVersion>(matrix, "python", "[\"3.11\", \"3.13\"]")
-            }
-        };
-        let exclude = match matrix.get("exclude") {
-            None => Some(Vec::new()),
-            Some(field) => {
-                let lists = (cuda.as_deref(), python.as_deref(), torch.as_deref());
-                match lists {
-                    (Some(cuda), Some(python), Some(torch)) => {
-                        self.excludes(&field, cuda, python, torch)
-                    }
-                    _ => None,
-                }
-            }
-        };
-        Some(MatrixConfig {
-            cuda: cuda?,
-            python: python?,
-            torch: torch?,
-            exclude: exclude?,
-        })
-    }
-
-    fn version_list<T: FromStr<Err = InvalidValue> + PartialEq>(
-        &mut self,
-        matrix: &Table<'_, '_>,
-        name: &str,
-        example: &str,
-    ) -> Option<Vec<T>> {
-        let field = self.required(
-            matrix,
-            name,
-            &format!("list the versions to build for, like {name} = {example}"),
-        )?;
-        let items = self.list(&field, example, true, str::parse, |a, b| a == b)?;
-        Some(items.into_iter().map(|item| item.value).collect())
-    }
-
-    fn excludes(
-        &mut self,
-        field: &Field<'_, '_>,
-        cuda: &[CudaVersion],
-        python: &[PythonVersion],
-        torch: &[TorchVersion],
-    ) -> Option<Vec<Located<Exclude>>> {
-        const EXAMPLE: &str = "[{ cuda = \"12.4\", torch = \"2.11\" }]";
-        let entries = self.array(field, EXAMPLE)?;
-        let mut excludes = Vec::new();
-        let mut complete = true;
-        for entry in &entries {
-            let Some(table) = self.table(
-                entry,
-                &format!("write each entry as a table, like {EXAMPLE}"),
-            ) else {
-                complete = false;
-                continue;
-            };
-            if table.entries.is_empty() {
-                self.report(
-                    entry,
-                    "the entry names no key, so it would remove every cell",
-                    "give at least one of cuda, python, torch, binding",
-                );
-                complete = false;
-                continue;
-            }
-            let before = self.problems.len();
-            self.known_keys(&table, &EXCLUDE_KEYS);
-            let exclude = Exclude {
-                cuda: self.exclude_key(&table, "cuda", cuda, "\"12.4\""),
-                python: self.exclude_key(&table, "python", python, "\"3.11\""),
-                torch: self.exclude_key(&table, "torch", torch, "\"2.11\""),
-                binding: self.exclude_key(&table, "binding", &BindingFlavour::ALL, "\"pybind11\""),
-            };
-            if self.problems.len() != before {
-                complete = false;
-                continue;
-            }
-            let at = self.location(&entry.value.span(), &entry.key);
-            excludes.push(Located { value: exclude, at });
-        }
-        complete.then_some(excludes)
-    }
-
-    /// One key of an exclude entry, which must name a value of the matrix's
-    /// list (anything else would match no cell).
-    fn exclude_key<T: FromStr<Err = InvalidValue> + PartialEq + fmt::Display>(
-        &mut self,
-        table: &Table<'_, '_>,
-        name: &str,
-        allowed: &[T],
-        example: &str,
-    ) -> Option<T> {
-        let field = table.get(name)?;
-        let value: T = self.parsed(&field, example)?;
-        if allowed.contains(&value) {
-            return Some(value);
-        }
-        let listed: Vec<String> = allowed.iter().map(|value| format!("\"{value}\"")).collect();
-        let listed = listed.join(", ");
-        self.report(
-            &field,
-            format!("this exclude matches no cell: {value} is not in tool.cuwheel.matrix.{name} = [{listed}]"),
-            format!("use one of {listed}, or remove the entry"),
-        );
-        None
-    }
-
-    /// Excludes that match no cell, and a matrix left empty by them.
-    fn check_expansion(&mut self, config: &Config) {
-        let expansion = matrix::expand(config);
-        for index in expansion.unmatched_excludes {
-            let exclude = &config.matrix.exclude[index];
-            self.report_location(
-                exclude.at.clone(),
-                format!("the exclude {} matches no cell of the matrix", exclude.value),
-                "check it for typos (a python key never matches the Python-less torch-library cells), \
-                 or remove it",
-            );
-        }
-        if expansion.cells.is_empty() && self.problems.is_empty() {
-            let at = config.matrix.exclude.last().map_or_else(
-                || Location::of(self.text, 0, "tool.cuwheel.matrix"),
-                |last| last.at.clone(),
-            );
-            self.report_location(
-                at,
-                "the excludes remove every cell of the matrix",
-                "remove or narrow them",
-            );
-        }
-    }
 }
 
 /// A path inside the project, written relative to its root.
@@ -908,7 +686,13 @@ exclude = [
             config.bindings[&BindingFlavour::TorchLibrary][0].value,
             PathBuf::from("csrc/ops.cpp")
         );
-        let archs: Vec<String> = config.cuda_archs.iter().map(|a| a.to_string()).collect();
+        let archs: Vec<String> = config
+            .cuda_archs
+            .for_toolkit("12.4".parse().unwrap())
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
         assert_eq!(archs, ["8.0", "9.0+PTX"]);
         assert_eq!(config.baseline.platform_tag(), "manylinux_2_31_x86_64");
         assert_eq!(config.include_dirs[0].value, PathBuf::from("csrc/include"));
@@ -916,10 +700,13 @@ exclude = [
         assert_eq!(defines, ["WITH_CUDA", "BLOCK=256"]);
         assert_eq!(config.nvcc_flags, ["--use_fast_math"]);
         assert_eq!(config.cxx_flags, ["-O3"]);
-        assert_eq!(
-            config.matrix.cuda,
-            ["13.0".parse().unwrap(), "12.4".parse().unwrap()]
-        );
+        let cuda: Vec<String> = config
+            .matrix
+            .cuda
+            .iter()
+            .map(|c| c.value.to_string())
+            .collect();
+        assert_eq!(cuda, ["13.0", "12.4"]);
         assert_eq!(config.matrix.python.len(), 3);
         assert_eq!(config.matrix.exclude.len(), 2);
         assert_eq!(
@@ -1075,21 +862,6 @@ exclude = [
     }
 
     #[test]
-    fn an_exclude_matching_no_cell_is_an_error() {
-        // Each value is in the matrix, but abi3 cells have no Python.
-        let text = demo_with(
-            "{ cuda = \"12.4\", torch = \"2.11\" },",
-            "{ cuda = \"12.4\", torch = \"2.11\" },\n  { python = \"3.11\", binding = \"torch-library\" },",
-        );
-        let problem = only_problem(&text);
-        assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[2]");
-        assert_eq!(
-            problem.problem,
-            "the exclude { python = \"3.11\", binding = \"torch-library\" } matches no cell of the matrix"
-        );
-    }
-
-    #[test]
     fn excludes_may_be_written_as_an_array_of_tables() {
         let text = demo_with(
             "exclude = [\n  { cuda = \"13.0\", torch = \"2.9\" },\n  { cuda = \"12.4\", torch = \"2.11\" },\n]\n",
@@ -1124,16 +896,6 @@ exclude = [
     }
 
     #[test]
-    fn excludes_that_remove_everything_are_refused() {
-        let text = demo_with(
-            "{ cuda = \"13.0\", torch = \"2.9\" },",
-            "{ cuda = \"13.0\" },\n  { cuda = \"12.4\" },",
-        );
-        let problem = only_problem(&text);
-        assert!(problem.problem.contains("remove every cell"), "{problem}");
-    }
-
-    #[test]
     fn python_list_must_match_the_flavours() {
         let problem = only_problem(&demo_with("pybind11 = [\"csrc/bindings.cpp\"]\n", ""));
         assert_eq!(problem.at.key, "tool.cuwheel.matrix.python");
@@ -1153,7 +915,7 @@ exclude = [
                 "baseline = \"manylinux_2_31\"",
                 "baseline = \"manylinux2014\"",
             )
-            .replace("\"3.14\"]", "\"3.14t\"]");
+            .replace("\"3.14\"]", "\"3.12t\"]");
         let keys: Vec<String> = problems(&text).into_iter().map(|p| p.at.key).collect();
         assert_eq!(
             keys,
@@ -1251,8 +1013,8 @@ exclude = [
         ])
         .prop_map(str::to_string);
         let mut keys: Vec<&str> = CUWHEEL_KEYS.to_vec();
-        keys.extend(MATRIX_KEYS);
-        keys.extend(EXCLUDE_KEYS);
+        keys.extend(crate::spec::matrix_config::MATRIX_KEYS);
+        keys.extend(crate::spec::matrix_config::EXCLUDE_KEYS);
         keys.extend(BINDINGS_KEYS);
         keys.extend([
             "name",

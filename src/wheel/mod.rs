@@ -4,13 +4,15 @@
 //! [`tags`] compatibility tags, [`filename`] wheel file names, [`metadata`]
 //! METADATA and WHEEL, [`record`] RECORD; [`writer`] writes a wheel
 //! deterministically and [`reader`] opens and verifies any wheel;
-//! [`member_path`] is the path rule both share.
+//! [`member_path`] is the path rule both share; [`platform`] chooses the
+//! platform tag of a wheel cuwheel builds.
 
 pub mod filename;
 pub mod member_path;
 pub mod metadata;
 pub mod pep440;
 pub mod pep503;
+pub mod platform;
 pub mod reader;
 pub mod record;
 pub mod tags;
@@ -21,6 +23,7 @@ pub use member_path::check_member_path;
 pub use metadata::{CoreMetadata, MetadataError, MetadataFile, WheelInfo};
 pub use pep440::{LocalSegment, PreRelease, PreReleaseKind, Version, VersionError};
 pub use pep503::{NameError, ProjectName, normalize_name, wheel_name_form};
+pub use platform::PlatformRule;
 pub use reader::{Member, ProblemKind, WheelArchive, WheelError, WheelProblem};
 pub use record::{FileHash, RecordEntry, RecordError, parse_record, write_record};
 pub use tags::{Tag, TagError, TagSet};

@@ -221,6 +221,19 @@ impl WheelBuilder {
         }
     }
 
+    /// Replaces the tags (the file name's and WHEEL's): for a platform tag
+    /// computed from the members themselves.
+    pub fn set_tags(&mut self, tags: TagSet) {
+        self.tags = tags;
+    }
+
+    /// Every member added so far, by path, sorted.
+    pub fn members(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.members
+            .iter()
+            .map(|(path, content)| (path.as_str(), content.data.as_slice()))
+    }
+
     /// Adds one member. Extra metadata files (licences, provenance) go
     /// under the wheel's `.dist-info/` directory.
     pub fn add_member(

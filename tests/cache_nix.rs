@@ -4,7 +4,7 @@
 //!   rooted in a temporary directory and with pip, apt-get and cargo out of
 //!   reach, `cuwheel fetch --offline` fills it from the cache alone, and
 //!   `nix build` with the cache as its substituter builds a byte-identical
-//!   `cu130-py313` wheel, building only what is not in the cache;
+//!   `cu130-py313-torch211` wheel, building only what is not in the cache;
 //! - a cache signed by another key of the same name is refused, by cuwheel
 //!   (before copying anything) and by Nix (for a path that is not
 //!   content-addressed);
@@ -278,7 +278,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         "build",
         "--no-link",
         "--json",
-        &installable("wheels.cu130-py313"),
+        &installable("wheels.cu130-py313-torch211"),
     ]));
     let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
 
@@ -349,16 +349,16 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         store.url(),
     ];
     args.extend(substituter.nix_options());
-    args.push(installable("wheels.cu130-py313"));
+    args.push(installable("wheels.cu130-py313-torch211"));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = nix_ok(&args);
     let names = built(&text(&out.stderr));
     let expected: BTreeSet<String> = [
         "cuwheel-plan.json",
-        "binding-cuda130-py313",
-        "link-cu130-py313",
-        "wheel-cu130-py313",
-        "audit-cu130-py313",
+        "binding-cuda130-torch211-py313",
+        "link-cu130-py313-torch211",
+        "wheel-cu130-py313-torch211",
+        "audit-cu130-py313-torch211",
     ]
     .iter()
     .map(|s| s.to_string())

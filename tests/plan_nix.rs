@@ -1,5 +1,5 @@
 //! The plan's kernel objects built by real Nix in the sandbox: the demo's
-//! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
+//! objects of two toolkits (PyPI's CUDA 13.0 and Debian's 12.5) through the flake (the plan made by the Nix-built driver,
 //! import from derivation) hold exactly the configured SASS and PTX, name no
 //! store path and rebuild bit for bit; editing one `.cu` in a copy of the
 //! flake changes only that TU's derivations (and the plan's); a kernel that reaches `Python.h` fails saying to move
@@ -71,7 +71,9 @@ fn nodes_expr(project: &Path, plan: &Path) -> String {
 
 #[test]
 fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
-    let attrs: Vec<String> = ["cuda130", "cuda124"]
+    // Two compiler sets: torch 2.11's (PyPI's CUDA 13.0) and torch 2.7's
+    // (Debian's CUDA 12.5).
+    let attrs: Vec<String> = ["cuda130-torch211", "cuda125-torch27"]
         .iter()
         .flat_map(|cuda| {
             DEMO_KERNELS
@@ -118,7 +120,7 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
         }
     }
     // Nix compares the rebuilt output with the one in the store: one TU per
-    // toolkit (12.4's nvcc has no --frandom-seed; the PID namespace and
+    // toolkit (12.5's nvcc has no --frandom-seed; the PID namespace and
     // -objtemp must suffice there).
     nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
 }
@@ -144,7 +146,7 @@ fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
 fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
     let flake = flake_copy();
     let (plan_before, before) = flake_drvs(flake.path());
-    assert_eq!(before.len(), 6, "{before:?}");
+    assert_eq!(before.len(), 15, "{before:?}");
     let tu = flake
         .path()
         .join("examples/demo-ext/csrc/kernels/row_norm.cu");
@@ -163,7 +165,13 @@ fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
         .collect();
     assert_eq!(
         changed,
-        ["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]
+        [
+            "kernel-cuda125-torch27-row_norm",
+            "kernel-cuda125-torch29-row_norm",
+            "kernel-cuda130-torch211-row_norm",
+            "kernel-cuda130-torch214-row_norm",
+            "kernel-cuda132-row_norm",
+        ]
     );
 }
 
@@ -194,7 +202,7 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
     )
     .unwrap();
     let plan = write_plan(&project);
-    let expr = format!("({}).kernel-cuda130-scale", nodes_expr(&project, &plan));
+    let expr = format!("({}).kernel-cuda132-scale", nodes_expr(&project, &plan));
     let built = json(&nix_ok(&[
         "build",
         "--impure",
@@ -218,7 +226,7 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
         .filter(|(name, drv)| after[*name] != **drv)
         .map(|(name, _)| name.as_str())
         .collect();
-    assert_eq!(changed, ["kernel-cuda130-scale"]);
+    assert_eq!(changed, ["kernel-cuda132-scale"]);
 }
 
 #[test]
@@ -233,7 +241,7 @@ fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
     .unwrap();
     let plan = write_plan(&project);
     let expr = format!(
-        "({}).kernel-cuda130-uses_extension",
+        "({}).kernel-cuda132-uses_extension",
         nodes_expr(&project, &plan)
     );
     let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])

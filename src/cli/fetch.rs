@@ -37,10 +37,17 @@ pub struct FetchArgs {
     /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
+    /// Fetch only what these cells (and cuwheel itself) need; repeatable
+    /// [default: every cell]
+    #[arg(long = "cell", value_name = "CELL")]
+    cells: Vec<String>,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
-    let lock = Lock::read(&args.project.join(LOCK_FILE))?;
+    let mut lock = Lock::read(&args.project.join(LOCK_FILE))?;
+    if !args.cells.is_empty() {
+        lock = lock.for_cells(&args.cells)?;
+    }
     let nix = match &args.store {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),

@@ -286,7 +286,8 @@ fn from_binary_cache(
 }
 
 /// Offline, every missing path must come from a local cache: cuwheel's for
-/// artifacts, cargo's for crates (a seed is cut from its artifact).
+/// artifacts (or the user's archive directories for a supplied file),
+/// cargo's for crates (a seed is cut from its artifact).
 fn check_available_offline(
     lock: &Lock,
     missing: &[&Wanted],
@@ -296,7 +297,18 @@ fn check_available_offline(
     let mut unavailable = Vec::new();
     for wanted in missing {
         let available = match &wanted.what {
-            Kind::Artifact(name) => cache.cached(&expected(&lock.artifacts[name])).is_some(),
+            Kind::Artifact(name) => {
+                let artifact = &lock.artifacts[name];
+                // A file the user supplies needs no network either.
+                let supplied = matches!(artifact.source, Source::Archive { url: None })
+                    && crate::lock::archive::find_supplied(
+                        &artifact.file,
+                        None,
+                        &crate::lock::archive::archive_dirs(&options.archives),
+                    )
+                    .is_ok();
+                supplied || cache.cached(&expected(artifact)).is_some()
+            }
             Kind::Crate(krate) => crates::in_registry_cache(krate)?.is_some(),
             Kind::Seed(_) => true,
         };

@@ -1,7 +1,8 @@
 //! Python headers from an archive no registry carries: finding the file the
 //! user supplies (or fetching its URL), and reading what it holds.
 //!
-//! In: a [`HeaderArchive`] of the config, the directories the user named
+//! In: a header archive of the config ([`crate::spec::HeaderArchive`]), the
+//! directories the user named
 //! (`--archives DIR`, or `CUWHEEL_ARCHIVES`, `:`-separated), and the Python
 //! it is for. Out: the file (checked against the config's sha256, when it
 //! gives one), and its [`HeaderLayout`] — the member directory holding
@@ -22,7 +23,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::process::checked_output;
-use crate::spec::{HeaderArchive, PythonAbi};
+use crate::spec::PythonAbi;
 
 /// Names the directories `cuwheel lock` and `cuwheel fetch` look for
 /// user-supplied archives in, `:`-separated, after `--archives`.
@@ -220,15 +221,6 @@ pub fn inspect(path: &Path, python: PythonAbi) -> Result<HeaderLayout> {
     };
     layout(python, &members, &mut read)
         .with_context(|| format!("{} (Python {python}'s headers)", path.display()))
-}
-
-/// The archive's file for `lock`: a supplied one, found in `dirs`; a URL's
-/// is fetched by the caller.
-pub fn describe(archive: &HeaderArchive) -> String {
-    match &archive.url {
-        Some(url) => format!("{} from {url}", archive.file),
-        None => format!("{} (supplied)", archive.file),
-    }
 }
 
 #[cfg(test)]

@@ -189,6 +189,50 @@ impl Lock {
         Ok(lock)
     }
 
+    /// The part of the lock that `cells` need: their cells, toolchains and
+    /// artifacts, the driver's toolchain and the seeds (so `cuwheel fetch
+    /// --cell` gets what building those cells takes, and no more). An
+    /// unknown cell is an error naming the lock's cells.
+    pub fn for_cells(&self, cells: &[String]) -> Result<Lock> {
+        let unknown: Vec<&String> = cells
+            .iter()
+            .filter(|c| !self.cells.contains_key(*c))
+            .collect();
+        if !unknown.is_empty() {
+            let known: Vec<&str> = self.cells.keys().map(String::as_str).collect();
+            anyhow::bail!(
+                "the lock has no cell {}; its cells are {} (`cuwheel plan` lists them)",
+                unknown
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                known.join(", ")
+            );
+        }
+        let mut users: BTreeSet<&str> = cells.iter().map(String::as_str).collect();
+        users.insert(DRIVER);
+        let mut part = self.clone();
+        part.cells.retain(|name, _| users.contains(name.as_str()));
+        let kept: BTreeSet<String> = part
+            .cells
+            .values()
+            .flat_map(|c| {
+                [&c.cuda, &c.gcc, &c.torch]
+                    .into_iter()
+                    .chain(c.python.as_ref())
+            })
+            .chain([&self.driver.rust])
+            .cloned()
+            .collect();
+        part.toolchains.retain(|name, _| kept.contains(name));
+        part.bundles
+            .retain(|_, members| members.iter().all(|m| kept.contains(m)));
+        part.artifacts
+            .retain(|_, artifact| artifact.used_by.iter().any(|u| users.contains(u.as_str())));
+        Ok(part)
+    }
+
     pub fn read(path: &Path) -> Result<Lock> {
         let bytes = std::fs::read(path).with_context(|| {
             format!(
@@ -275,6 +319,37 @@ mod tests {
             seeds: BTreeMap::new(),
             artifacts,
         }
+    }
+
+    #[test]
+    fn a_part_for_some_cells_keeps_what_they_use() {
+        let mut lock = sample();
+        lock.artifacts.insert(
+            "other.whl".into(),
+            Artifact {
+                source: Source::Pypi {
+                    name: "x".into(),
+                    version: "1".into(),
+                },
+                file: "other.whl".into(),
+                sha256: "ef".into(),
+                size: 1,
+                used_by: ["cu126-py313".to_owned()].into(),
+            },
+        );
+        let part = lock.for_cells(&["cu130-abi3".to_owned()]).unwrap();
+        assert_eq!(part.cells.len(), 1);
+        assert_eq!(
+            part.artifacts.keys().collect::<Vec<_>>(),
+            ["zlib1g_1-1.2.13.dfsg-1_amd64.deb"]
+        );
+        assert!(part.toolchains.contains_key("torch211"));
+        let err = lock.for_cells(&["cu999-py313".to_owned()]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the lock has no cell cu999-py313; its cells are cu130-abi3"),
+            "{err}"
+        );
     }
 
     #[test]

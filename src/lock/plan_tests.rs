@@ -2,40 +2,21 @@
 //! fabricated facts, and a future torch read from its metadata alone.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::*;
 use crate::lock::pip::ResolvedWheel;
 use crate::lock::toolkits::{self, ToolkitSource};
 use crate::lock::torch;
+use crate::spec::Spec;
 use crate::spec::facts::fabricated;
-use crate::spec::{Config, Spec};
 
 fn spec(matrix: &str) -> Spec {
-    let text = format!(
-        r#"
-[project]
-name = "demo-ext"
-version = "0.1.0"
-
-[tool.cuwheel]
-module = "demo_ext._C"
-kernels = ["csrc/kernels/*.cu"]
-cuda-archs = ["8.0", "9.0+PTX"]
-baseline = "manylinux_2_31"
-
-[tool.cuwheel.bindings]
-pybind11 = ["csrc/bindings.cpp"]
-torch-library = ["csrc/ops.cpp"]
-
-[tool.cuwheel.matrix]
-{matrix}
-"#
-    );
+    let bindings = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";
     Spec {
         root: PathBuf::from("."),
         pyproject: PathBuf::from("pyproject.toml"),
-        config: Config::parse(&text, Path::new("pyproject.toml")).unwrap_or_else(|e| panic!("{e}")),
+        config: crate::spec::matrix::test_config(matrix, bindings),
         kernel_sources: Vec::new(),
         package_files: Vec::new(),
     }

@@ -70,6 +70,27 @@ pub struct PlanCell {
     pub torch: String,
 }
 
+/// A cell for unit tests: the given kernel nodes and `[binding, link, wheel,
+/// audit]` nodes, torch 2.11 built with nvcc 13.0.
+#[cfg(test)]
+pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
+    let [binding, link, wheel, audit] = nodes.map(str::to_string);
+    PlanCell {
+        kernels: kernels.iter().map(|k| k.to_string()).collect(),
+        binding,
+        link,
+        wheel,
+        audit,
+        predicted_wheel_file: "w.whl".into(),
+        platform: PlatformRule {
+            least_compatible: "manylinux_2_31_x86_64".into(),
+            most_compatible: "manylinux_2_28_x86_64".into(),
+        },
+        nvcc: CudaVersion::new(13, 0),
+        torch: "2.11.0".into(),
+    }
+}
+
 /// One derivation: `script` runs in the sandbox with each input's store
 /// path in the environment variable that keys it, and writes `$out`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

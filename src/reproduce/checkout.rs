@@ -190,20 +190,15 @@ mod tests {
     }
 
     fn checkout(sources: &[(&str, char)]) -> Checkout {
-        let cell = PlanCell {
-            kernels: BTreeSet::new(),
-            binding: "binding-cuda130-py313".into(),
-            link: "link-cu130-py313".into(),
-            wheel: "wheel-cu130-py313".into(),
-            audit: "audit-cu130-py313".into(),
-            predicted_wheel_file: "w.whl".into(),
-            platform: crate::wheel::PlatformRule {
-                least_compatible: "manylinux_2_31_x86_64".into(),
-                most_compatible: "manylinux_2_28_x86_64".into(),
-            },
-            nvcc: "13.0".parse().unwrap(),
-            torch: "2.11.0".into(),
-        };
+        let cell = crate::plan::test_plan_cell(
+            &[],
+            [
+                "binding-cuda130-py313",
+                "link-cu130-py313",
+                "wheel-cu130-py313",
+                "audit-cu130-py313",
+            ],
+        );
         Checkout {
             config_sha256: sha('c'),
             lock_sha256: sha('l'),

@@ -154,20 +154,10 @@ mod tests {
 
     #[test]
     fn a_cells_nodes_are_kernels_then_the_rest() {
-        let cell = PlanCell {
-            kernels: ["kernel-b".to_string(), "kernel-a".to_string()].into(),
-            binding: "binding".into(),
-            link: "link".into(),
-            wheel: "wheel".into(),
-            audit: "audit".into(),
-            predicted_wheel_file: "w.whl".into(),
-            platform: crate::wheel::PlatformRule {
-                least_compatible: "manylinux_2_31_x86_64".into(),
-                most_compatible: "manylinux_2_28_x86_64".into(),
-            },
-            nvcc: "13.0".parse().unwrap(),
-            torch: "2.11.0".into(),
-        };
+        let cell = crate::plan::test_plan_cell(
+            &["kernel-b", "kernel-a"],
+            ["binding", "link", "wheel", "audit"],
+        );
         assert_eq!(
             nodes_of(&cell),
             ["kernel-a", "kernel-b", "binding", "link", "wheel", "audit"]

@@ -121,6 +121,33 @@ pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
     }
 }
 
+/// A config for unit tests: the demo's `[tool.cuwheel]` with `bindings`
+/// (the body of `[tool.cuwheel.bindings]`) and `matrix` (the body of
+/// `[tool.cuwheel.matrix]`, and any tables after it).
+#[cfg(test)]
+pub(crate) fn test_config(matrix: &str, bindings: &str) -> Config {
+    let text = format!(
+        r#"
+[project]
+name = "demo-ext"
+version = "0.1.0"
+
+[tool.cuwheel]
+module = "demo_ext._C"
+kernels = ["csrc/kernels/*.cu"]
+cuda-archs = ["8.0", "9.0+PTX"]
+baseline = "manylinux_2_31"
+
+[tool.cuwheel.bindings]
+{bindings}
+
+[tool.cuwheel.matrix]
+{matrix}
+"#
+    );
+    Config::parse(&text, std::path::Path::new("pyproject.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A cell's name: `cu130-py313`, `cu130-py313t`, `cu130-abi3`,
 /// `cu130-py311-torch213`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,32 +1,11 @@
 //! Unit tests of [`super`]: the cells a matrix expands to with fabricated
 //! facts, and their names.
 
-use std::path::Path;
-
 use super::*;
 use crate::spec::facts::fabricated;
 
 fn config(matrix: &str, bindings: &str) -> Config {
-    let text = format!(
-        r#"
-[project]
-name = "demo-ext"
-version = "0.1.0"
-
-[tool.cuwheel]
-module = "demo_ext._C"
-kernels = ["csrc/kernels/*.cu"]
-cuda-archs = ["8.0", "9.0+PTX"]
-baseline = "manylinux_2_31"
-
-[tool.cuwheel.bindings]
-{bindings}
-
-[tool.cuwheel.matrix]
-{matrix}
-"#
-    );
-    Config::parse(&text, Path::new("pyproject.toml")).unwrap_or_else(|e| panic!("{e}"))
+    test_config(matrix, bindings)
 }
 
 const BOTH: &str = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";

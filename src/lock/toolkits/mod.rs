@@ -1,5 +1,6 @@
 //! Which CUDA toolkits a cell's nvcc may be: one module per toolkit source
-//! behind [`ToolkitSource`], and the rule that makes a toolkit available.
+//! ([`pypi`], [`debian`]) behind [`ToolkitSource`], and the rule that makes
+//! a toolkit available.
 //!
 //! A toolkit `X.Y` is **available** when
 //! 1. a source carries it:
@@ -28,68 +29,16 @@ use super::pip::{Pip, Target};
 use super::plan::PypiData;
 use crate::spec::{Baseline, CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
 
+mod debian;
+mod pypi;
+
+pub use debian::Debian;
+pub use pypi::Pypi;
+
 /// A place toolkits come from: what it offers, given what the registries said.
 pub trait ToolkitSource {
     /// The toolkits it carries and where each comes from.
     fn offers(&self) -> BTreeMap<CudaVersion, ToolkitOrigin>;
-}
-
-/// PyPI's `nvidia-*` wheels, by the `cuda-toolkit` releases pip listed.
-pub struct Pypi<'a> {
-    pub data: &'a PypiData,
-    /// `cuda-toolkit` releases, as pip lists them (`13.2.2`, `13.0.3.0`).
-    pub releases: &'a [String],
-}
-
-impl ToolkitSource for Pypi<'_> {
-    fn offers(&self) -> BTreeMap<CudaVersion, ToolkitOrigin> {
-        let mut offers: BTreeMap<CudaVersion, (Vec<u64>, String)> = BTreeMap::new();
-        for release in self.releases {
-            let parts: Vec<u64> = match release.split('.').map(str::parse).collect() {
-                Ok(parts) => parts,
-                Err(_) => continue, // pre-releases and local labels are not pinned
-            };
-            let (Some(&major), Some(&minor)) = (parts.first(), parts.get(1)) else {
-                continue;
-            };
-            let Ok(version) = format!("{major}.{minor}").parse::<CudaVersion>() else {
-                continue;
-            };
-            if !self.data.cuda_wheels.majors.contains(&version.major) {
-                continue;
-            }
-            let newest = offers.entry(version).or_insert((Vec::new(), String::new()));
-            if parts > newest.0 {
-                *newest = (parts, release.clone());
-            }
-        }
-        offers
-            .into_iter()
-            .map(|(version, (_, release))| (version, ToolkitOrigin::Pypi { release }))
-            .collect()
-    }
-}
-
-/// Debian's non-free `nvidia-cuda-toolkit`, by `data/debian.toml`.
-pub struct Debian<'a> {
-    pub data: &'a DebianData,
-}
-
-impl ToolkitSource for Debian<'_> {
-    fn offers(&self) -> BTreeMap<CudaVersion, ToolkitOrigin> {
-        self.data
-            .cuda_suites
-            .iter()
-            .filter_map(|(version, suite)| {
-                Some((
-                    version.parse().ok()?,
-                    ToolkitOrigin::Debian {
-                        suite: suite.clone(),
-                    },
-                ))
-            })
-            .collect()
-    }
 }
 
 /// The available toolkits: what the sources offer (earlier sources win a

@@ -54,9 +54,9 @@ let
        else throw "cuwheel.lock: bundle '${b}' has ${toString (builtins.length m)} toolchains of kind ${builtins.concatStringsSep "/" roleKinds}, expected one";
   # A bundle serves one CUDA but may hold several torch releases of it (torch 2.11 to 2.14 are
   # all CUDA 13.0): the check compiles against the first by name.
-  firstMember = b: roleKinds:
+  firstName = b: roleKinds:
     let m = members b roleKinds;
-    in if m != [ ] then toolchainNamed (builtins.head m)
+    in if m != [ ] then builtins.head m
        else throw "cuwheel.lock: bundle '${b}' has no toolchain of kind ${builtins.concatStringsSep "/" roleKinds}";
 in
 if clash != [ ] then throw "cuwheel.lock: ${builtins.concatStringsSep ", " clash} is both a toolchain and a bundle name"
@@ -65,8 +65,10 @@ else {
   checks = builtins.mapAttrs (b: _: import ./check.nix seeds {
     name = "toolchain-check-${b}";
     gcc = member b [ "gcc" ];
+    gccMajor = lock.toolchains.${firstName b [ "gcc" ]}.gcc;
     cuda = member b [ "cuda-wheels" "cuda-debian" ];
-    torch = firstMember b [ "torch" ];
+    torch = toolchainNamed (firstName b [ "torch" ]);
+    cxxStandard = lock.toolchains.${firstName b [ "torch" ]}.cxx-standard;
     pythons = map toolchainNamed (members b [ "python-headers" "python-archive" ]);
   }) lock.bundles;
 }

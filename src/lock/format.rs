@@ -93,6 +93,10 @@ pub enum Toolchain {
         artifacts: BTreeSet<String>,
         #[serde(rename = "headers-nar-sha256")]
         headers_nar_sha256: String,
+        /// The C++ standard its headers require (`c++17`, `c++20`), read
+        /// from their own check.
+        #[serde(rename = "cxx-standard")]
+        cxx_standard: String,
     },
     Rust {
         suite: String,
@@ -289,6 +293,7 @@ mod tests {
                 version: "2.11.0".into(),
                 artifacts: ["t.whl".to_owned()].into(),
                 headers_nar_sha256: "cd".into(),
+                cxx_standard: "c++17".into(),
             },
         );
         Lock {

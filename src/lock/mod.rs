@@ -232,11 +232,16 @@ impl Resolver<'_> {
                     wheel.file
                 ));
                 let dir = self.cache.temp_dir()?;
-                let headers = tree::torch_headers(&path, &dir.path().join("include"))?;
+                let include = dir.path().join("include");
+                let headers = tree::torch_headers(&path, &include)?;
+                let aten = include.join("ATen/ATen.h");
+                let aten = std::fs::read_to_string(&aten)
+                    .with_context(|| format!("{} has no torch/include/ATen/ATen.h", wheel.file))?;
                 Toolchain::Torch {
                     version: wheel.version.clone(),
                     artifacts: [name].into(),
                     headers_nar_sha256: headers.to_hex(),
+                    cxx_standard: torch::required_standard(&aten).to_owned(),
                 }
             }
             Request::PythonArchive { version, archive } => {

@@ -120,6 +120,17 @@ pub fn cuda_runtime(requires_dist: &[String]) -> Result<(CudaVersion, String), S
     }
 }
 
+/// The C++ standard torch's headers require, from their own check in
+/// `ATen/ATen.h` (torch 2.13 and later: `#error C++20 or later compatible
+/// compiler is required`, on `__cplusplus < 202002L`; before, C++17).
+pub fn required_standard(aten_h: &str) -> &'static str {
+    if aten_h.contains("__cplusplus < 202002L") {
+        "c++20"
+    } else {
+        "c++17"
+    }
+}
+
 /// The most compatible platform tag of a wheel, by the manylinux policies'
 /// priority (`manylinux_2_28_x86_64`); `None` when no tag is manylinux x86_64.
 fn best_platform(file: &str) -> Option<(u32, String)> {
@@ -429,6 +440,18 @@ mod tests {
         ]);
         let err = release("2.6".parse().unwrap(), &disagree, BTreeSet::new()).unwrap_err();
         assert!(err.to_string().contains("disagree on their CUDA"), "{err}");
+    }
+
+    #[test]
+    fn the_standard_is_read_from_atens_own_check() {
+        // As torch 2.15's ATen/ATen.h writes it.
+        let new = "#if (defined(_MSVC_LANG) && _MSVC_LANG < 202002L) || \\\n    \
+                   (!defined(_MSVC_LANG) && __cplusplus < 202002L)\n#error C++20 or later \
+                   compatible compiler is required to use ATen.\n#endif\n";
+        assert_eq!(required_standard(new), "c++20");
+        let old = "#if !defined(_MSC_VER) && __cplusplus < 201703L\n#error C++17 or later \
+                   compatible compiler is required to use ATen.\n#endif\n";
+        assert_eq!(required_standard(old), "c++17");
     }
 
     #[test]

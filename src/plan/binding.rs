@@ -12,7 +12,7 @@
 //! equivalent to any other.
 //!
 //! The flags follow torch's `BuildExtension` for C++ sources: `-fPIC`,
-//! `-std=c++17` unless the config sets a standard, torch's two include
+//! `-std=` of torch's standard ([`super::standard`]) unless the config sets one, torch's two include
 //! directories, the CUDA and Python include directories,
 //! `TORCH_API_INCLUDE_EXTENSION_H`, `TORCH_EXTENSION_NAME` and
 //! `_GLIBCXX_USE_CXX11_ABI=1`. torch's `PYBIND11_COMPILER_TYPE`, `_STDLIB`
@@ -93,7 +93,9 @@ impl BindingObject {
         let python_include = format!("/include/{}", self.python_version.include_dir());
         let mut flags: Vec<String> = vec!["-fPIC".into(), "-O2".into()];
         if !config.cxx_flags.iter().any(|f| f.starts_with("-std")) {
-            flags.push("-std=c++17".into());
+            let cxx = &self.toolchains.cxx;
+            flags.push(cxx.std_flag());
+            flags.extend(cxx.host_defines());
         }
         for (var, _) in includes {
             flags.push(format!("-I{}", var_then(var, "")));

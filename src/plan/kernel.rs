@@ -9,7 +9,7 @@
 //!
 //! The flags follow torch's `BuildExtension` for `.cu` files (pytorch
 //! `torch/utils/cpp_extension.py`): `COMMON_NVCC_FLAGS`, `-Xcompiler -fPIC`,
-//! `-std=c++17` unless the config sets a standard, `-ccbin`, torch's two
+//! `-std=` of torch's standard ([`super::standard`]) unless the config sets one, `-ccbin`, torch's two
 //! include directories, `TORCH_API_INCLUDE_EXTENSION_H` and
 //! `TORCH_EXTENSION_NAME`, an explicit `_GLIBCXX_USE_CXX11_ABI=1` (every
 //! torch this builds for is a CXX11-ABI build), and one `-gencode` per arch
@@ -110,7 +110,9 @@ impl KernelObject {
         flags.push("--expt-relaxed-constexpr".into());
         flags.push("-Xcompiler -fPIC".into());
         if !config.nvcc_flags.iter().any(|f| f.starts_with("-std")) {
-            flags.push("-std=c++17".into());
+            let cxx = &self.toolchains.cxx;
+            flags.push(cxx.std_flag());
+            flags.extend(cxx.host_defines().iter().map(|d| format!("-Xcompiler {d}")));
         }
         flags.push("-DTORCH_API_INCLUDE_EXTENSION_H".into());
         flags.push(quote(&format!(

@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod link;
 pub mod shell;
 pub mod sources;
+pub mod standard;
 pub mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +38,7 @@ pub use binding::BindingObject;
 pub use includes::TranslationUnit;
 pub use kernel::KernelObject;
 pub use link::LinkedModule;
+pub use standard::CxxStandard;
 pub use wheel::WheelAssembly;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
@@ -180,6 +182,8 @@ pub struct KernelToolchains {
     pub cuda_version: CudaVersion,
     pub gcc: String,
     pub torch: String,
+    /// The standard torch's headers require, for that gcc.
+    pub cxx: CxxStandard,
 }
 
 /// The project beyond its kernels, read by the caller: binding sources,
@@ -454,18 +458,14 @@ impl<'a> CellPlan<'a> {
             }
             _ => return Err(bad(&locked.cuda, "CUDA")),
         };
-        if !matches!(
-            lock.toolchains.get(&locked.gcc),
-            Some(Toolchain::Gcc { .. })
-        ) {
-            return Err(bad(&locked.gcc, "gcc"));
-        }
-        if !matches!(
-            lock.toolchains.get(&locked.torch),
-            Some(Toolchain::Torch { .. })
-        ) {
-            return Err(bad(&locked.torch, "torch"));
-        }
+        let gcc_major = match lock.toolchains.get(&locked.gcc) {
+            Some(Toolchain::Gcc { gcc, .. }) => gcc.parse().map_err(|_| bad(&locked.gcc, "gcc"))?,
+            _ => return Err(bad(&locked.gcc, "gcc")),
+        };
+        let standard = match lock.toolchains.get(&locked.torch) {
+            Some(Toolchain::Torch { cxx_standard, .. }) => cxx_standard.clone(),
+            _ => return Err(bad(&locked.torch, "torch")),
+        };
         let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
             Some(
                 Toolchain::PythonHeaders { version, .. } | Toolchain::PythonArchive { version, .. },
@@ -502,6 +502,10 @@ impl<'a> CellPlan<'a> {
                 cuda_version,
                 gcc: locked.gcc.clone(),
                 torch: locked.torch.clone(),
+                cxx: CxxStandard {
+                    standard,
+                    gcc_major,
+                },
             },
             python,
             python_version: version,

@@ -13,14 +13,18 @@ command -v cargo >/dev/null || {
   echo "demo: cargo is missing; install Rust >= 1.85 (e.g. rustup) and run again" >&2
   exit 1
 }
-missing=()
-command -v nix >/dev/null || missing+=(nix-bin)
-python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "demo: ${missing[*]} missing; installing with apt-get (needs root)"
+# Nix itself, its build users and a sandboxed nix.conf (scripts/setup-nix.sh
+# says what it does; it skips every step that is done).
+if ! command -v nix-store >/dev/null || ! getent group nixbld >/dev/null \
+  || [ ! -s "${NIX_CONF_DIR:-/etc/nix}/nix.conf" ]; then
+  echo "demo: Nix, its build users or its nix.conf are missing; running scripts/setup-nix.sh (needs root)"
+  bash scripts/setup-nix.sh
+fi
+if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  echo "demo: python3-venv is missing; installing it with apt-get (needs root)"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  $sudo apt-get install -y -qq --no-install-recommends python3-venv
 fi
 
 # pip resolves and downloads the PyPI artifacts; Debian's python3 has no pip
@@ -30,19 +34,22 @@ venv=target/demo-venv
 
 cargo build --release --locked --quiet
 cuwheel=target/release/cuwheel
-# cuwheel.lock is committed; `cuwheel lock --project examples/demo-ext`
-# re-resolves it (needed only after a config change or when the Debian
-# mirror has dropped a pinned version). Only what the cell built below needs
-# is fetched (the whole matrix is about 7 GB, and its cp312 cells need an
-# archive you supply: `--archives DIR`).
+# cuwheel.lock is committed. Only what the one cell built below needs is
+# fetched (the whole matrix is about 6.4 GB, and its cp312 cells need an
+# archive you supply: `--archives DIR`). Debian drops superseded versions
+# from its mirror; fetch then takes them from another suite or Debian's
+# snapshot archive, and where none serves them any more the script re-pins
+# just those and says so (docs/fetch.md).
 cell=cu130-py313-torch211
-"$cuwheel" fetch --project examples/demo-ext --python "$venv/bin/python" --cell "$cell"
+bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
+  --cell "$cell"
 
 "$cuwheel" plan --project examples/demo-ext
 
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says.
 nix=(nix --extra-experimental-features 'nix-command flakes'
-  --option sandbox true --option sandbox-fallback false --option substituters '')
+  --option sandbox true --option sandbox-fallback false --option substituters ''
+  --max-jobs auto)
 # One cell: its toolchains, its three kernel objects, its binding, link, wheel
 # and audit. result/ holds the wheel beside audit.txt and audit.json.
 "${nix[@]}" build --print-build-logs ".#wheels.$cell" -o result

@@ -22,9 +22,11 @@ cells=("$@")
 [ ${#cells[@]} -gt 0 ] || cells=(cu130-abi3-torch211)
 
 command -v nix >/dev/null || die "nix is missing; bash scripts/demo.sh installs it and builds the toolchains"
-# Sandbox on with no fallback and no binary cache, whatever nix.conf says.
+# Sandbox on with no fallback and no binary cache, whatever nix.conf says;
+# independent derivations in parallel, one per core.
 nix=(nix --extra-experimental-features 'nix-command flakes'
-  --option sandbox true --option sandbox-fallback false --option substituters '')
+  --option sandbox true --option sandbox-fallback false --option substituters ''
+  --max-jobs auto)
 
 rm -rf "$payload"
 mkdir -p "$payload" "$links"

@@ -1,7 +1,9 @@
 //! cuwheel: turns one PyTorch CUDA extension into a matrix of hermetic,
 //! audited, bit-for-bit reproducible wheels built with Nix.
 //!
-//! One module per pipeline stage: `spec` reads an extension's
+//! One module per pipeline stage: `init` writes a project's
+//! `[tool.cuwheel]` config and flake, inferred from its sources and setup.py
+//! (read statically, never run); `spec` reads an extension's
 //! `[tool.cuwheel]` config and expands its matrix into checked cells; `store`
 //! holds the Nix formats every stage uses to name store objects without
 //! asking Nix; `lock` pins every toolchain artifact by hash (`cuwheel.lock`)
@@ -18,6 +20,7 @@ pub mod audit;
 pub mod build;
 pub mod cache;
 pub mod fetch;
+pub mod init;
 pub mod json;
 pub mod lock;
 pub mod plan;

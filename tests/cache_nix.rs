@@ -14,14 +14,16 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::flake::{installable, json, nix_ok, repo};
-use common::{cuwheel_bin, run_ok};
+use common::{
+    TempStore, assert_other_key_refused, build_cell_from_cache, cache_export, cuwheel_bin,
+    demo_key, impostor_key, run_ok,
+};
 use cuwheel::cache::Substituter;
 use cuwheel::fetch::pinned_paths;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
@@ -32,43 +34,6 @@ fn demo() -> PathBuf {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A store rooted in a temporary directory; its store directories are
-/// read-only, so they are made writable before the directory is dropped
-/// (it can hold gigabytes).
-struct TempStore(tempfile::TempDir);
-
-impl TempStore {
-    fn new() -> TempStore {
-        TempStore(tempfile::tempdir().unwrap())
-    }
-    fn root(&self) -> &Path {
-        self.0.path()
-    }
-    fn url(&self) -> String {
-        format!("local?root={}", self.root().display())
-    }
-    /// The store paths it holds.
-    fn paths(&self) -> Vec<String> {
-        match fs::read_dir(self.root().join("nix/store")) {
-            Ok(entries) => entries
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|name| name != ".links")
-                .collect(),
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
-impl Drop for TempStore {
-    fn drop(&mut self) {
-        let _ = Command::new("chmod")
-            .arg("-R")
-            .arg("u+w")
-            .arg(self.root())
-            .status();
-    }
 }
 
 /// `cuwheel fetch` of the demo into `store`, offline, where pip, apt-get
@@ -116,42 +81,6 @@ fn demo_pinned() -> Vec<String> {
         .iter()
         .map(|p| p.to_absolute())
         .collect()
-}
-
-/// Derivation names in Nix's "building '…drv'" lines.
-fn built(stderr: &str) -> BTreeSet<String> {
-    stderr
-        .lines()
-        .filter_map(|line| {
-            let drv = line.trim().strip_prefix("building '")?.split('\'').next()?;
-            let base = drv.rsplit('/').next()?.strip_suffix(".drv")?;
-            Some(base.split_once('-')?.1.to_string())
-        })
-        .collect()
-}
-
-/// A second key pair named like the first, with other key material.
-fn impostor_key(dir: &Path, name: &str) -> PathBuf {
-    fs::create_dir_all(dir).unwrap();
-    run_ok(
-        Command::new("nix-store")
-            .args(["--generate-binary-cache-key", name])
-            .arg(dir.join("other.sec"))
-            .arg(dir.join("other.pub")),
-    );
-    dir.join("other.pub")
-}
-
-/// `cuwheel cache key demo-cache-1 --out DIR/keys`: the secret and public
-/// key files.
-fn demo_key(dir: &Path) -> (PathBuf, PathBuf) {
-    let keys = dir.join("keys");
-    run_ok(
-        Command::new(cuwheel_bin())
-            .args(["cache", "key", "demo-cache-1", "--out"])
-            .arg(&keys),
-    );
-    (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"))
 }
 
 #[test]
@@ -285,20 +214,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     let dir = tempfile::tempdir().unwrap();
     let (secret, public) = demo_key(dir.path());
     let cache = dir.path().join("cache");
-    let export = || {
-        let out = run_ok(
-            Command::new(cuwheel_bin())
-                .args(["cache", "export"])
-                .arg(&cache)
-                .arg("--key")
-                .arg(&secret)
-                .arg("--project")
-                .arg(demo())
-                .arg("--flake")
-                .arg(repo()),
-        );
-        text(&out.stdout)
-    };
+    let export = || cache_export(&cache, &secret, &[]);
     let first = export();
     let pinned = demo_pinned();
     assert!(
@@ -341,47 +257,12 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     // toolchains, kernel objects and the driver come from it; only the
     // plan and the cell's own nodes are built.
     let substituter = Substituter::new(cache.to_str().unwrap(), public.to_str().unwrap()).unwrap();
-    let mut args = vec![
-        "build".to_string(),
-        "--no-link".into(),
-        "--json".into(),
-        "--store".into(),
-        store.url(),
-    ];
-    args.extend(substituter.nix_options());
-    args.push(installable("wheels.cu130-py313-torch211"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = nix_ok(&args);
-    let names = built(&text(&out.stderr));
-    let expected: BTreeSet<String> = [
-        "cuwheel-plan.json",
-        "binding-cuda130-torch211-py313",
-        "link-cu130-py313-torch211",
-        "wheel-cu130-py313-torch211",
-        "audit-cu130-py313-torch211",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    assert_eq!(names, expected, "{}", text(&out.stderr));
-    let second_result = json(&out)[0]["outputs"]["out"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(Path::new(&second_result), result, "the same derivation");
+    build_cell_from_cache(&store, &substituter.nix_options(), &result);
     let wheel = fs::read_dir(&result)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .find(|n| n.to_string_lossy().ends_with(".whl"))
         .expect("the result holds the wheel");
-    let in_second = store
-        .root()
-        .join(second_result.trim_start_matches('/'))
-        .join(&wheel);
-    assert!(
-        fs::read(&in_second).unwrap() == fs::read(result.join(&wheel)).unwrap(),
-        "the wheel built from the cache differs from the main store's"
-    );
     // And `cuwheel reproduce` there, from the cache alone, builds every
     // derivation of the cell again (kernel objects included, which came
     // from the cache) and finds the main store's wheel identical.
@@ -406,8 +287,6 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
 
     // Nix itself refuses what is not content-addressed (the driver) from
     // the cache when trusting another key of the same name.
-    let other = impostor_key(&dir.path().join("other"), "demo-cache-1");
-    let impostor = Substituter::new(cache.to_str().unwrap(), other.to_str().unwrap()).unwrap();
     let driver = text(
         &nix_ok(&[
             "eval",
@@ -416,22 +295,5 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         ])
         .stdout,
     );
-    let fresh = TempStore::new();
-    let mut cmd = common::flake::nix(&[]);
-    cmd.args(impostor.nix_options()).args([
-        "copy",
-        "--from",
-        &substituter.url,
-        "--to",
-        &fresh.url(),
-        &driver,
-    ]);
-    let out = cmd.output().unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("lacks a valid signature"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert_eq!(fresh.paths(), Vec::<String>::new());
+    assert_other_key_refused(&dir.path().join("other"), &substituter.url, &driver);
 }

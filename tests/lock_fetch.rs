@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{TestEnv, cuwheel_bin};
+use common::{TestEnv, cuwheel_bin, store_listing};
 use cuwheel::lock::format::{Lock, Toolchain};
 use cuwheel::store::path::{FileIngestion, fixed_output_path};
 use cuwheel::store::{Hash, HashAlgo};
@@ -325,15 +325,6 @@ fn lock_project(lock: &Lock) -> tempfile::TempDir {
     dir
 }
 
-fn store_listing(store: &Path) -> BTreeSet<String> {
-    match fs::read_dir(store.join("nix/store")) {
-        Ok(entries) => entries
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect(),
-        Err(_) => BTreeSet::new(),
-    }
-}
-
 fn fetch(project: &Path, store: &Path, cache: &Path) -> Output {
     cuwheel(
         &[
@@ -445,8 +436,12 @@ fn corrupted_downloads_are_refused_and_leave_the_store_unchanged() {
     assert_eq!(store_listing(store.path()), before, "the store changed");
 }
 
+/// A pinned version no suite of the real mirror carries, and no snapshot
+/// archive reachable (a closed loopback port stands in for it): fetch exits
+/// 3, naming the file and the re-pin command, and prints its name on stdout.
+/// (tests/fetch_fallback.rs covers the fallbacks that do serve a file.)
 #[test]
-fn a_version_the_mirror_dropped_says_to_lock_again() {
+fn a_version_the_mirror_dropped_says_to_refresh_the_lock() {
     let mut lock = seeds_only();
     let name = lock.seeds["busybox"].artifact.clone();
     let mut artifact = lock.artifacts.remove(&name).unwrap();
@@ -457,15 +452,42 @@ fn a_version_the_mirror_dropped_says_to_lock_again() {
     artifact.file = "busybox-static_1%3a0.0-0_amd64.deb".to_owned();
     let renamed = cuwheel::lock::format::store_name(&artifact.file);
     lock.artifacts.insert(renamed.clone(), artifact);
-    lock.seeds.get_mut("busybox").unwrap().artifact = renamed;
+    lock.seeds.get_mut("busybox").unwrap().artifact = renamed.clone();
     let store = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let out = fetch(lock_project(&lock).path(), store.path(), cache.path());
+    let project = lock_project(&lock);
+    let out = cuwheel(
+        &[
+            "fetch",
+            "--project",
+            project.path().to_str().unwrap(),
+            "--store",
+            store.path().to_str().unwrap(),
+            "--debian-snapshot",
+            "http://127.0.0.1:9/archive/debian",
+        ],
+        // The shared cache: the other suites' indexes are mostly read already.
+        &shared_cache(),
+    );
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains("no longer carries busybox-static 1:0.0-0"),
+        err.contains(&format!(
+            "{renamed}: busybox-static 1:0.0-0 of Debian bookworm; also tried: Debian \
+             bookworm-updates"
+        )),
         "{err}"
     );
-    assert!(err.contains("Run `cuwheel lock`"), "{err}");
+    assert!(err.contains("Debian trixie, Debian bullseye"), "{err}");
+    assert!(
+        err.contains("the snapshot archive at ") && err.contains("(unreadable: "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "`cuwheel lock --refresh --project {}`",
+            project.path().display()
+        )),
+        "{err}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{renamed}\n"));
 }

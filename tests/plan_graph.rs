@@ -264,6 +264,32 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
 }
 
 #[test]
+fn several_gencodes_compile_with_the_threads_nix_gives_the_build() {
+    let plan = demo_plan();
+    let script = &plan.nodes["kernel-cuda130-torch211-bias_gelu"].script;
+    let compile = script
+        .lines()
+        .find(|l| l.contains(" -c -o "))
+        .unwrap_or_else(|| panic!("no compile line in:\n{script}"));
+    // Read when the build runs, so the derivation is the same on every machine.
+    assert!(
+        compile.contains("--threads \"${NIX_BUILD_CORES:-1}\""),
+        "{compile}"
+    );
+    assert_eq!(script.matches("--threads").count(), 1, "{script}");
+    // One gencode: nothing for threads to share.
+    let mut one = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    one.cuda_archs = cuwheel::spec::CudaArchs::uniform(vec!["8.0".parse().unwrap()]);
+    let (lock, cells) = lock_for(&one, &|_| "torch211");
+    let plan = plan_of(&one, &["k/a.cu"], &lock, &cells).unwrap();
+    let script = &plan.nodes["kernel-cuda130-a"].script;
+    assert!(!script.contains("--threads"), "{script}");
+}
+
+#[test]
 fn scripts_are_valid_sh() {
     for node in demo_plan().nodes.values() {
         let out = Command::new("sh")
@@ -389,17 +415,7 @@ fn a_source_outside_the_project_is_refused() {
 #[test]
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
-    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
-        .args(["plan", "--no-store", "--project"])
-        .arg(demo_dir())
-        .output()
-        .expect("cuwheel runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = plan_without_store(&demo_dir());
     assert!(text.starts_with("cells (24):\n"), "{text}");
     assert!(
         text.contains(
@@ -458,6 +474,75 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
         stderr.contains("cuwheel.lock") && stderr.contains("run `cuwheel lock`"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_kernel_symlinked_outside_the_project_is_refused_as_json_too() {
+    let project = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let mut todo = vec![demo_dir()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let to = project.path().join(path.strip_prefix(demo_dir()).unwrap());
+            if path.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                todo.push(path);
+            } else {
+                std::fs::copy(&path, &to).unwrap();
+            }
+        }
+    }
+    let kernel = project.path().join("csrc/kernels/axpby.cu");
+    let elsewhere = outside.path().join("axpby.cu");
+    std::fs::rename(&kernel, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &kernel).unwrap();
+    for json in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuwheel"));
+        cmd.args(["plan", "--no-store", "--project"])
+            .arg(project.path());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("cuwheel runs");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("csrc/kernels/axpby.cu resolves to")
+                && stderr.contains("outside the project")
+                && stderr.contains("copy the file into the project"),
+            "{stderr}"
+        );
+        if json {
+            let error: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(
+                error["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("outside the project"),
+                "{error}"
+            );
+        }
+    }
+    // The same file copied in plans.
+    std::fs::remove_file(&kernel).unwrap();
+    std::fs::copy(&elsewhere, &kernel).unwrap();
+    plan_without_store(project.path());
+}
+
+/// `cuwheel plan --no-store --project DIR`, which must succeed; its stdout.
+fn plan_without_store(project: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["plan", "--no-store", "--project"])
+        .arg(project)
+        .output()
+        .expect("cuwheel runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

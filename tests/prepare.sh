@@ -100,13 +100,14 @@ fi
 # --- the demo's pinned toolchain artifacts (examples/demo-ext/cuwheel.lock)
 # and the driver's crates in the Nix store, for the tests that build the
 # flake's toolchains and the driver. `cuwheel fetch` skips what the store
-# already holds, so a warm run costs nothing. The demo's CPython 3.12 headers
-# are an archive no registry carries: the shared artifacts beside the clone
-# (or $CUWHEEL_ARCHIVES) supply it.
+# already holds, so a warm run costs nothing; a pinned Debian package that no
+# suite nor Debian's snapshot archive serves any more is re-pinned, saying so.
+# The demo's CPython 3.12 headers are an archive no registry carries: the
+# shared artifacts beside the clone (or $CUWHEEL_ARCHIVES) supply it.
 echo "prepare: cuwheel fetch (examples/demo-ext/cuwheel.lock)"
-cargo run --release --locked --quiet --manifest-path "$repo/Cargo.toml" -- \
-  fetch --project "$repo/examples/demo-ext" \
-  --python "$env_dir/venv/bin/python" --archives "$repo/../shared/artifacts"
+cargo build --release --locked --quiet --manifest-path "$repo/Cargo.toml"
+bash "$repo/scripts/fetch-or-repin.sh" prepare "${CARGO_TARGET_DIR:-$repo/target}/release/cuwheel" \
+  "$repo/examples/demo-ext" "$env_dir/venv/bin/python" --archives "$repo/../shared/artifacts"
 
 touch "$env_dir/ready"
 echo "prepare: ready in $env_dir"

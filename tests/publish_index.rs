@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Rng, Server, TestEnv, cuwheel_bin, fresh_venv, run_ok, uv_install};
+use common::{Rng, Server, TestEnv, cuwheel_bin, fresh_venv, run_ok, snapshot, uv_install};
 use cuwheel::wheel::{
     CoreMetadata, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
 };
@@ -87,30 +87,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Every entry under `dir` as it lies on disk (symlinks not followed):
-/// file bytes, or `-> target` for a link, or `/` for a directory.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut all = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            if meta.file_type().is_symlink() {
-                let target = fs::read_link(&path).unwrap();
-                all.insert(rel, format!("-> {}", target.display()).into_bytes());
-            } else if meta.is_dir() {
-                all.insert(rel, b"/".to_vec());
-                todo.push(path);
-            } else {
-                all.insert(rel, fs::read(&path).unwrap());
-            }
-        }
-    }
-    all
 }
 
 /// The generation `.current` names.

@@ -749,3 +749,135 @@ fn nix_failures_are_typed_and_explained() {
         "{err}"
     );
 }
+
+/// A machine whose Nix builds as a group that does not exist (Debian's
+/// nix-bin on a fresh machine): every build fails, and the error names the
+/// fix. The group is set with `--option`, so nothing on this machine changes.
+#[test]
+fn missing_build_users_are_named_with_the_fix() {
+    let store = tempfile::tempdir().unwrap();
+    let nix = Nix::with_store_root(store.path()).with_options(
+        [
+            "--option",
+            "build-users-group",
+            "cuwheel-test-no-such-group",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.nix");
+    fs::write(
+        &file,
+        r#"derivation { name = "build-users-probe"; system = "x86_64-linux"; builder = "/nonexistent"; }"#,
+    )
+    .unwrap();
+    let drvs = nix.instantiate(&file, None).unwrap();
+    match nix.realise(&drvs) {
+        Err(NixError::Failed { stderr, hint, .. }) => {
+            assert!(
+                stderr.contains("'cuwheel-test-no-such-group' specified in 'build-users-group'"),
+                "{stderr}"
+            );
+            let hint = hint.to_string();
+            assert!(hint.contains("scripts/setup-nix.sh"), "{hint}");
+            assert!(hint.contains("build users"), "{hint}");
+        }
+        other => panic!("expected the build-users failure, got {other:?}"),
+    }
+}
+
+/// `cuwheel store show-drv` on real `.drv` store paths: the hash part of a
+/// store file name is not part of the derivation's name, and the path the
+/// file's contents give must be the file's own. Fixed-output derivations
+/// instantiated here (flat and recursive, sha256 and sha512, what fetchers
+/// write), then every `.drv` the system store holds.
+#[test]
+fn show_drv_reads_real_store_derivations() {
+    let store = tempfile::tempdir().unwrap();
+    let nix = Nix::with_store_root(store.path());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fixed.nix");
+    let mut expr = String::from("{\n");
+    for (i, (mode, algo, hash)) in [
+        ("flat", "sha256", Hash::sha256(b"a").to_base32()),
+        ("recursive", "sha256", Hash::sha256(b"b").to_base32()),
+        (
+            "flat",
+            "sha512",
+            Hash::new(HashAlgo::Sha512, &[7; 64]).unwrap().to_base32(),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        writeln!(
+            expr,
+            "  d{i} = derivation {{ name = \"torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl-{i}\"; \
+             system = \"x86_64-linux\"; builder = \"/bin/sh\"; outputHashMode = \"{mode}\"; \
+             outputHashAlgo = \"{algo}\"; outputHash = \"{hash}\"; }};"
+        )
+        .unwrap();
+    }
+    expr.push_str("  plain = derivation { name = \"plain\"; system = \"x86_64-linux\"; builder = \"/bin/sh\"; };\n}\n");
+    fs::write(&file, &expr).unwrap();
+    let mut files: Vec<(PathBuf, String)> = nix
+        .instantiate(&file, None)
+        .unwrap()
+        .iter()
+        .map(|p| (nix.real_path(p), p.to_string()))
+        .collect();
+    assert_eq!(files.len(), 4);
+    let mut system: Vec<PathBuf> = fs::read_dir(path::STORE_DIR)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "drv"))
+                .collect()
+        })
+        .unwrap_or_default();
+    system.sort();
+    files.extend(
+        system
+            .into_iter()
+            .take(500)
+            .map(|p| (p.clone(), p.display().to_string())),
+    );
+    let mut fixed = 0;
+    for (file, store_path) in &files {
+        let out = run_ok(
+            Command::new(common::cuwheel_bin())
+                .args(["store", "show-drv"])
+                .arg(file),
+        );
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(shown["drvPath"], store_path.as_str(), "{}", file.display());
+        if fs::read_to_string(file).unwrap().contains("outputHash") {
+            fixed += 1;
+        }
+    }
+    assert!(fixed >= 3, "fixed-output derivations checked: {fixed}");
+    eprintln!(
+        "show-drv read {} real .drv files ({fixed} fixed-output)",
+        files.len()
+    );
+
+    // A store file whose contents were changed no longer gives its own path.
+    let (first, _) = &files[0];
+    let changed = dir.path().join(first.file_name().unwrap());
+    fs::write(
+        &changed,
+        fs::read_to_string(first)
+            .unwrap()
+            .replace("/bin/sh", "/bin/xx"),
+    )
+    .unwrap();
+    let out = Command::new(common::cuwheel_bin())
+        .args(["store", "show-drv"])
+        .arg(&changed)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not its own name"), "{err}");
+}

@@ -4,16 +4,21 @@
 //! `.symtab` symbols (absent when stripped), the x86 ISA level it declares
 //! needing, and the bytes of its CUDA fat binary section.
 //!
-//! In: a member name (for messages) and its bytes. Out: [`ElfFacts`], or a
-//! typed [`ElfError`] naming the member for anything that is not a
-//! well-formed 64-bit little-endian x86_64 ELF file. Never panics on input.
+//! In: a member name (for messages) and its bytes — in memory, or any
+//! [`ReadRef`] such as a [`object::read::ReadCache`] over a file, so a
+//! gigabyte library is read only where its tables are. Out: [`ElfFacts`], or
+//! a typed [`ElfError`] naming the member for anything that is not a
+//! well-formed 64-bit little-endian x86_64 ELF file, a `.dynamic` section of
+//! garbage included (every entry's tag must be one the ELF and GNU
+//! specifications define, and a `DT_NULL` must end it). Never panics on
+//! input.
 
 use object::LittleEndian as LE;
 use object::elf;
 use object::read::elf::{
     Dyn, FileHeader, NoteIterator, ProgramHeader, SectionHeader, SectionTable, Sym,
 };
-use object::read::{StringTable, SymbolIndex};
+use object::read::{ReadRef, StringTable, SymbolIndex};
 use serde::Serialize;
 
 type Header = elf::FileHeader64<LE>;
@@ -154,6 +159,12 @@ pub struct ElfFacts {
 impl ElfFacts {
     /// Reads the facts of `data`; `member` names it in errors.
     pub fn parse(member: &str, data: &[u8]) -> Result<ElfFacts, ElfError> {
+        ElfFacts::parse_from(member, data)
+    }
+
+    /// [`parse`](Self::parse) of bytes read on demand (a file through a
+    /// [`object::read::ReadCache`]): only the headers and tables are read.
+    pub fn parse_from<'d, R: ReadRef<'d>>(member: &str, data: R) -> Result<ElfFacts, ElfError> {
         let fail = |kind| ElfError {
             member: member.to_string(),
             kind,
@@ -181,6 +192,7 @@ impl ElfFacts {
         }
 
         if let Some((entries, link)) = sections.dynamic(endian, data).map_err(malformed)? {
+            check_dynamic(entries).map_err(|problem| fail(ElfErrorKind::Malformed(problem)))?;
             let strings = sections.strings(endian, data, link).map_err(malformed)?;
             for entry in entries {
                 let Some(tag) = entry.tag32(endian) else {
@@ -192,7 +204,15 @@ impl ElfFacts {
                 ) {
                     continue;
                 }
-                let value = lossy(entry.string(endian, strings).map_err(malformed)?);
+                let value = u32::try_from(entry.d_val.get(endian))
+                    .ok()
+                    .and_then(|at| strings.get(at).ok())
+                    .ok_or_else(|| {
+                        fail(ElfErrorKind::Malformed(
+                            "a .dynamic entry names a string outside .dynstr".to_string(),
+                        ))
+                    })?;
+                let value = lossy(value);
                 match tag {
                     elf::DT_NEEDED => facts.needed.push(value),
                     elf::DT_SONAME => facts.soname = Some(value),
@@ -277,6 +297,18 @@ pub fn is_elf(data: &[u8]) -> bool {
 
 /// The bytes of the `.nv_fatbin` section, if the file has one.
 pub fn nv_fatbin_section<'a>(member: &str, data: &'a [u8]) -> Result<Option<&'a [u8]>, ElfError> {
+    let Some((offset, size)) = nv_fatbin_range(member, data)? else {
+        return Ok(None);
+    };
+    Ok(data.get(offset as usize..(offset + size) as usize))
+}
+
+/// Where the `.nv_fatbin` section's bytes are in the file, `(offset, size)`,
+/// if it has one; checked to lie inside the file.
+pub fn nv_fatbin_range<'d, R: ReadRef<'d>>(
+    member: &str,
+    data: R,
+) -> Result<Option<(u64, u64)>, ElfError> {
     let fail = |kind| ElfError {
         member: member.to_string(),
         kind,
@@ -285,24 +317,54 @@ pub fn nv_fatbin_section<'a>(member: &str, data: &'a [u8]) -> Result<Option<&'a 
     let Some((_, section)) = sections.section_by_name(LE, NV_FATBIN_SECTION.as_bytes()) else {
         return Ok(None);
     };
-    section
-        .data(LE, data)
-        .map(Some)
-        .map_err(|e| fail(ElfErrorKind::Malformed(e.to_string())))
+    let Some((offset, size)) = section.file_range(LE) else {
+        return Ok(None);
+    };
+    let len = data.len().unwrap_or(0);
+    if offset.checked_add(size).is_none_or(|end| end > len) {
+        return Err(fail(ElfErrorKind::Malformed(format!(
+            "section {NV_FATBIN_SECTION} runs past the end of the file"
+        ))));
+    }
+    Ok(Some((offset, size)))
 }
 
-fn parse_header(data: &[u8]) -> Result<(&Header, SectionTable<'_, Header>), ElfErrorKind> {
-    if !is_elf(data) {
-        let start: Vec<String> = data.iter().take(4).map(|b| format!("{b:02x}")).collect();
+/// A `.dynamic` section must hold known tags up to a `DT_NULL`.
+fn check_dynamic(entries: &[elf::Dyn64<LE>]) -> Result<(), String> {
+    for (i, entry) in entries.iter().enumerate() {
+        let tag = entry.d_tag.get(LE);
+        if tag == 0 {
+            return Ok(());
+        }
+        let known = (0..=37).contains(&tag) // DT_NULL .. DT_RELRENT
+            || (0x6000_000d..=0x6fff_ffff).contains(&tag) // OS-specific, GNU's among them
+            || (0x7000_0000..=0x7fff_ffff).contains(&tag); // processor-specific
+        if !known {
+            return Err(format!(
+                "its .dynamic section is corrupt: entry {i} has the tag {tag:#x}, which no ELF \
+                 or GNU specification defines"
+            ));
+        }
+    }
+    Err("its .dynamic section is corrupt: no DT_NULL entry ends it".to_string())
+}
+
+fn parse_header<'d, R: ReadRef<'d>>(
+    data: R,
+) -> Result<(&'d Header, SectionTable<'d, Header, R>), ElfErrorKind> {
+    let ident_len = data.len().unwrap_or(0).min(6);
+    let ident = data.read_bytes_at(0, ident_len).unwrap_or_default();
+    if !is_elf(ident) {
+        let start: Vec<String> = ident.iter().take(4).map(|b| format!("{b:02x}")).collect();
         return Err(ElfErrorKind::NotElf(start.join(" ")));
     }
     // e_ident[EI_CLASS] and e_ident[EI_DATA]
-    match data.get(4) {
+    match ident.get(4) {
         Some(&elf::ELFCLASS64) => {}
         Some(&elf::ELFCLASS32) => return Err(ElfErrorKind::WrongClass),
         _ => return Err(ElfErrorKind::Malformed("unknown ELF class".into())),
     }
-    match data.get(5) {
+    match ident.get(5) {
         Some(&elf::ELFDATA2LSB) => {}
         Some(&elf::ELFDATA2MSB) => return Err(ElfErrorKind::WrongEndian),
         _ => return Err(ElfErrorKind::Malformed("unknown ELF data encoding".into())),
@@ -317,9 +379,9 @@ fn parse_header(data: &[u8]) -> Result<(&Header, SectionTable<'_, Header>), ElfE
     Ok((header, sections))
 }
 
-fn read_symbol(
+fn read_symbol<'d, R: ReadRef<'d>>(
     sym: &elf::Sym64<LE>,
-    strings: StringTable<'_>,
+    strings: StringTable<'d, R>,
 ) -> Result<ElfSymbol, object::read::Error> {
     let binding = match sym.st_bind() {
         elf::STB_LOCAL => SymbolBinding::Local,

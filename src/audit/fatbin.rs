@@ -2,8 +2,10 @@
 //! which SASS (`sm_80`) and PTX (`compute_90`) images it holds, and whether
 //! each is compressed.
 //!
-//! In: the section's bytes. Out: [`Fatbin`], or a [`FatbinError`] saying at
-//! which offset the bytes stop making sense. Never panics on input.
+//! In: the section's bytes, in memory or as a range of any [`ReadRef`] (a
+//! file read on demand: only the headers are read, never the images). Out:
+//! [`Fatbin`], or a [`FatbinError`] saying at which offset the bytes stop
+//! making sense. Never panics on input.
 //!
 //! NVIDIA does not document the container. The layout below follows the
 //! reverse-engineered descriptions in n-eiling/cuda-fatbin-decompression
@@ -27,6 +29,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use object::read::ReadRef;
 use serde::Serialize;
 
 const MAGIC: u32 = 0xBA55_ED50;
@@ -166,23 +169,37 @@ pub struct FatbinError {
 
 /// Parses a whole `.nv_fatbin` section.
 pub fn parse(section: &[u8]) -> Result<Fatbin, FatbinError> {
+    parse_at(section, 0, section.len() as u64)
+}
+
+/// Parses the `.nv_fatbin` section at `offset`, `size` bytes long, of `data`.
+pub fn parse_at<'d, R: ReadRef<'d>>(
+    data: R,
+    offset: u64,
+    size: u64,
+) -> Result<Fatbin, FatbinError> {
+    let section = Section {
+        data,
+        offset,
+        len: usize::try_from(size).map_err(|_| error(0, "the section is too large"))?,
+    };
     let mut fatbin = Fatbin {
         containers: 0,
         images: Vec::new(),
     };
     let mut at = 0;
-    while at < section.len() {
+    while at < section.len {
         // The linker pads each object's container with zeros to the
         // section's alignment (8 bytes for nvcc's output).
-        let chunk_end = (at + 1).next_multiple_of(8).min(section.len());
-        if section[at..chunk_end].iter().all(|&b| b == 0) {
+        let chunk_end = (at + 1).next_multiple_of(8).min(section.len);
+        if section.bytes(at, chunk_end - at)?.iter().all(|&b| b == 0) {
             at = chunk_end;
             continue;
         }
         if at % 8 != 0 {
             return Err(error(at, "non-zero bytes between containers"));
         }
-        at = parse_container(section, at, &mut fatbin.images)?;
+        at = parse_container(&section, at, &mut fatbin.images)?;
         fatbin.containers += 1;
     }
     if fatbin.containers == 0 {
@@ -191,60 +208,96 @@ pub fn parse(section: &[u8]) -> Result<Fatbin, FatbinError> {
     Ok(fatbin)
 }
 
+/// The section's bytes, read where they are needed.
+struct Section<R> {
+    data: R,
+    offset: u64,
+    len: usize,
+}
+
+impl<'d, R: ReadRef<'d>> Section<R> {
+    fn bytes(&self, at: usize, n: usize) -> Result<&'d [u8], FatbinError> {
+        at.checked_add(n)
+            .filter(|&end| end <= self.len)
+            .and_then(|_| {
+                self.data
+                    .read_bytes_at(self.offset + at as u64, n as u64)
+                    .ok()
+            })
+            .ok_or_else(|| error(at, format!("the section ends inside a {n}-byte field")))
+    }
+
+    fn field<const N: usize>(&self, at: usize) -> Result<[u8; N], FatbinError> {
+        Ok(self.bytes(at, N)?.try_into().expect("N bytes"))
+    }
+
+    fn u16(&self, at: usize) -> Result<u16, FatbinError> {
+        self.field(at).map(u16::from_le_bytes)
+    }
+
+    fn u32(&self, at: usize) -> Result<u32, FatbinError> {
+        self.field(at).map(u32::from_le_bytes)
+    }
+
+    fn u64(&self, at: usize) -> Result<u64, FatbinError> {
+        self.field(at).map(u64::from_le_bytes)
+    }
+}
+
 /// Parses the container at `start`; returns the offset just past it.
-fn parse_container(
-    section: &[u8],
+fn parse_container<'d, R: ReadRef<'d>>(
+    section: &Section<R>,
     start: usize,
     images: &mut Vec<FatbinImage>,
 ) -> Result<usize, FatbinError> {
-    let magic = read_u32(section, start)?;
+    let magic = section.u32(start)?;
     if magic != MAGIC {
         return Err(error(
             start,
             format!("expected the container magic 0x{MAGIC:08X}, found 0x{magic:08X}"),
         ));
     }
-    let version = read_u16(section, start + 4)?;
+    let version = section.u16(start + 4)?;
     if version != 1 {
         return Err(error(
             start + 4,
             format!("unknown container version {version}"),
         ));
     }
-    let header_size = usize::from(read_u16(section, start + 6)?);
+    let header_size = usize::from(section.u16(start + 6)?);
     if header_size < CONTAINER_HEADER_SIZE {
         return Err(error(
             start + 6,
             format!("container header size {header_size} is below 16"),
         ));
     }
-    let body_size = read_u64(section, start + 8)?;
+    let body_size = section.u64(start + 8)?;
     let end = offset_add(start, header_size as u64)
         .and_then(|body| offset_add(body, body_size))
-        .filter(|&end| end <= section.len())
+        .filter(|&end| end <= section.len)
         .ok_or_else(|| {
             error(
                 start + 8,
                 format!(
                     "the container claims {body_size} bytes but the section has {} left",
-                    section.len() - start
+                    section.len - start
                 ),
             )
         })?;
 
     let mut at = start + header_size;
     while at < end {
-        let kind = read_u16(section, at)?;
-        let entry_header_size = read_u32(section, at + 4)? as usize;
+        let kind = section.u16(at)?;
+        let entry_header_size = section.u32(at + 4)? as usize;
         if entry_header_size < ENTRY_HEADER_MIN_SIZE {
             return Err(error(
                 at + 4,
                 format!("entry header size {entry_header_size} is below {ENTRY_HEADER_MIN_SIZE}"),
             ));
         }
-        let payload_size = read_u64(section, at + 8)?;
-        let arch_number = read_u32(section, at + 28)?;
-        let flags = read_u64(section, at + 40)?;
+        let payload_size = section.u64(at + 8)?;
+        let arch_number = section.u32(at + 28)?;
+        let flags = section.u64(at + 40)?;
         let next = offset_add(at, entry_header_size as u64)
             .and_then(|payload| offset_add(payload, payload_size))
             .filter(|&next| next <= end)
@@ -284,25 +337,6 @@ fn offset_add(offset: usize, size: u64) -> Option<usize> {
     usize::try_from(size)
         .ok()
         .and_then(|s| offset.checked_add(s))
-}
-
-fn field<const N: usize>(section: &[u8], at: usize) -> Result<[u8; N], FatbinError> {
-    at.checked_add(N)
-        .and_then(|end| section.get(at..end))
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(|| error(at, format!("the section ends inside a {N}-byte field")))
-}
-
-fn read_u16(section: &[u8], at: usize) -> Result<u16, FatbinError> {
-    field(section, at).map(u16::from_le_bytes)
-}
-
-fn read_u32(section: &[u8], at: usize) -> Result<u32, FatbinError> {
-    field(section, at).map(u32::from_le_bytes)
-}
-
-fn read_u64(section: &[u8], at: usize) -> Result<u64, FatbinError> {
-    field(section, at).map(u64::from_le_bytes)
 }
 
 fn error(offset: usize, problem: impl Into<String>) -> FatbinError {

@@ -6,52 +6,16 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::archs::ExpectedArchs;
+use super::checks::CheckId;
 use super::elf::X86IsaLevel;
 use super::fatbin::Fatbin;
 use super::loader::Resolution;
 use crate::spec::PythonVersion;
 
-/// Which check a finding comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Check {
-    /// RECORD, WHEEL, METADATA and the file name disagree.
-    WheelFormat,
-    /// A file that should be an x86_64 ELF object is not one.
-    Elf,
-    /// A platform tag promises more compatibility than the ELF files allow.
-    Platform,
-    /// A needed library is neither allowed nor reachable.
-    Libraries,
-    /// An RPATH/RUNPATH entry leaves the wheel.
-    SearchPath,
-    /// A build-machine path is left in the bytes.
-    Leak,
-    /// An abi3 wheel uses more than its baseline's stable ABI.
-    Abi3,
-    /// A fat binary is unreadable or does not hold the expected archs.
-    CudaArchs,
-}
-
-impl Check {
-    fn label(self) -> &'static str {
-        match self {
-            Check::WheelFormat => "wheel format",
-            Check::Elf => "ELF",
-            Check::Platform => "platform tag",
-            Check::Libraries => "libraries",
-            Check::SearchPath => "RPATH/RUNPATH",
-            Check::Leak => "build path",
-            Check::Abi3 => "abi3",
-            Check::CudaArchs => "CUDA archs",
-        }
-    }
-}
-
 /// One failed check: which member, what is wrong, what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    pub check: Check,
+    pub check: CheckId,
     /// The member at fault, when one is.
     pub member: Option<String>,
     pub problem: String,
@@ -173,7 +137,7 @@ impl AuditReport {
             );
         }
         for (i, finding) in self.findings.iter().enumerate() {
-            let _ = write!(out, "  {}. [{}] ", i + 1, finding.check.label());
+            let _ = write!(out, "  {}. [{}] ", i + 1, finding.check.label);
             if let Some(member) = &finding.member {
                 let _ = write!(out, "{member}: ");
             }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::archs::PROVENANCE_FILE;
 use crate::audit::{AuditOptions, allowed_policy};
 use crate::wheel::{
-    CoreMetadata, Member, PlatformRule, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp,
+    CoreMetadata, PlatformRule, ProjectName, TagSet, Version, WheelBuilder, WheelFile, ZipTimestamp,
 };
 
 /// How one cell's wheel is named and described.
@@ -106,17 +106,13 @@ impl WheelRecipe {
     }
 
     /// The full tag for `builder`'s members: the recipe's interpreter and
-    /// ABI, and the platform its rule chooses for their ELF files.
-    fn tags(&self, builder: &WheelBuilder) -> Result<TagSet> {
-        let members: Vec<Member> = builder
-            .members()
-            .map(|(name, data)| Member {
-                name: name.to_owned(),
-                unix_mode: None,
-                data: data.to_vec(),
-            })
-            .collect();
-        let platform = match allowed_policy(&members, &AuditOptions::default()) {
+    /// ABI, and the platform its rule chooses for their ELF files, judged by
+    /// the audit on the wheel as built so far (tagged `any`).
+    fn tags(&self, builder: &WheelBuilder, timestamp: ZipTimestamp) -> Result<TagSet> {
+        let draft = builder.to_bytes(timestamp)?;
+        let name = Path::new("draft").join(builder.filename().to_string());
+        let wheel = WheelFile::from_bytes(&name, &draft)?;
+        let platform = match allowed_policy(&wheel, &AuditOptions::default())? {
             Some(allowed) => self
                 .platform
                 .choose(allowed)
@@ -141,7 +137,7 @@ impl WheelRecipe {
         wheel
             .add_tree(tree, "")
             .with_context(|| format!("cannot add the files of {}", tree.display()))?;
-        let tags = self.tags(&wheel)?;
+        let tags = self.tags(&wheel, timestamp)?;
         wheel.set_tags(tags);
         let provenance = crate::json::canonical(&self.provenance);
         let member = format!("{}/{PROVENANCE_FILE}", wheel.filename().dist_info_dir());

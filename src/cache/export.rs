@@ -1,13 +1,22 @@
 //! `cuwheel cache export`: a signed binary cache of everything a lock's
-//! wheels are made from and of the slow parts made from it.
+//! wheels are made from and of the slow parts made from it, or of what some
+//! cells' own derivations take as inputs.
 //!
 //! In: a [`Lock`], the store holding its pinned paths, the flake that builds
-//! it, a directory and a secret key. Out: the directory as a Nix binary
-//! cache (`file://DIR`, NARs compressed with zstd) holding, with their
-//! closures, every pinned path (artifacts, seeds, the driver's crates:
-//! those `cuwheel fetch` adds), every toolchain, the Nix-built driver and
-//! every kernel object (built first where missing), each signed with the
-//! key; and an [`Exported`] summary.
+//! it, a directory, a secret key and a [`Scope`]. Out: the directory as a
+//! Nix binary cache (`file://DIR`, NARs compressed with zstd; serve it over
+//! HTTP for other machines) holding, with their closures and each signed
+//! with the key:
+//! - [`Scope::Lock`]: every pinned path (artifacts, seeds, the driver's
+//!   crates: those `cuwheel fetch` adds), every toolchain, the Nix-built
+//!   driver and every kernel object (built first where missing);
+//! - [`Scope::Cells`]: every derivation output that the cells' own nodes
+//!   (binding, link, wheel, audit) take as input — their toolchains, kernel
+//!   objects, the seeds and the driver — so that a store substituting from
+//!   the cache builds only those nodes (and the plan); no pinned artifact,
+//!   so such a cache cannot fill `cuwheel fetch --offline`;
+//!
+//! and an [`Exported`] summary.
 //!
 //! Nothing is written before the key has been read and everything has been
 //! built. `nix copy` writes each path's NAR before its `.narinfo` and a
@@ -17,6 +26,7 @@
 //! unsigned by this one).
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::fs;
 use std::path::Path;
 
@@ -26,20 +36,70 @@ use super::key::public_key_of_secret;
 use super::{file_url, unsigned, url_safe};
 use crate::fetch::pinned_paths;
 use crate::lock::format::Lock;
+use crate::plan::Plan;
+use crate::plan::kernel::NAME_PREFIX;
 use crate::store::StorePath;
 use crate::store::nix::Nix;
 
 const SYSTEM: &str = "x86_64-linux";
 
+/// What an export covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// All the lock's wheels are made from (see the module doc).
+    Lock,
+    /// What these cells' own nodes take as inputs (see the module doc).
+    Cells(Vec<String>),
+}
+
+/// What an export was asked for, before closures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Contents {
+    Lock {
+        /// Paths `cuwheel fetch` adds from the lock.
+        pinned: usize,
+        toolchains: usize,
+        kernels: usize,
+    },
+    Cells {
+        cells: Vec<String>,
+        kernels: usize,
+        /// The other inputs: toolchains, seeds and the driver.
+        others: usize,
+    },
+}
+
+impl fmt::Display for Contents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Contents::Lock {
+                pinned,
+                toolchains,
+                kernels,
+            } => write!(
+                f,
+                "{pinned} pinned, {toolchains} toolchains, {kernels} kernel objects, the driver"
+            ),
+            Contents::Cells {
+                cells,
+                kernels,
+                others,
+            } => write!(
+                f,
+                "the inputs of cell {}: {kernels} kernel objects and {others} toolchains, seeds \
+                 and the driver",
+                cells.join(", ")
+            ),
+        }
+    }
+}
+
 /// What an export put into the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exported {
     pub url: String,
-    /// Paths `cuwheel fetch` adds from the lock.
-    pub pinned: usize,
-    pub toolchains: usize,
-    pub kernels: usize,
-    /// Every path in the cache's part for this lock (the closure of the above).
+    pub contents: Contents,
+    /// Every path in the cache's part for this export (the closure of the above).
     pub paths: usize,
     /// Of those, the ones this export added.
     pub added: usize,
@@ -48,65 +108,25 @@ pub struct Exported {
     pub file_bytes: u64,
 }
 
-/// Exports into `dir` what `lock` pins and what `flake` builds from it.
+/// Exports into `dir` what `scope` covers of `lock` and `flake`.
 pub fn export(
     lock: &Lock,
     nix: &Nix,
     flake: &str,
     dir: &Path,
     key_file: &Path,
+    scope: &Scope,
 ) -> Result<Exported> {
     let public_key = public_key_of_secret(key_file)?;
     let key_file = fs::canonicalize(key_file)
         .with_context(|| format!("cannot resolve {}", key_file.display()))?;
 
-    let pinned = pinned_paths(lock)?;
-    let present: BTreeSet<StorePath> = nix.valid_paths(&pinned)?.into_iter().collect();
-    let absent: Vec<String> = pinned
-        .iter()
-        .filter(|p| !present.contains(*p))
-        .map(StorePath::to_absolute)
-        .collect();
-    if !absent.is_empty() {
-        bail!(
-            "{} of the lock's {} pinned paths are not in the store, so they cannot be exported \
-             (first: {}); run `cuwheel fetch` first",
-            absent.len(),
-            pinned.len(),
-            absent[0]
-        );
-    }
-
-    let attrs = |set: &str| -> Result<Vec<String>> {
-        let names: Vec<String> = nix
-            .eval_json(
-                &format!("{flake}#legacyPackages.{SYSTEM}.{set}"),
-                Some("builtins.attrNames"),
-            )
-            .with_context(|| format!("cannot list the {set} of the flake {flake}"))?;
-        Ok(names
-            .iter()
-            .map(|name| format!("{flake}#legacyPackages.{SYSTEM}.{set}.\"{name}\""))
-            .collect())
+    let (roots, contents) = match scope {
+        Scope::Lock => lock_roots(lock, nix, flake)?,
+        Scope::Cells(cells) => cell_roots(nix, flake, cells)?,
     };
-    let toolchains = attrs("toolchains")?;
-    let kernels = attrs("kernels")?;
-    let mut installables = toolchains.clone();
-    installables.extend(kernels.iter().cloned());
-    installables.push(format!("{flake}#packages.{SYSTEM}.cuwheel"));
-    eprintln!(
-        "export: building what is missing of {} toolchains, {} kernel objects and the driver",
-        toolchains.len(),
-        kernels.len()
-    );
-    let built = nix
-        .build(&installables)
-        .with_context(|| format!("cannot build the toolchains, kernels and driver of {flake}"))?;
-
-    let roots: Vec<StorePath> = pinned
-        .iter()
-        .cloned()
-        .chain(built)
+    let roots: Vec<StorePath> = roots
+        .into_iter()
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -154,12 +174,215 @@ pub fn export(
     }
     Ok(Exported {
         url,
-        pinned: pinned.len(),
-        toolchains: toolchains.len(),
-        kernels: kernels.len(),
+        contents,
         paths: after.len(),
         added: after.len() - had,
         nar_bytes: after.iter().map(|info| info.nar_size).sum(),
         file_bytes: after.iter().filter_map(|info| info.download_size).sum(),
     })
+}
+
+/// Every pinned path (which must be in the store), and every toolchain,
+/// kernel object and the driver, built where missing.
+fn lock_roots(lock: &Lock, nix: &Nix, flake: &str) -> Result<(Vec<StorePath>, Contents)> {
+    let pinned = pinned_paths(lock)?;
+    let present: BTreeSet<StorePath> = nix.valid_paths(&pinned)?.into_iter().collect();
+    let absent: Vec<String> = pinned
+        .iter()
+        .filter(|p| !present.contains(*p))
+        .map(StorePath::to_absolute)
+        .collect();
+    if !absent.is_empty() {
+        bail!(
+            "{} of the lock's {} pinned paths are not in the store, so they cannot be exported \
+             (first: {}); run `cuwheel fetch` first",
+            absent.len(),
+            pinned.len(),
+            absent[0]
+        );
+    }
+
+    let attrs = |set: &str| -> Result<Vec<String>> {
+        let names: Vec<String> = nix
+            .eval_json(
+                &format!("{flake}#legacyPackages.{SYSTEM}.{set}"),
+                Some("builtins.attrNames"),
+            )
+            .with_context(|| format!("cannot list the {set} of the flake {flake}"))?;
+        Ok(names
+            .iter()
+            .map(|name| format!("{flake}#legacyPackages.{SYSTEM}.{set}.\"{name}\""))
+            .collect())
+    };
+    let toolchains = attrs("toolchains")?;
+    let kernels = attrs("kernels")?;
+    let mut installables = toolchains.clone();
+    installables.extend(kernels.iter().cloned());
+    installables.push(format!("{flake}#packages.{SYSTEM}.cuwheel"));
+    eprintln!(
+        "export: building what is missing of {} toolchains, {} kernel objects and the driver",
+        toolchains.len(),
+        kernels.len()
+    );
+    let built = nix
+        .build(&installables)
+        .with_context(|| format!("cannot build the toolchains, kernels and driver of {flake}"))?;
+    let contents = Contents::Lock {
+        pinned: pinned.len(),
+        toolchains: toolchains.len(),
+        kernels: kernels.len(),
+    };
+    Ok((pinned.into_iter().chain(built).collect(), contents))
+}
+
+/// The outputs of every derivation the cells' own nodes take as input,
+/// other than those nodes themselves, built where missing.
+fn cell_roots(nix: &Nix, flake: &str, cells: &[String]) -> Result<(Vec<StorePath>, Contents)> {
+    let plan_attr = format!("{flake}#legacyPackages.{SYSTEM}.plan");
+    let plan_file = nix
+        .build(std::slice::from_ref(&plan_attr))
+        .with_context(|| format!("cannot build the plan of the flake {flake}"))?;
+    let plan_file = plan_file
+        .first()
+        .with_context(|| format!("`nix build {plan_attr}` built nothing"))?;
+    let plan_path = nix.real_path(plan_file);
+    let plan: Plan = serde_json::from_str(
+        &fs::read_to_string(&plan_path)
+            .with_context(|| format!("cannot read {}", plan_path.display()))?,
+    )
+    .with_context(|| format!("{} is not a plan cuwheel can read", plan_path.display()))?;
+
+    let own = own_nodes(&plan, cells)
+        .with_context(|| format!("cannot export the cells' inputs of the flake {flake}"))?;
+    let list: Vec<String> = own.iter().map(|name| format!("\"{name}\"")).collect();
+    let drvs: Vec<String> = nix
+        .eval_json(
+            &format!("{flake}#legacyPackages.{SYSTEM}.nodes"),
+            Some(&format!(
+                "nodes: map (name: nodes.${{name}}.drvPath) [ {} ]",
+                list.join(" ")
+            )),
+        )
+        .with_context(|| {
+            format!(
+                "cannot evaluate the nodes of {} in {flake}",
+                cells.join(", ")
+            )
+        })?;
+    let drvs: Vec<StorePath> = drvs
+        .iter()
+        .map(|d| d.parse())
+        .collect::<Result<_, _>>()
+        .context("Nix reported a derivation path that is not a store path")?;
+    let shown = nix.show_derivation(&drvs)?;
+    let own_drvs: BTreeSet<String> = drvs.iter().map(StorePath::to_absolute).collect();
+    let inputs: Vec<StorePath> = shown
+        .values()
+        .flat_map(|drv| drv.input_drvs.keys())
+        .filter(|input| !own_drvs.contains(*input))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|input| input.parse())
+        .collect::<Result<_, _>>()
+        .context("Nix reported an input derivation that is not a store path")?;
+    let kernels = inputs
+        .iter()
+        .filter(|drv| drv.name().starts_with(NAME_PREFIX))
+        .count();
+    eprintln!(
+        "export: building what is missing of the {} inputs of cell {}",
+        inputs.len(),
+        cells.join(", ")
+    );
+    let built = nix.realise(&inputs).with_context(|| {
+        format!(
+            "cannot build the inputs of cell {} (a missing pinned artifact: run `cuwheel fetch`)",
+            cells.join(", ")
+        )
+    })?;
+    let contents = Contents::Cells {
+        cells: cells.to_vec(),
+        kernels,
+        others: inputs.len() - kernels,
+    };
+    Ok((built, contents))
+}
+
+/// The names of the nodes `cells` build themselves (binding, link, wheel,
+/// audit); an unknown cell is an error that lists the plan's cells.
+fn own_nodes(plan: &Plan, cells: &[String]) -> Result<BTreeSet<String>> {
+    let mut own = BTreeSet::new();
+    for cell in cells {
+        let Some(nodes) = plan.cells.get(cell) else {
+            let known: Vec<&str> = plan.cells.keys().map(String::as_str).collect();
+            bail!(
+                "the plan has no cell `{cell}`; its cells are: {} (`cuwheel plan` lists them)",
+                known.join(", ")
+            );
+        };
+        own.extend([
+            nodes.binding.clone(),
+            nodes.link.clone(),
+            nodes.wheel.clone(),
+            nodes.audit.clone(),
+        ]);
+    }
+    // Node names are store names, so they stand in a Nix string as they are.
+    if let Some(bad) = own.iter().find(|name| {
+        !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-._?=".contains(c))
+    }) {
+        bail!("the plan names a node `{bad}`, which is not a store name; run `cuwheel plan`");
+    }
+    Ok(own)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn plan(link: &str) -> Plan {
+        let cell = crate::plan::test_plan_cell(
+            &["kernel-cuda130-axpby"],
+            [
+                "binding-cuda130-py313",
+                link,
+                "wheel-cu130-py313",
+                "audit-cu130-py313",
+            ],
+        );
+        Plan {
+            cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
+            nodes: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_cells_own_nodes_are_its_binding_link_wheel_and_audit() {
+        let own = own_nodes(&plan("link-cu130-py313"), &["cu130-py313".into()]).unwrap();
+        assert_eq!(
+            own.into_iter().collect::<Vec<_>>(),
+            [
+                "audit-cu130-py313",
+                "binding-cuda130-py313",
+                "link-cu130-py313",
+                "wheel-cu130-py313"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_cell_is_refused_naming_the_cells() {
+        let err = own_nodes(&plan("link-cu130-py313"), &["cu999-py313".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the plan has no cell `cu999-py313`; its cells are: cu130-py313 (`cuwheel plan` \
+             lists them)"
+        );
+        let err = own_nodes(&plan("link\"x"), &["cu130-py313".into()]).unwrap_err();
+        assert!(err.to_string().contains("`link\"x`"), "{err}");
+    }
 }

@@ -24,9 +24,10 @@ pub struct AuditArgs {
     /// The wheels to audit
     #[arg(required = true, value_name = "WHEEL")]
     wheels: Vec<PathBuf>,
-    /// Print a JSON array with one report per wheel instead of text
+    /// Print a JSON array with one report per wheel instead of text; a wheel
+    /// that cannot be read is an object `{"wheel", "path", "error"}` there
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// The CUDA archs each fat binary must hold exactly, like TORCH_CUDA_ARCH_LIST:
     /// `8.0,9.0,10.0+PTX` (SASS for each, PTX too for +PTX). Overrides the
     /// `cuda_archs` of the wheel's .dist-info/cuwheel-provenance.json
@@ -57,6 +58,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     options.runtime_provided.extend(args.runtime_provided);
 
     let mut reports: Vec<AuditReport> = Vec::new();
+    let mut entries: Vec<serde_json::Value> = Vec::new();
     let mut unreadable = false;
     for wheel in &args.wheels {
         match audit_wheel(wheel, &options) {
@@ -64,16 +66,25 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
                 if !args.json {
                     println!("{}", report.render());
                 }
+                entries.push(serde_json::to_value(&report).context("cannot encode a report")?);
                 reports.push(report);
             }
             Err(err) => {
                 eprintln!("error: {err:#}");
+                entries.push(serde_json::json!({
+                    "wheel": wheel
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    "path": wheel.to_string_lossy(),
+                    "error": format!("{err:#}"),
+                }));
                 unreadable = true;
             }
         }
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&reports).context("cannot encode the reports")?;
+        let json = serde_json::to_string_pretty(&entries).context("cannot encode the reports")?;
         println!("{json}");
     }
     Ok(if unreadable {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use cuwheel::cache::Substituter;
-use cuwheel::cache::export::export;
+use cuwheel::cache::export::{Scope, export};
 use cuwheel::cache::key::generate;
 use cuwheel::fetch::progress::megabytes;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
@@ -19,7 +19,8 @@ use cuwheel::store::nix::Nix;
 pub enum CacheCommand {
     /// Generate a signing key pair: DIR/NAME.sec (secret, mode 0600) and DIR/NAME.pub; never overwrites
     Key(KeyArgs),
-    /// Copy every pinned artifact, toolchain, kernel object and the driver into a signed binary cache directory
+    /// Copy every pinned artifact, toolchain, kernel object and the driver (or, with --cell, what
+    /// those cells' own derivations take as inputs) into a signed binary cache directory
     Export(ExportArgs),
 }
 
@@ -49,6 +50,11 @@ pub struct ExportArgs {
     /// A Nix store rooted at this directory instead of the system's
     #[arg(long)]
     store: Option<PathBuf>,
+    /// Export only what this cell's binding, link, wheel and audit take as inputs (its
+    /// toolchains, kernel objects, the seeds and the driver), no pinned artifact: a cache that
+    /// builders substitute from. Repeat for several cells
+    #[arg(long, value_name = "CELL")]
+    cell: Vec<String>,
 }
 
 pub fn run(command: CacheCommand) -> Result<ExitCode> {
@@ -68,16 +74,19 @@ pub fn run(command: CacheCommand) -> Result<ExitCode> {
                 Some(flake) => flake,
                 None => find_flake(&args.project)?.display().to_string(),
             };
-            let done = export(&lock, &nix, &flake, &args.dir, &args.key)?;
+            let scope = if args.cell.is_empty() {
+                Scope::Lock
+            } else {
+                Scope::Cells(args.cell)
+            };
+            let done = export(&lock, &nix, &flake, &args.dir, &args.key, &scope)?;
             println!(
-                "exported {} store paths to {} ({} new): {} pinned, {} toolchains, {} kernel \
-                 objects, the driver, and their closure; {} as NARs, {} compressed",
+                "exported {} store paths to {} ({} new): {}, and their closure; {} as NARs, {} \
+                 compressed",
                 done.paths,
                 done.url,
                 done.added,
-                done.pinned,
-                done.toolchains,
-                done.kernels,
+                done.contents,
                 megabytes(done.nar_bytes),
                 megabytes(done.file_bytes)
             );

@@ -1,6 +1,12 @@
-//! `cuwheel fetch`: put every artifact of the project's `cuwheel.lock` into
-//! the Nix store, verified: from a signed binary cache where one is given,
-//! else through the registries' clients.
+//! `cuwheel fetch`: put every artifact of the project's `cuwheel.lock` (or
+//! those some cells need) into the Nix store, verified: from a signed binary
+//! cache where one is given, else through the registries' clients, and for a
+//! `.deb` the mirror dropped, from another suite or Debian's snapshot archive.
+//!
+//! Exit status: 0 when every path is in the store; 3 when the only failure
+//! is pinned Debian files that no source serves any more (their store names
+//! on stdout, one a line; `cuwheel lock --refresh` re-pins them); 1 for
+//! anything else.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,12 +15,21 @@ use anyhow::Result;
 use clap::Args;
 
 use super::cache::SubstituterArgs;
-use cuwheel::fetch::{FetchOptions, fetch};
+use cuwheel::fetch::{FetchOptions, Vanished, fetch};
 use cuwheel::lock::LOCK_FILE;
 use cuwheel::lock::format::Lock;
 use cuwheel::store::nix::Nix;
 
+/// The exit status for pinned Debian files gone from every source.
+const EXIT_VANISHED: u8 = 3;
+
 #[derive(Args)]
+#[command(
+    after_help = "Exit status: 0 when every pinned path is in the store; 3 when the only \
+    failure is pinned Debian files that neither their suite, another suite nor the snapshot \
+    archive serves any more (their store names are printed on stdout, one a line; `cuwheel lock \
+    --refresh` re-pins them); 1 for any other failure."
+)]
 pub struct FetchArgs {
     /// The project directory (holding cuwheel.lock)
     #[arg(long, default_value = ".")]
@@ -28,26 +43,25 @@ pub struct FetchArgs {
     /// The Python interpreter whose pip downloads wheels [default: python3]
     #[arg(long)]
     python: Option<PathBuf>,
+    /// Fetch only what this cell (and the driver) needs; repeat for several [default: every cell]
+    #[arg(long = "cell", value_name = "CELL")]
+    cells: Vec<String>,
     #[command(flatten)]
     cache: SubstituterArgs,
     /// Never run pip, apt-get or cargo: take missing paths from the binary cache and local caches only
     #[arg(long)]
     offline: bool,
+    /// Base URL of Debian's snapshot archive, where a .deb the mirror dropped is looked for last (`<URL>/<timestamp>/` is the archive at that moment) [default: $CUWHEEL_DEBIAN_SNAPSHOT, else the public snapshot service]
+    #[arg(long, value_name = "URL")]
+    debian_snapshot: Option<String>,
     /// A directory holding archives the lock pins but no registry carries
     /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
-    /// Fetch only what these cells (and cuwheel itself) need; repeatable
-    /// [default: every cell]
-    #[arg(long = "cell", value_name = "CELL")]
-    cells: Vec<String>,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
-    let mut lock = Lock::read(&args.project.join(LOCK_FILE))?;
-    if !args.cells.is_empty() {
-        lock = lock.for_cells(&args.cells)?;
-    }
+    let lock = Lock::read(&args.project.join(LOCK_FILE))?;
     let nix = match &args.store {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
@@ -57,8 +71,22 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         python: args.python,
         substituter: args.cache.substituter()?,
         offline: args.offline,
+        cells: args.cells,
+        debian_snapshot: args.debian_snapshot,
+        project: Some(args.project),
         archives: args.archives,
     };
-    fetch(&lock, &nix, &options)?;
-    Ok(ExitCode::SUCCESS)
+    match fetch(&lock, &nix, &options) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(error) => match error.downcast_ref::<Vanished>() {
+            Some(vanished) => {
+                eprintln!("error: {error:#}");
+                for file in &vanished.files {
+                    println!("{}", file.name);
+                }
+                Ok(ExitCode::from(EXIT_VANISHED))
+            }
+            None => Err(error),
+        },
+    }
 }

@@ -1,12 +1,14 @@
 //! `cuwheel lock`: resolve every toolchain of the project's matrix and write
-//! `cuwheel.lock` beside its `pyproject.toml`.
+//! `cuwheel.lock` beside its `pyproject.toml`; with `--refresh`, re-pin only
+//! the Debian files the mirror has dropped and print each version change.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
 
+use cuwheel::lock::refresh::refresh_project;
 use cuwheel::lock::{LockOptions, lock_project};
 
 #[derive(Args)]
@@ -17,6 +19,9 @@ pub struct LockArgs {
     /// The Python interpreter whose pip resolves and downloads PyPI wheels [default: python3]
     #[arg(long)]
     python: Option<PathBuf>,
+    /// Re-pin only the Debian packages their suite no longer carries (what `cuwheel fetch` exits 3 for): re-read their suites and resolve again only the toolchains that lost a pin; every other pin stays byte-identical. Prints one line per version change on stdout
+    #[arg(long)]
+    refresh: bool,
     /// A directory holding the Python header archives the config names by
     /// `file` (no registry carries them); repeatable, searched before
     /// $CUWHEEL_ARCHIVES
@@ -29,7 +34,35 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
         python: args.python,
         archives: args.archives,
     };
-    let (lock, path) = lock_project(&args.project, &options)?;
+    if args.refresh {
+        let refreshed = refresh_project(&args.project, &options)?;
+        if refreshed.vanished.is_empty() {
+            eprintln!(
+                "lock: nothing to refresh: every pinned Debian file of {} is still in its suite",
+                refreshed.path.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        for change in &refreshed.changes {
+            println!("{change}");
+        }
+        eprintln!(
+            "lock: re-pinned {} files the mirror no longer carries ({} version changes) in {}; \
+             every other pin is unchanged",
+            refreshed.vanished.len(),
+            refreshed.changes.len(),
+            refreshed.path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    lock_and_report(&args.project, options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Locks the project in `project` and says what was written (also what
+/// `cuwheel init` runs last).
+pub(super) fn lock_and_report(project: &Path, options: LockOptions) -> Result<()> {
+    let (lock, path) = lock_project(project, &options)?;
     eprintln!(
         "lock: wrote {} ({} cells, {} toolchains, {} artifacts)",
         path.display(),
@@ -37,5 +70,5 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
         lock.toolchains.len(),
         lock.artifacts.len()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

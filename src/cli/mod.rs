@@ -5,6 +5,7 @@ mod audit;
 mod build_wheel;
 mod cache;
 mod fetch;
+mod init;
 mod lock;
 mod plan;
 mod publish;
@@ -38,6 +39,8 @@ enum Command {
     Cache(cache::CacheCommand),
     /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
     Fetch(fetch::FetchArgs),
+    /// Write a project's [tool.cuwheel] and flake.nix, inferred from its sources and setup.py (read, never run), then lock
+    Init(init::InitArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
     Lock(lock::LockArgs),
     /// The derivation graph of the matrix: cells, kernel objects and which cells share them
@@ -51,13 +54,34 @@ enum Command {
     Store(store::StoreCommand),
 }
 
+impl Command {
+    /// Whether the command was asked for JSON on stdout (`--json`).
+    fn wants_json(&self) -> bool {
+        match self {
+            Command::Audit(args) => args.json,
+            Command::Plan(args) => args.json,
+            Command::Reproduce(args) => args.json,
+            _ => false,
+        }
+    }
+}
+
+/// The JSON object a `--json` command prints on stdout when it fails:
+/// `{"error": "<message with its context chain>"}`.
+pub fn json_error(message: &str) -> String {
+    let object = serde_json::json!({ "error": message });
+    serde_json::to_string_pretty(&object).expect("a string encodes")
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.command.wants_json();
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
         Command::BuildWheel(args) => build_wheel::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Fetch(args) => fetch::run(args),
+        Command::Init(args) => init::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Publish(args) => publish::run(args),
@@ -68,6 +92,9 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
+            if json {
+                println!("{}", json_error(&format!("{err:#}")));
+            }
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -22,7 +22,7 @@ pub struct PlanArgs {
     project: PathBuf,
     /// Print the plan as JSON (the input of nix/plan.nix)
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// The flake that builds the project, asked which derivations are built
     /// (default: the nearest directory holding flake.nix, from the project up)
     #[arg(long, value_name = "DIR")]

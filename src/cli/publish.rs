@@ -19,6 +19,11 @@ Layout of DIR (serve it with any static file server, e.g. `python3 -m http.serve
 Every index.html has an index.json beside it (PEP 691); a server that negotiates content
 serves it for `Accept: application/vnd.pypi.simple.v1+json`.
 
+Publishes into one DIR take turns (an exclusive lock on DIR/.lock), so every wheel of every
+publish ends up listed. The current index is trusted only after it verifies (its pages hash to
+their generation's name and list wheels present with their recorded sha256); publish never
+follows a symlink out of DIR and removes only what it made.
+
 Exit status:
   0  published (or already published: nothing changed)
   1  refused (a wheel is unreadable, fails the audit or conflicts) or an I/O error; the index served is unchanged")]
@@ -27,7 +32,8 @@ pub struct PublishArgs {
     #[arg(long, value_name = "DIR")]
     to: PathBuf,
     /// Link the wheels as URL/<wheel> instead of relatively, e.g. when the
-    /// wheels are served from another host than the index pages
+    /// wheels are served from another host than the index pages (an http://,
+    /// https:// or file:// URL without query or fragment)
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
     /// The wheels to publish; each is audited first
@@ -37,10 +43,16 @@ pub struct PublishArgs {
 
 pub fn run(args: PublishArgs) -> Result<ExitCode> {
     let links = match &args.base_url {
-        Some(url) => WheelLinks::base_url(url),
+        Some(url) => WheelLinks::base_url(url).map_err(anyhow::Error::msg)?,
         None => WheelLinks::Relative,
     };
     let summary = publish(&args.to, &args.wheels, &links)?;
+    for path in &summary.left_alone {
+        eprintln!(
+            "note: left alone {}: publish did not make it, so it neither serves nor removes it",
+            path.display()
+        );
+    }
     for file in &summary.added {
         println!("published {file}");
     }

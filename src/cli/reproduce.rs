@@ -49,7 +49,7 @@ pub struct ReproduceArgs {
     cache: SubstituterArgs,
     /// Print the verdict as JSON
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 pub fn run(args: ReproduceArgs) -> Result<ExitCode> {

@@ -33,7 +33,8 @@ pub enum StoreCommand {
     },
     /// Check a `.drv` file: parse it, print it as JSON with its computed path and outputs
     ShowDrv {
-        /// A `.drv` file (its name, minus `.drv`, is the derivation's name)
+        /// A `.drv` file: a store path (`/nix/store/<hash>-<name>.drv`, whose computed
+        /// path must be its own) or a file named `<name>.drv`
         file: PathBuf,
     },
 }
@@ -61,8 +62,15 @@ pub fn run(command: StoreCommand) -> Result<ExitCode> {
             println!("{}", path::fixed_output_path(ingestion, &hash, &name)?);
         }
         StoreCommand::ShowDrv { file } => {
-            let name = file_name(&file)?;
-            let Some(name) = name.strip_suffix(".drv") else {
+            let file_name = file_name(&file)?;
+            // A store path's name starts with its hash, which is not part of
+            // the derivation's name.
+            let store_path: Option<StorePath> =
+                format!("{}/{file_name}", path::STORE_DIR).parse().ok();
+            let base = store_path
+                .as_ref()
+                .map_or(file_name.as_str(), StorePath::name);
+            let Some(name) = base.strip_suffix(".drv") else {
                 bail!(
                     "{} is not named like a derivation: its name must end in .drv",
                     file.display()
@@ -72,9 +80,19 @@ pub fn run(command: StoreCommand) -> Result<ExitCode> {
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let drv = Derivation::parse(&bytes, name)
                 .with_context(|| format!("in {}", file.display()))?;
+            let drv_path = drv.drv_path()?;
+            if let Some(own) = &store_path {
+                if drv_path.hash_part() != own.hash_part() {
+                    bail!(
+                        "{}: its contents give the store path {drv_path}, not its own name {own}; \
+                         the file was changed after Nix wrote it, or is not a .drv Nix wrote",
+                        file.display()
+                    );
+                }
+            }
             let outputs = drv.output_paths()?;
             let json = serde_json::json!({
-                "drvPath": drv.drv_path()?.to_string(),
+                "drvPath": drv_path.to_string(),
                 "outputs": outputs.iter().map(|(k, v)| (k, v.to_string())).collect::<BTreeMap<_, _>>(),
                 "inputDrvs": drv.input_drvs.iter().map(|(k, v)| (k.to_string(), v)).collect::<BTreeMap<_, _>>(),
                 "inputSrcs": drv.input_srcs.iter().map(StorePath::to_string).collect::<Vec<_>>(),

@@ -1,57 +1,79 @@
-//! `cuwheel fetch`: every artifact of `cuwheel.lock`, and the crates of
-//! cuwheel's own `Cargo.lock`, as fixed-output paths in the Nix store.
+//! `cuwheel fetch`: every artifact of `cuwheel.lock` (or those some cells
+//! need, `--cell`), and the crates of cuwheel's own `Cargo.lock`, as
+//! fixed-output paths in the Nix store.
 //!
 //! In: a [`Lock`] and a store ([`Nix`]). Out: the store holding every
-//! pinned path, and a [`Summary`]. For each path the expected store path is
-//! computed first ([`crate::store::path`]); a valid one is skipped without
-//! any download. Missing ones are first copied from a binary cache, when
-//! one is given ([`crate::cache`]; refused unless signed by its key). The
-//! rest are taken from cuwheel's cache or downloaded
-//! through pip / apt-get into a temporary directory, its size and sha256
-//! checked before anything touches the store (a mismatch leaves the store
-//! unchanged), added with `nix-store --add-fixed` under its store name, and
-//! the path Nix prints compared with the expected one. Seeds are cut from
-//! their artifact, checked against their NAR hash and added recursively.
-//! Downloads run on a few worker threads; [`progress`] shows them. Offline,
-//! pip, apt-get and cargo are never run: what neither the binary cache nor
-//! a local cache holds is an error.
+//! pinned path, and a [`Summary`]; or, when pinned Debian files are gone
+//! from everywhere, a [`Vanished`] error naming each (exit 3), apart from
+//! every other failure.
+//!
+//! For each path the expected store path is computed first
+//! ([`crate::store::path`]). Then, in order, each missing path is taken from:
+//! 1. the store itself (a valid path is skipped without any download);
+//! 2. a binary cache, when one is given ([`crate::cache`]; refused unless
+//!    signed by its key);
+//! 3. cuwheel's download cache (each cached file hashed once);
+//! 4. its registry through pip / apt-get (a `.deb` from its pinned suite);
+//! 5. for a `.deb` its suite no longer carries: another suite carrying the
+//!    same file, then Debian's snapshot archive ([`debian_fallback`]).
+//!
+//! Every file is checked against the lock's size and sha256 before anything
+//! touches the store (a mismatch leaves the store unchanged), kept in
+//! cuwheel's cache, added with `nix-store --add-fixed` under its store name,
+//! and the path Nix prints compared with the expected one; a line per path
+//! says where it came from. Seeds are cut from their artifact, checked
+//! against their NAR hash and added recursively. Downloads run on a few
+//! worker threads; [`progress`] shows them. Offline, pip, apt-get and cargo
+//! are never run: what neither the binary cache nor a local cache holds is
+//! an error.
 
 pub mod crates;
+pub mod debian_fallback;
 pub mod progress;
+pub mod select;
+mod session;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
 use crate::cache::{Substituter, unsigned};
-use crate::lock::apt::{self, AptSuite};
+use crate::lock::apt::{self, AptSuite, Gone};
 use crate::lock::cache::{Cache, Clients, Expected};
 use crate::lock::format::{Artifact, Lock, Source, store_name};
 use crate::lock::pip::Pip;
-use crate::lock::tree;
 use crate::store::nix::Nix;
 use crate::store::path::{FileIngestion, fixed_output_path};
 use crate::store::{Hash, HashAlgo, StorePath};
 use crates::LockedCrate;
+use debian_fallback::{Lost, VanishedFile};
 use progress::{Progress, megabytes};
+use session::{Session, parallel};
 
-#[derive(Debug, Clone)]
+pub use debian_fallback::Vanished;
+
+#[derive(Debug, Clone, Default)]
 pub struct FetchOptions {
     /// Downloads at once.
     pub jobs: usize,
     /// The Python whose pip downloads wheels (default: `python3`).
-    pub python: Option<std::path::PathBuf>,
+    pub python: Option<PathBuf>,
     /// A binary cache tried before the registries.
     pub substituter: Option<Substituter>,
     /// Never run pip, apt-get or cargo.
     pub offline: bool,
+    /// Only what these cells (and the driver) need; every cell when empty.
+    pub cells: Vec<String>,
+    /// The snapshot archive's base URL ([`crate::lock::snapshot::base`]).
+    pub debian_snapshot: Option<String>,
+    /// The project directory, named in the re-pin command of [`Vanished`].
+    pub project: Option<PathBuf>,
     /// Where the user supplies the archives no registry carries (Python
     /// headers), besides `$CUWHEEL_ARCHIVES`.
-    pub archives: Vec<std::path::PathBuf>,
+    pub archives: Vec<PathBuf>,
 }
 
 /// What a fetch did.
@@ -65,6 +87,9 @@ pub struct Summary {
     pub from_binary_cache: usize,
     /// Bytes downloaded by this run (cached files not counted).
     pub downloaded: u64,
+    /// Of `added`, the files a fallback served for a `.deb` its suite
+    /// dropped, by fallback (`Debian trixie-security`, `the snapshot archive`).
+    pub from_fallbacks: BTreeMap<String, usize>,
 }
 
 /// One path the store must hold.
@@ -91,11 +116,12 @@ fn flat_path(sha256: &str, name: &str) -> Result<StorePath> {
 /// Every path the lock (and cuwheel's Cargo.lock) pins: what `cuwheel
 /// fetch` puts into the store.
 pub fn pinned_paths(lock: &Lock) -> Result<Vec<StorePath>> {
-    Ok(wanted(lock)?.into_iter().map(|w| w.path).collect())
+    Ok(wanted(lock, None)?.into_iter().map(|w| w.path).collect())
 }
 
-/// Every path the lock (and cuwheel's Cargo.lock) pins, with its kind.
-fn wanted(lock: &Lock) -> Result<Vec<Wanted>> {
+/// Every path the lock (and cuwheel's Cargo.lock) pins, with its kind;
+/// only the artifacts in `only` where given.
+fn wanted(lock: &Lock, only: Option<&BTreeSet<String>>) -> Result<Vec<Wanted>> {
     let mut all = Vec::new();
     for (name, artifact) in &lock.artifacts {
         if store_name(&artifact.file) != *name {
@@ -105,6 +131,9 @@ fn wanted(lock: &Lock) -> Result<Vec<Wanted>> {
                 artifact.file,
                 store_name(&artifact.file)
             );
+        }
+        if only.is_some_and(|only| !only.contains(name)) {
+            continue;
         }
         all.push(Wanted {
             path: flat_path(&artifact.sha256, name)?,
@@ -135,9 +164,14 @@ fn wanted(lock: &Lock) -> Result<Vec<Wanted>> {
     Ok(all)
 }
 
-/// Fetches everything `lock` pins into the store of `nix`.
+/// Fetches everything `lock` pins (or what `options.cells` need) into the
+/// store of `nix`.
 pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> {
-    let wanted = wanted(lock)?;
+    let only = match options.cells.is_empty() {
+        true => None,
+        false => Some(select::artifacts_for_cells(lock, &options.cells)?),
+    };
+    let wanted = wanted(lock, only.as_ref())?;
     let paths: Vec<StorePath> = wanted.iter().map(|w| w.path.clone()).collect();
     let valid: BTreeSet<StorePath> = nix.valid_paths(&paths)?.into_iter().collect();
     let mut missing: Vec<&Wanted> = wanted.iter().filter(|w| !valid.contains(&w.path)).collect();
@@ -160,15 +194,18 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
         return Ok(summary);
     }
     let cache = Cache::locate()?;
+    let cached = cached_artifacts(lock, &missing, &cache, options.jobs);
     if options.offline {
-        check_available_offline(lock, &missing, &cache, options)?;
+        check_available_offline(&missing, &cached, options)?;
     }
-    let clients = prepare_clients(lock, &missing, &cache, options)?;
+    let pip = Pip::new(options.python.as_deref());
+    let (clients, unreadable) =
+        prepare_clients(lock, &missing, &cached, &cache, &pip, &options.archives)?;
     let session = Session {
         nix,
         cache: &cache,
-        clients: &clients,
         lock,
+        cached,
         progress: Progress::default(),
         store: Mutex::new(()),
         downloaded: AtomicU64::new(0),
@@ -189,38 +226,184 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
     if let Err(error) = session.ensure_crates_cached(&crates_missing) {
         failures.push(("crates".to_owned(), error));
     }
-    let mut results = session.run_all(&files, options.jobs.max(1));
-    results.extend(session.run_all(&seeds, 1));
-    for (label, result) in results {
+    // A .deb whose suite's index could not be read goes to the fallbacks.
+    let mut lost = Vec::new();
+    let (files, skipped): (Vec<&Wanted>, Vec<&Wanted>) =
+        files.into_iter().partition(|w| match &w.what {
+            Kind::Artifact(name) => {
+                unreadable_suite(lock, name, &session.cached, &unreadable).is_none()
+            }
+            _ => true,
+        });
+    for wanted in skipped {
+        let Kind::Artifact(name) = &wanted.what else {
+            continue;
+        };
+        let reason = unreadable_suite(lock, name, &session.cached, &unreadable).map(str::to_owned);
+        lost.push(lost_artifact(lock, name, &wanted.path, reason));
+    }
+    let results = session.run_all(
+        &files,
+        options.jobs,
+        |w| Session::label(w),
+        |id, item| one(&session, &clients, id, item),
+    );
+    for (wanted, result) in files.iter().zip(results) {
+        match (result, &wanted.what) {
+            (Ok(_), _) => summary.added += 1,
+            (Err(error), Kind::Artifact(name)) if error.downcast_ref::<Gone>().is_some() => {
+                lost.push(lost_artifact(lock, name, &wanted.path, None));
+            }
+            (Err(error), _) => failures.push((Session::label(wanted), error)),
+        }
+    }
+    if !lost.is_empty() && !options.offline {
+        let base = crate::lock::snapshot::base(options.debian_snapshot.as_deref());
+        let (still, served) = debian_fallback::recover(&session, lost, &pip, &base, options.jobs);
+        summary.added += served.values().sum::<usize>();
+        summary.from_fallbacks = served;
+        lost = still;
+    }
+
+    // A seed whose artifact is still missing is not cut (its artifact is reported).
+    let unserved: BTreeSet<&str> = lost
+        .iter()
+        .map(|l| l.name)
+        .chain(failures.iter().map(|(label, _)| label.as_str()))
+        .collect();
+    let seeds: Vec<&Wanted> = seeds
+        .into_iter()
+        .filter(|w| match &w.what {
+            Kind::Seed(name) => !unserved.contains(lock.seeds[name].artifact.as_str()),
+            _ => true,
+        })
+        .collect();
+    let results = session.run_all(
+        &seeds,
+        1,
+        |w| Session::label(w),
+        |id, item| one(&session, &clients, id, item),
+    );
+    for (wanted, result) in seeds.iter().zip(results) {
         match result {
-            Ok(()) => summary.added += 1,
-            Err(error) => failures.push((label, error)),
+            Ok(_) => summary.added += 1,
+            Err(error) => failures.push((Session::label(wanted), error)),
         }
     }
     summary.downloaded = session.downloaded.load(Ordering::Relaxed);
-    if !failures.is_empty() {
-        let lines: Vec<String> = failures
-            .iter()
-            .map(|(label, error)| format!("  {label}: {error:#}"))
-            .collect();
-        bail!(
-            "{} of {} missing paths could not be fetched ({} were added, nothing unverified \
-             reached the store):\n{}",
-            failures.len(),
-            missing.len(),
-            summary.added,
-            lines.join("\n")
-        );
-    }
+    verdict(&summary, missing.len(), failures, lost, options)?;
+    let fallbacks: Vec<String> = summary
+        .from_fallbacks
+        .iter()
+        .map(|(from, count)| format!("{count} from {from}"))
+        .collect();
     eprintln!(
-        "fetch: added {} paths ({} downloaded), copied {} from the binary cache, {} were \
+        "fetch: added {} paths ({} downloaded{}), copied {} from the binary cache, {} were \
          already in the store",
         summary.added,
         megabytes(summary.downloaded),
+        if fallbacks.is_empty() {
+            String::new()
+        } else {
+            format!("; for .debs their suite dropped: {}", fallbacks.join(", "))
+        },
         summary.from_binary_cache,
         summary.present
     );
     Ok(summary)
+}
+
+/// Puts one path into the store; returns a note on where it came from.
+fn one(session: &Session, clients: &Clients, id: usize, item: &Wanted) -> Result<String> {
+    match &item.what {
+        Kind::Artifact(name) => {
+            session.artifact(id, name, &item.path, clients, &session.pinned_source(name))
+        }
+        Kind::Seed(name) => session.seed(name, &item.path),
+        Kind::Crate(krate) => session.krate(krate, &item.path),
+    }
+}
+
+fn lost_artifact<'a>(
+    lock: &'a Lock,
+    name: &str,
+    path: &'a StorePath,
+    unreadable: Option<String>,
+) -> Lost<'a> {
+    let (name, artifact) = lock
+        .artifacts
+        .get_key_value(name)
+        .expect("an artifact of the lock");
+    Lost {
+        name,
+        path,
+        artifact,
+        unreadable,
+        tried: Vec::new(),
+    }
+}
+
+/// The error reading the index of the suite of an uncached `.deb`, if any.
+fn unreadable_suite<'a>(
+    lock: &Lock,
+    name: &str,
+    cached: &BTreeMap<String, PathBuf>,
+    unreadable: &'a BTreeMap<String, String>,
+) -> Option<&'a str> {
+    match &lock.artifacts[name].source {
+        Source::Debian { suite, .. } if !cached.contains_key(name) => {
+            unreadable.get(suite).map(String::as_str)
+        }
+        _ => None,
+    }
+}
+
+/// Ok when nothing failed; [`Vanished`] when the only failures are `.deb`s
+/// gone from everywhere; else every failure.
+fn verdict(
+    summary: &Summary,
+    missing: usize,
+    failures: Vec<(String, anyhow::Error)>,
+    lost: Vec<Lost>,
+    options: &FetchOptions,
+) -> Result<()> {
+    if failures.is_empty() && lost.iter().all(|l| l.unreadable.is_none()) {
+        if lost.is_empty() {
+            return Ok(());
+        }
+        return Err(Vanished {
+            files: lost.iter().map(VanishedFile::of).collect(),
+            project: options.project.clone(),
+        }
+        .into());
+    }
+    let mut lines: Vec<String> = failures
+        .iter()
+        .map(|(label, error)| format!("  {label}: {error:#}"))
+        .collect();
+    for item in &lost {
+        let file = VanishedFile::of(item);
+        let why = match &item.unreadable {
+            Some(error) => format!("Debian {}'s index could not be read: {error}", file.suite),
+            None => format!("no longer in Debian {}", file.suite),
+        };
+        let tried = match item.tried.is_empty() {
+            true => String::new(),
+            false => format!("; also tried: {}", item.tried.join(", ")),
+        };
+        lines.push(format!(
+            "  {}: {} {}: {why}{tried}",
+            file.name, file.package, file.version
+        ));
+    }
+    bail!(
+        "{} of {} missing paths could not be fetched ({} were added, nothing unverified \
+         reached the store):\n{}",
+        failures.len() + lost.len(),
+        missing,
+        summary.added,
+        lines.join("\n")
+    )
 }
 
 /// Copies what the binary cache holds of `missing` into the store, after
@@ -285,30 +468,42 @@ fn from_binary_cache(
     Ok(copied.into_iter().collect())
 }
 
-/// Offline, every missing path must come from a local cache: cuwheel's for
-/// artifacts (or the user's archive directories for a supplied file),
-/// cargo's for crates (a seed is cut from its artifact).
-fn check_available_offline(
+/// The missing artifacts that cuwheel's cache holds with the pinned bytes
+/// (each hashed once, on `jobs` threads), by store name.
+fn cached_artifacts(
     lock: &Lock,
     missing: &[&Wanted],
     cache: &Cache,
+    jobs: usize,
+) -> BTreeMap<String, PathBuf> {
+    let names: Vec<&String> = missing
+        .iter()
+        .filter_map(|w| match &w.what {
+            Kind::Artifact(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let found = parallel(&names, jobs, |_, name| {
+        cache.cached(&expected(&lock.artifacts[*name]))
+    });
+    names
+        .into_iter()
+        .zip(found)
+        .filter_map(|(name, path)| Some((name.clone(), path?)))
+        .collect()
+}
+
+/// Offline, every missing path must come from a local cache: cuwheel's for
+/// artifacts, cargo's for crates (a seed is cut from its artifact).
+fn check_available_offline(
+    missing: &[&Wanted],
+    cached: &BTreeMap<String, PathBuf>,
     options: &FetchOptions,
 ) -> Result<()> {
     let mut unavailable = Vec::new();
     for wanted in missing {
         let available = match &wanted.what {
-            Kind::Artifact(name) => {
-                let artifact = &lock.artifacts[name];
-                // A file the user supplies needs no network either.
-                let supplied = matches!(artifact.source, Source::Archive { url: None })
-                    && crate::lock::archive::find_supplied(
-                        &artifact.file,
-                        None,
-                        &crate::lock::archive::archive_dirs(&options.archives),
-                    )
-                    .is_ok();
-                supplied || cache.cached(&expected(artifact)).is_some()
-            }
+            Kind::Artifact(name) => cached.contains_key(name),
             Kind::Crate(krate) => crates::in_registry_cache(krate)?.is_some(),
             Kind::Seed(_) => true,
         };
@@ -339,39 +534,52 @@ fn check_available_offline(
 }
 
 /// pip, and apt updated for each suite that some missing, uncached
-/// artifact comes from (the seeds' artifacts are among the artifacts).
+/// artifact comes from (the seeds' artifacts are among the artifacts); and
+/// the suites whose index could not be read, with apt's error.
 fn prepare_clients(
     lock: &Lock,
     missing: &[&Wanted],
+    cached: &BTreeMap<String, PathBuf>,
     cache: &Cache,
-    options: &FetchOptions,
-) -> Result<Clients> {
+    pip: &Pip,
+    archives: &[PathBuf],
+) -> Result<(Clients, BTreeMap<String, String>)> {
     let mut suites = BTreeSet::new();
     for wanted in missing {
         if let Kind::Artifact(name) = &wanted.what {
-            let artifact = &lock.artifacts[name];
-            if let Source::Debian { suite, .. } = &artifact.source {
-                if cache.cached(&expected(artifact)).is_none() {
+            if let Source::Debian { suite, .. } = &lock.artifacts[name].source {
+                if !cached.contains_key(name) {
                     suites.insert(suite.clone());
                 }
             }
         }
     }
     let mut clients = Clients {
-        pip: Pip::new(options.python.as_deref()),
+        pip: pip.clone(),
         apt: BTreeMap::new(),
-        archives: crate::lock::archive::archive_dirs(&options.archives),
+        archives: crate::lock::archive::archive_dirs(archives),
     };
+    let mut unreadable = BTreeMap::new();
     if !suites.is_empty() {
         let mirror = apt::system_mirror()?;
         for suite in suites {
             eprintln!("fetch: reading Debian {suite}'s package index");
             let apt = AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
-            apt.update()?;
-            clients.apt.insert(suite, apt);
+            match apt.update() {
+                Ok(()) => {
+                    clients.apt.insert(suite, apt);
+                }
+                Err(error) => {
+                    eprintln!(
+                        "fetch: cannot read Debian {suite}'s index; its files go to the \
+                         fallbacks: {error:#}"
+                    );
+                    unreadable.insert(suite, format!("{error:#}"));
+                }
+            }
         }
     }
-    Ok(clients)
+    Ok((clients, unreadable))
 }
 
 fn expected(artifact: &Artifact) -> Expected<'_> {
@@ -379,180 +587,5 @@ fn expected(artifact: &Artifact) -> Expected<'_> {
         file: &artifact.file,
         sha256: &artifact.sha256,
         size: Some(artifact.size),
-    }
-}
-
-struct Session<'a> {
-    nix: &'a Nix,
-    cache: &'a Cache,
-    clients: &'a Clients,
-    lock: &'a Lock,
-    progress: Progress,
-    /// One `nix-store --add-fixed` at a time: the store's database is the
-    /// bottleneck anyway, and it keeps a chroot store free of lock contention.
-    store: Mutex<()>,
-    downloaded: AtomicU64,
-}
-
-type Outcome = (String, Result<()>);
-
-impl Session<'_> {
-    /// Runs each item on `jobs` threads; one failure does not stop the rest.
-    fn run_all(&self, items: &[&Wanted], jobs: usize) -> Vec<Outcome> {
-        let queue: Mutex<VecDeque<(usize, &Wanted)>> =
-            Mutex::new(items.iter().copied().enumerate().collect());
-        let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-        let done = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..jobs.min(items.len()))
-                .map(|_| {
-                    scope.spawn(|| {
-                        loop {
-                            let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                            let Some((id, item)) = next else { break };
-                            let label = self.label(item);
-                            let result = self.one(id, item);
-                            let line = match &result {
-                                Ok(note) => format!("fetch: {label}: {note}"),
-                                Err(_) => format!("fetch: {label}: FAILED"),
-                            };
-                            self.progress.finish(id, &line);
-                            results
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .push((label, result.map(drop)));
-                        }
-                    })
-                })
-                .collect();
-            scope.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    self.progress.tick();
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            });
-            for worker in workers {
-                let _ = worker.join();
-            }
-            done.store(true, Ordering::Relaxed);
-        });
-        let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        results.sort_by(|a, b| a.0.cmp(&b.0));
-        results
-    }
-
-    fn label(&self, item: &Wanted) -> String {
-        match &item.what {
-            Kind::Artifact(name) => name.clone(),
-            Kind::Seed(name) => format!("seed {name}"),
-            Kind::Crate(krate) => krate.file(),
-        }
-    }
-
-    /// Puts one path into the store; returns a note on where it came from.
-    fn one(&self, id: usize, item: &Wanted) -> Result<String> {
-        match &item.what {
-            Kind::Artifact(name) => self.artifact(id, name, &item.path),
-            Kind::Seed(name) => self.seed(name, &item.path),
-            Kind::Crate(krate) => self.krate(krate, &item.path),
-        }
-    }
-
-    fn artifact(&self, id: usize, name: &str, path: &StorePath) -> Result<String> {
-        let artifact = &self.lock.artifacts[name];
-        let expected = expected(artifact);
-        if let Some(cached) = self.cache.cached(&expected) {
-            self.add(&cached, FileIngestion::Flat, path)?;
-            return Ok("added from cuwheel's cache".to_owned());
-        }
-        let dir = self.cache.temp_dir()?;
-        self.progress.start(id, name, artifact.size, dir.path());
-        let file = self
-            .clients
-            .download(&artifact.source, &expected, dir.path())?;
-        expected.check(&file)?;
-        self.downloaded.fetch_add(artifact.size, Ordering::Relaxed);
-        let named = dir.path().join(name);
-        if file != named {
-            std::fs::rename(&file, &named)
-                .with_context(|| format!("cannot rename {} to its store name", file.display()))?;
-        }
-        self.add(&named, FileIngestion::Flat, path)?;
-        Ok(format!("downloaded {} and added", megabytes(artifact.size)))
-    }
-
-    fn seed(&self, name: &str, path: &StorePath) -> Result<String> {
-        let seed = &self.lock.seeds[name];
-        let artifact = &self.lock.artifacts[&seed.artifact];
-        let source = self
-            .nix
-            .real_path(&flat_path(&artifact.sha256, &seed.artifact)?);
-        let dir = self.cache.temp_dir()?;
-        let (tree, hash) = tree::seed(&source, &artifact.file, &seed.member, name, dir.path())?;
-        if hash.to_hex() != seed.nar_sha256 {
-            bail!(
-                "{} of {} has NAR sha256 {}, but the lock says {}; nothing was added. The \
-                 artifact verified, so the lock's seed entry is wrong: run `cuwheel lock` again",
-                seed.member,
-                seed.artifact,
-                hash.to_hex(),
-                seed.nar_sha256
-            );
-        }
-        self.add(&tree, FileIngestion::Recursive, path)?;
-        Ok(format!("cut from {} and added", seed.artifact))
-    }
-
-    fn krate(&self, krate: &LockedCrate, path: &StorePath) -> Result<String> {
-        let found = crates::in_registry_cache(krate)?.with_context(|| {
-            format!(
-                "cargo fetch did not leave {} in cargo's registry cache",
-                krate.file()
-            )
-        })?;
-        // A private copy, so the bytes checked are the bytes added.
-        let dir = self.cache.temp_dir()?;
-        let copy = dir.path().join(krate.file());
-        std::fs::copy(&found, &copy).with_context(|| format!("cannot copy {}", found.display()))?;
-        Expected {
-            file: &krate.file(),
-            sha256: &krate.checksum,
-            size: None,
-        }
-        .check(&copy)?;
-        self.add(&copy, FileIngestion::Flat, path)?;
-        Ok("added from cargo's registry cache".to_owned())
-    }
-
-    /// `cargo fetch` once if some missing crate is not in cargo's cache.
-    fn ensure_crates_cached(&self, missing: &[&LockedCrate]) -> Result<()> {
-        let mut absent = 0;
-        for krate in missing {
-            if crates::in_registry_cache(krate)?.is_none() {
-                absent += 1;
-            }
-        }
-        if absent > 0 {
-            eprintln!("fetch: cargo fetch of {absent} of cuwheel's locked crates");
-            let dir = self.cache.temp_dir()?;
-            crates::cargo_fetch(dir.path())?;
-        }
-        Ok(())
-    }
-
-    /// Adds a verified file or tree and checks Nix put it where the lock says.
-    fn add(&self, file: &Path, ingestion: FileIngestion, expected: &StorePath) -> Result<()> {
-        let _store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        let added = self.nix.add_fixed(file, ingestion)?;
-        if &added != expected {
-            bail!(
-                "nix-store --add-fixed put {} at {}, not at {} as computed from the lock: this \
-                 cuwheel and this Nix disagree on store paths; please report it",
-                file.display(),
-                added.to_absolute(),
-                expected.to_absolute()
-            );
-        }
-        Ok(())
     }
 }

@@ -4,9 +4,12 @@
 //!
 //! In: a suite name and the cache directory. Out: the suite's package
 //! [`Index`] (`apt-cache dumpavail`) and downloaded `.deb` files
-//! (`apt-get download package=version`). The mirror is read at run time from
-//! the system's apt sources ([`find_mirror`], pure) or `CUWHEEL_DEBIAN_MIRROR`;
-//! it is never written anywhere.
+//! (`apt-get download package=version`), and the `Date` of the signed index
+//! it read ([`AptSuite::index_date`]). The mirror and the security archive
+//! are read at run time from the system's apt sources ([`find_mirror`], pure)
+//! or `CUWHEEL_DEBIAN_MIRROR` / `CUWHEEL_DEBIAN_SECURITY_MIRROR`; they are
+//! never written anywhere. apt checks every index against Debian's archive
+//! keyring, or the one `CUWHEEL_DEBIAN_KEYRING` names.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,10 +20,14 @@ use anyhow::{Context, Result, bail};
 use super::debian::Index;
 use crate::process::checked_output;
 
-/// The key that signs Debian's archive; apt checks every index against it.
+/// The keys that sign Debian's archive; apt checks every index against them.
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+/// Replaces [`KEYRING`] (a mirror of one's own, signed with one's own key).
+pub const KEYRING_VARIABLE: &str = "CUWHEEL_DEBIAN_KEYRING";
 /// Overrides the mirror found in the system's apt sources.
 pub const MIRROR_VARIABLE: &str = "CUWHEEL_DEBIAN_MIRROR";
+/// Overrides the security archive found in the system's apt sources.
+pub const SECURITY_MIRROR_VARIABLE: &str = "CUWHEEL_DEBIAN_SECURITY_MIRROR";
 /// Release names that mark an apt source as Debian's main archive.
 const DEBIAN_SUITES: &[&str] = &[
     "buster",
@@ -39,8 +46,24 @@ const DEBIAN_SUITES: &[&str] = &[
 /// (`URIs:`/`Suites:`/`Components:`) and one-line `sources.list` entries.
 /// Security and update archives do not count (their suites carry a `-`).
 pub fn find_mirror(sources: &[(PathBuf, String)]) -> Option<String> {
-    let is_debian = |suites: &[&str], components: &[&str]| {
-        suites.iter().any(|s| DEBIAN_SUITES.contains(s)) && components.contains(&"main")
+    find_archive(sources, |suite| DEBIAN_SUITES.contains(&suite))
+}
+
+/// The first URI in apt sources that serves a Debian release's security
+/// suite (`trixie-security`, `bookworm-security`): the security archive.
+pub fn find_security_mirror(sources: &[(PathBuf, String)]) -> Option<String> {
+    find_archive(sources, |suite| {
+        suite
+            .strip_suffix("-security")
+            .is_some_and(|release| DEBIAN_SUITES.contains(&release))
+    })
+}
+
+/// The first enabled `deb` URI of `sources` with component `main` and a
+/// suite that `wanted` accepts.
+fn find_archive(sources: &[(PathBuf, String)], wanted: impl Fn(&str) -> bool) -> Option<String> {
+    let matches = |suites: &[&str], components: &[&str]| {
+        suites.iter().any(|s| wanted(s)) && components.contains(&"main")
     };
     for (path, text) in sources {
         if path.extension().is_some_and(|e| e == "sources") {
@@ -55,7 +78,7 @@ pub fn find_mirror(sources: &[(PathBuf, String)]) -> Option<String> {
                 let enabled = field("Enabled").first().is_none_or(|v| *v != "no");
                 if enabled
                     && field("Types").contains(&"deb")
-                    && is_debian(&field("Suites"), &field("Components"))
+                    && matches(&field("Suites"), &field("Components"))
                 {
                     if let Some(uri) = field("URIs").first() {
                         return Some(uri.to_string());
@@ -75,7 +98,7 @@ pub fn find_mirror(sources: &[(PathBuf, String)]) -> Option<String> {
                     words.drain(..=close);
                 }
                 if let [uri, suite, components @ ..] = &words[..] {
-                    if is_debian(&[suite], components) {
+                    if matches(&[suite], components) {
                         return Some(uri.to_string());
                     }
                 }
@@ -85,13 +108,9 @@ pub fn find_mirror(sources: &[(PathBuf, String)]) -> Option<String> {
     None
 }
 
-/// The mirror to use: `$CUWHEEL_DEBIAN_MIRROR`, else the system's apt sources.
-pub fn system_mirror() -> Result<String> {
-    if let Ok(mirror) = std::env::var(MIRROR_VARIABLE) {
-        if !mirror.trim().is_empty() {
-            return Ok(mirror.trim().to_owned());
-        }
-    }
+/// The system's apt sources: `/etc/apt/sources.list` and the `.list` and
+/// `.sources` files of `/etc/apt/sources.list.d`, in apt's order.
+fn system_sources() -> Vec<(PathBuf, String)> {
     let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/apt/sources.list")];
     if let Ok(entries) = fs::read_dir("/etc/apt/sources.list.d") {
         let mut parts: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
@@ -102,11 +121,26 @@ pub fn system_mirror() -> Result<String> {
                 .filter(|p| p.extension().is_some_and(|e| e == "list" || e == "sources")),
         );
     }
-    let sources: Vec<(PathBuf, String)> = files
+    files
         .into_iter()
         .filter_map(|path| Some((path.clone(), fs::read_to_string(&path).ok()?)))
-        .collect();
-    find_mirror(&sources).with_context(|| {
+        .collect()
+}
+
+/// A non-empty environment variable, trimmed.
+fn variable(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// The mirror to use: `$CUWHEEL_DEBIAN_MIRROR`, else the system's apt sources.
+pub fn system_mirror() -> Result<String> {
+    if let Some(mirror) = variable(MIRROR_VARIABLE) {
+        return Ok(mirror);
+    }
+    find_mirror(&system_sources()).with_context(|| {
         format!(
             "no Debian archive is configured in /etc/apt/sources.list or /etc/apt/sources.list.d: \
              cuwheel fetches Debian packages through apt from the mirror this machine uses; \
@@ -116,15 +150,47 @@ pub fn system_mirror() -> Result<String> {
     })
 }
 
+/// The security archive: `$CUWHEEL_DEBIAN_SECURITY_MIRROR`, else the one the
+/// system's apt sources name for a `-security` suite; `None` when neither does.
+pub fn security_mirror() -> Option<String> {
+    variable(SECURITY_MIRROR_VARIABLE).or_else(|| find_security_mirror(&system_sources()))
+}
+
 /// The mirror for one suite: `$CUWHEEL_DEBIAN_MIRROR_<SUITE>` (e.g.
-/// `CUWHEEL_DEBIAN_MIRROR_BUSTER`) if set, else `default`. Archived releases
-/// (buster, for `manylinux_2_28`) live on another mirror than current ones.
+/// `CUWHEEL_DEBIAN_MIRROR_BUSTER`, `CUWHEEL_DEBIAN_MIRROR_TRIXIE_BACKPORTS`)
+/// if set, else `default`. Archived releases (buster, for `manylinux_2_28`)
+/// live on another mirror than current ones.
 pub fn suite_mirror(default: &str, suite: &str) -> String {
-    let variable = format!("{MIRROR_VARIABLE}_{}", suite.to_uppercase());
-    match std::env::var(&variable) {
-        Ok(mirror) if !mirror.trim().is_empty() => mirror.trim().to_owned(),
-        _ => default.to_owned(),
+    let name = format!(
+        "{MIRROR_VARIABLE}_{}",
+        suite.to_uppercase().replace('-', "_")
+    );
+    variable(&name).unwrap_or_else(|| default.to_owned())
+}
+
+/// The keyring apt checks indexes with: `$CUWHEEL_DEBIAN_KEYRING`, else
+/// Debian's archive keyring.
+fn keyring() -> Result<PathBuf> {
+    let (path, hint) = match variable(KEYRING_VARIABLE) {
+        Some(path) => (
+            PathBuf::from(path),
+            format!("set {KEYRING_VARIABLE} to a keyring file that exists"),
+        ),
+        None => (
+            PathBuf::from(KEYRING),
+            format!(
+                "install the debian-archive-keyring package (or set {KEYRING_VARIABLE} to the \
+                 keyring that signs your mirror)"
+            ),
+        ),
+    };
+    if !path.is_file() {
+        bail!(
+            "{} is missing: apt needs the archive's key to check the package indexes; {hint}",
+            path.display()
+        );
     }
+    Ok(path)
 }
 
 /// apt with a private configuration for one suite, under `root`.
@@ -134,16 +200,37 @@ pub struct AptSuite {
     root: PathBuf,
 }
 
+/// A pinned version that the suite's index no longer lists.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Debian {suite} no longer carries {package} {version}: Debian drops superseded versions \
+     from its mirrors ({detail})"
+)]
+pub struct Gone {
+    pub suite: String,
+    pub package: String,
+    pub version: String,
+    /// What apt said.
+    pub detail: String,
+}
+
 impl AptSuite {
-    /// Prepares `cache/apt/<suite>` (sources list, state and cache dirs).
+    /// Prepares `cache/apt/<suite>` (sources list, state and cache dirs) for
+    /// `suite` of the archive at `mirror`.
     pub fn new(cache: &Path, suite: &str, mirror: &str) -> Result<AptSuite> {
-        if !Path::new(KEYRING).is_file() {
-            bail!(
-                "{KEYRING} is missing: apt needs Debian's archive key to check the package \
-                 indexes; install the debian-archive-keyring package"
-            );
-        }
-        let root = cache.join("apt").join(suite);
+        AptSuite::at(cache.join("apt").join(suite), suite, mirror, false)
+    }
+
+    /// Like [`new`](Self::new), for `suite` of an archive frozen in the past
+    /// (a snapshot), with its state under `cache/apt/<state>/<suite>`: its
+    /// Release's `Valid-Until` has passed, so apt is told not to check that
+    /// (it still checks the signature).
+    pub fn frozen(cache: &Path, state: &str, suite: &str, url: &str) -> Result<AptSuite> {
+        AptSuite::at(cache.join("apt").join(state).join(suite), suite, url, true)
+    }
+
+    fn at(root: PathBuf, suite: &str, mirror: &str, frozen: bool) -> Result<AptSuite> {
+        let keyring = keyring()?;
         for dir in [
             "etc/sources.list.d",
             "etc/preferences.d",
@@ -153,12 +240,16 @@ impl AptSuite {
             fs::create_dir_all(root.join(dir))
                 .with_context(|| format!("cannot create {}", root.join(dir).display()))?;
         }
+        let valid_until = if frozen { " check-valid-until=no" } else { "" };
         let base = super::debian::DebianData::embedded().suite_bases.get(suite);
         let lines: String = base
             .into_iter()
             .chain([&suite.to_owned()])
             .map(|suite| {
-                format!("deb [signed-by={KEYRING}] {mirror} {suite} main contrib non-free\n")
+                format!(
+                    "deb [signed-by={}{valid_until}] {mirror} {suite} main contrib non-free\n",
+                    keyring.display()
+                )
             })
             .collect();
         let list = root.join("etc/sources.list");
@@ -194,6 +285,10 @@ impl AptSuite {
             ("Dir::Cache", dir("cache")),
             ("Dir::State::status", "/dev/null".into()),
             ("APT::Architecture", "amd64".into()),
+            ("Acquire::Languages", "none".into()),
+            // A failed download fails `update`, rather than leaving an
+            // index that silently lacks (or predates) the suite's packages.
+            ("APT::Update::Error-Mode", "any".into()),
             ("Debug::NoLocking", "1".into()),
         ] {
             cmd.arg("-o").arg(format!("{key}={value}"));
@@ -210,17 +305,69 @@ impl AptSuite {
 
     /// Every package of the suite (after [`update`](Self::update)).
     pub fn index(&self) -> Result<Index> {
+        self.index_of(|_| true)
+    }
+
+    /// The packages of the suite whose name `wanted` accepts.
+    pub fn index_of(&self, wanted: impl Fn(&str) -> bool) -> Result<Index> {
         let mut cmd = self.command("apt-cache");
         cmd.arg("dumpavail");
         let text = run(
             cmd,
             &format!("apt-cache dumpavail for Debian {}", self.suite),
         )?;
-        Index::parse(&text)
+        let stanzas: Vec<&str> = text
+            .split("\n\n")
+            .filter(|stanza| {
+                let name = stanza
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("Package:"));
+                name.is_none_or(|name| wanted(name.trim()))
+            })
+            .collect();
+        Index::parse(&stanzas.join("\n\n"))
             .map_err(|e| anyhow::anyhow!("cannot read Debian {}'s package index: {e}", self.suite))
     }
 
-    /// `apt-get download package=version` into `dir`; returns what apt wrote.
+    /// The `Date` of the signed Release file the last
+    /// [`update`](Self::update) read, as a snapshot timestamp
+    /// (`YYYYMMDDTHHMMSSZ`, UTC): the moment the archive wrote the index.
+    pub fn index_date(&self) -> Result<String> {
+        let lists = self.root.join("state/lists");
+        let mut releases: Vec<PathBuf> = fs::read_dir(&lists)
+            .with_context(|| format!("cannot read {}", lists.display()))?
+            .filter_map(|entry| Some(entry.ok()?.path()))
+            .filter(|path| {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                [
+                    format!("_dists_{}_InRelease", self.suite),
+                    format!("_dists_{}_Release", self.suite),
+                ]
+                .iter()
+                .any(|end| name.ends_with(end.as_str()))
+            })
+            .collect();
+        releases.sort();
+        let release = releases.first().with_context(|| {
+            format!(
+                "apt-get update for Debian {} left no Release file in {}",
+                self.suite,
+                lists.display()
+            )
+        })?;
+        let text = fs::read_to_string(release)
+            .with_context(|| format!("cannot read {}", release.display()))?;
+        let date = text
+            .lines()
+            .find_map(|line| line.strip_prefix("Date:"))
+            .with_context(|| format!("{} has no Date field", release.display()))?;
+        super::snapshot::timestamp(date.trim())
+            .with_context(|| format!("{}: the Date field", release.display()))
+    }
+
+    /// `apt-get download package=version` into `dir`; a version the index
+    /// does not list is a [`Gone`] error.
     pub fn download(&self, package: &str, version: &str, dir: &Path) -> Result<()> {
         let mut cmd = self.command("apt-get");
         cmd.args(["-q", "download"])
@@ -232,12 +379,18 @@ impl AptSuite {
         );
         match run(cmd, &what) {
             Ok(_) => Ok(()),
-            Err(error) if is_gone(&format!("{error:#}")) => bail!(
-                "Debian {} no longer carries {package} {version}: Debian drops superseded \
-                 versions from its mirrors. Run `cuwheel lock` to pin the versions it carries \
-                 now (or fetch from a binary cache that holds the pinned paths)\n{error:#}",
-                self.suite
-            ),
+            Err(error) if is_gone(&format!("{error:#}")) => Err(Gone {
+                suite: self.suite.clone(),
+                package: package.to_owned(),
+                version: version.to_owned(),
+                detail: format!("{error:#}")
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned(),
+            }
+            .into()),
             Err(error) => Err(error),
         }
     }
@@ -282,6 +435,42 @@ mod tests {
         );
         let disabled = sources.replace("Types: deb deb-src", "Enabled: no\nTypes: deb");
         assert_eq!(find(&[("x/debian.sources", &disabled)]), None);
+    }
+
+    #[test]
+    fn finds_the_security_archive_apart_from_the_main_one() {
+        let owned = |files: &[(&str, &str)]| -> Vec<(PathBuf, String)> {
+            files
+                .iter()
+                .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+                .collect()
+        };
+        let sources = "Types: deb\nURIs: http://mirror.example/debian\n\
+                       Suites: trixie trixie-updates\nComponents: main\n\n\
+                       Types: deb\nURIs: http://mirror.example/debian-security\n\
+                       Suites: trixie-security\nComponents: main\n";
+        let files = owned(&[("/etc/apt/sources.list.d/debian.sources", sources)]);
+        assert_eq!(
+            find_security_mirror(&files),
+            Some("http://mirror.example/debian-security".into())
+        );
+        assert_eq!(
+            find_mirror(&files),
+            Some("http://mirror.example/debian".into())
+        );
+        let list = "deb http://mirror.example/debian trixie main\n\
+                    deb http://other.example/security trixie-security main contrib\n\
+                    deb http://ubuntu.example/ubuntu noble-security main\n";
+        let files = owned(&[("/etc/apt/sources.list", list)]);
+        assert_eq!(
+            find_security_mirror(&files),
+            Some("http://other.example/security".into())
+        );
+        let files = owned(&[(
+            "/etc/apt/sources.list",
+            "deb http://m.example/debian trixie main\n",
+        )]);
+        assert_eq!(find_security_mirror(&files), None);
     }
 
     #[test]

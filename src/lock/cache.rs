@@ -214,7 +214,21 @@ impl Clients {
             return Ok(path);
         }
         downloading();
+        self.download_kept(cache, source, expected, |_| {})
+    }
+
+    /// Downloads the file into a fresh directory (`started` is told which,
+    /// before the client runs), checks it and keeps it in the cache; returns
+    /// its path there. The cache is not looked into first.
+    pub fn download_kept(
+        &self,
+        cache: &Cache,
+        source: &Source,
+        expected: &Expected,
+        started: impl FnOnce(&Path),
+    ) -> Result<PathBuf> {
         let dir = cache.temp_dir()?;
+        started(dir.path());
         let path = self.download(source, expected, dir.path())?;
         expected.check(&path)?;
         cache.keep(&path, expected)

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::MatrixFacts;
 
-/// The format version this cuwheel reads and writes (2: the matrix's facts,
-/// cells named for the torch they serve, Python header archives).
-pub const LOCK_VERSION: u32 = 2;
+/// The format version this cuwheel reads and writes (2: each suite's index
+/// date; 3: the matrix's facts, cells named for the torch they serve,
+/// Python header archives, torch's C++ standard).
+pub const LOCK_VERSION: u32 = 3;
 /// The lock's file name, beside `pyproject.toml`.
 pub const LOCK_FILE: &str = "cuwheel.lock";
 /// The `used-by` entry of what builds cuwheel itself.
@@ -36,6 +37,18 @@ pub struct Lock {
     pub toolchains: BTreeMap<String, Toolchain>,
     pub seeds: BTreeMap<String, Seed>,
     pub artifacts: BTreeMap<String, Artifact>,
+    /// Each Debian suite the lock read, by name.
+    pub suites: BTreeMap<String, SuiteIndex>,
+}
+
+/// The index of one Debian suite as the lock read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SuiteIndex {
+    /// The `Date` of the signed Release file read, as a snapshot timestamp
+    /// (`YYYYMMDDTHHMMSSZ`): where Debian's snapshot archive still serves
+    /// the pinned files after the mirror has dropped them.
+    pub index_date: String,
 }
 
 /// The toolchain of each role of one cell.
@@ -106,6 +119,18 @@ pub enum Toolchain {
 
 impl Toolchain {
     pub fn artifacts(&self) -> &BTreeSet<String> {
+        match self {
+            Toolchain::Gcc { artifacts, .. }
+            | Toolchain::CudaWheels { artifacts, .. }
+            | Toolchain::CudaDebian { artifacts, .. }
+            | Toolchain::PythonHeaders { artifacts, .. }
+            | Toolchain::PythonArchive { artifacts, .. }
+            | Toolchain::Torch { artifacts, .. }
+            | Toolchain::Rust { artifacts, .. } => artifacts,
+        }
+    }
+
+    pub fn artifacts_mut(&mut self) -> &mut BTreeSet<String> {
         match self {
             Toolchain::Gcc { artifacts, .. }
             | Toolchain::CudaWheels { artifacts, .. }
@@ -191,50 +216,6 @@ impl Lock {
             );
         }
         Ok(lock)
-    }
-
-    /// The part of the lock that `cells` need: their cells, toolchains and
-    /// artifacts, the driver's toolchain and the seeds (so `cuwheel fetch
-    /// --cell` gets what building those cells takes, and no more). An
-    /// unknown cell is an error naming the lock's cells.
-    pub fn for_cells(&self, cells: &[String]) -> Result<Lock> {
-        let unknown: Vec<&String> = cells
-            .iter()
-            .filter(|c| !self.cells.contains_key(*c))
-            .collect();
-        if !unknown.is_empty() {
-            let known: Vec<&str> = self.cells.keys().map(String::as_str).collect();
-            anyhow::bail!(
-                "the lock has no cell {}; its cells are {} (`cuwheel plan` lists them)",
-                unknown
-                    .iter()
-                    .map(|c| c.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                known.join(", ")
-            );
-        }
-        let mut users: BTreeSet<&str> = cells.iter().map(String::as_str).collect();
-        users.insert(DRIVER);
-        let mut part = self.clone();
-        part.cells.retain(|name, _| users.contains(name.as_str()));
-        let kept: BTreeSet<String> = part
-            .cells
-            .values()
-            .flat_map(|c| {
-                [&c.cuda, &c.gcc, &c.torch]
-                    .into_iter()
-                    .chain(c.python.as_ref())
-            })
-            .chain([&self.driver.rust])
-            .cloned()
-            .collect();
-        part.toolchains.retain(|name, _| kept.contains(name));
-        part.bundles
-            .retain(|_, members| members.iter().all(|m| kept.contains(m)));
-        part.artifacts
-            .retain(|_, artifact| artifact.used_by.iter().any(|u| users.contains(u.as_str())));
-        Ok(part)
     }
 
     pub fn read(path: &Path) -> Result<Lock> {
@@ -323,38 +304,14 @@ mod tests {
             toolchains,
             seeds: BTreeMap::new(),
             artifacts,
-        }
-    }
-
-    #[test]
-    fn a_part_for_some_cells_keeps_what_they_use() {
-        let mut lock = sample();
-        lock.artifacts.insert(
-            "other.whl".into(),
-            Artifact {
-                source: Source::Pypi {
-                    name: "x".into(),
-                    version: "1".into(),
+            suites: [(
+                "bookworm".to_owned(),
+                SuiteIndex {
+                    index_date: "20251122T081906Z".into(),
                 },
-                file: "other.whl".into(),
-                sha256: "ef".into(),
-                size: 1,
-                used_by: ["cu126-py313".to_owned()].into(),
-            },
-        );
-        let part = lock.for_cells(&["cu130-abi3".to_owned()]).unwrap();
-        assert_eq!(part.cells.len(), 1);
-        assert_eq!(
-            part.artifacts.keys().collect::<Vec<_>>(),
-            ["zlib1g_1-1.2.13.dfsg-1_amd64.deb"]
-        );
-        assert!(part.toolchains.contains_key("torch211"));
-        let err = lock.for_cells(&["cu999-py313".to_owned()]).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("the lock has no cell cu999-py313; its cells are cu130-abi3"),
-            "{err}"
-        );
+            )]
+            .into(),
+        }
     }
 
     #[test]
@@ -390,6 +347,9 @@ mod tests {
                 < text.find("\"kind\": \"torch\"").unwrap()
         );
         assert!(text.contains("\"python\": null"));
+        assert!(text.contains(
+            "\"suites\": {\n    \"bookworm\": {\n      \"index-date\": \"20251122T081906Z\"\n    }\n  }"
+        ));
         assert!(
             text.contains(
                 "\"used-by\": [\n        \"cu130-abi3\",\n        \"cu130-py313\"\n      ]"
@@ -404,7 +364,7 @@ mod tests {
     fn other_versions_and_garbage_are_refused_with_advice() {
         let text = String::from_utf8(sample().to_bytes())
             .unwrap()
-            .replace("\"version\": 2\n", "\"version\": 9\n");
+            .replace("\"version\": 3\n", "\"version\": 9\n");
         let err = Lock::parse(text.as_bytes(), Path::new("x/cuwheel.lock")).unwrap_err();
         assert!(err.to_string().contains("format version 9"), "{err}");
         let err = Lock::parse(b"{", Path::new("x/cuwheel.lock")).unwrap_err();

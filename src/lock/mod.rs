@@ -15,15 +15,20 @@
 //! carries; the files whose contents the lock describes further (torch
 //! headers, seeds, archives) or whose size pip does not report are
 //! downloaded through [`cache`] and measured by [`tree`]; [`format`] writes
-//! the result.
+//! the result, with the date of each suite's index, where [`snapshot`] finds
+//! the pinned files after the mirror has dropped them. [`refresh`] re-pins
+//! only what the mirror dropped.
 
 pub mod apt;
 pub mod archive;
 pub mod cache;
 pub mod debian;
 pub mod format;
+pub mod pins;
 pub mod pip;
 pub mod plan;
+pub mod refresh;
+pub mod snapshot;
 pub mod toolkits;
 pub mod torch;
 pub mod tree;
@@ -37,7 +42,7 @@ use crate::spec::{CompatTable, HeaderArchive, MatrixFacts, Spec};
 use crate::wheel::WheelFilename;
 use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
-use format::{Artifact, Lock, Seed, Source, Toolchain, store_name};
+use format::{Artifact, Lock, Seed, Source, SuiteIndex, Toolchain};
 use pip::{Pip, Target};
 use plan::{Plan, PypiData, Request};
 
@@ -100,6 +105,7 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     let mut suites = plan.suites();
     suites.insert(debian.busybox_suite.clone());
     let mut indexes = BTreeMap::new();
+    let mut read = BTreeMap::new();
     let mut clients = Clients {
         pip,
         apt: BTreeMap::new(),
@@ -110,6 +116,8 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
         let apt = apt::AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
         apt.update()?;
         indexes.insert(suite.clone(), apt.index()?);
+        let index_date = apt.index_date()?;
+        read.insert(suite.clone(), SuiteIndex { index_date });
         clients.apt.insert(suite, apt);
     }
 
@@ -143,6 +151,7 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
         toolchains,
         seeds,
         artifacts: resolver.artifacts,
+        suites: read,
     };
     let path = project.join(LOCK_FILE);
     lock.write(&path)?;
@@ -298,69 +307,21 @@ impl Resolver<'_> {
         python: Option<&str>,
         users: &BTreeSet<String>,
     ) -> Result<BTreeSet<String>> {
-        let recipe = self.debian.kind(kind);
-        let roots = recipe.roots(gcc, python);
-        let index = &self.indexes[suite];
-        let packages = debian::closure(index, &roots, &recipe.excludes(), recipe.follow).map_err(
-            |problems| {
-                let lines: Vec<String> = problems.iter().map(|p| format!("  {p}")).collect();
-                anyhow::anyhow!(
-                    "Debian {suite} cannot satisfy the {kind} toolchain ({}):\n{}\n\
-                     Check that the mirror carries {suite} with main, contrib and non-free, or \
-                     exclude the package in src/lock/data/debian.toml with the reason",
-                    roots.join(", "),
-                    lines.join("\n")
-                )
-            },
+        let artifacts = pins::debian_closure(
+            self.debian,
+            &self.indexes[suite],
+            kind,
+            suite,
+            gcc,
+            python,
+            users,
         )?;
-        let mut names = BTreeSet::new();
-        for package in packages {
-            let file = package.download_name();
-            let artifact = Artifact {
-                source: Source::Debian {
-                    suite: suite.to_owned(),
-                    package: package.name.clone(),
-                    version: package.version.clone(),
-                    architecture: package.architecture.clone(),
-                },
-                file,
-                sha256: package.sha256.clone(),
-                size: package.size,
-                used_by: users.clone(),
-            };
-            names.insert(self.add(artifact)?);
-        }
-        Ok(names)
+        artifacts.into_iter().map(|a| self.add(a)).collect()
     }
 
-    /// Records an artifact; the same file from two suites (Debian copies a
-    /// package between suites unchanged) is one artifact, kept under the
-    /// first suite by name.
+    /// Records an artifact ([`pins::add`]).
     fn add(&mut self, artifact: Artifact) -> Result<String> {
-        let name = store_name(&artifact.file);
-        match self.artifacts.get_mut(&name) {
-            None => {
-                self.artifacts.insert(name.clone(), artifact);
-            }
-            Some(known) if known.sha256 == artifact.sha256 && known.size == artifact.size => {
-                known.used_by.extend(artifact.used_by);
-                if let (Source::Debian { suite: a, .. }, Source::Debian { suite: b, .. }) =
-                    (&mut known.source, &artifact.source)
-                {
-                    if b < a {
-                        *a = b.clone();
-                    }
-                }
-            }
-            Some(known) => bail!(
-                "two different files are both called {}: sha256 {} and {}; cuwheel cannot pin \
-                 both under one store name",
-                artifact.file,
-                known.sha256,
-                artifact.sha256
-            ),
-        }
-        Ok(name)
+        pins::add(&mut self.artifacts, artifact)
     }
 
     fn only_wheel(&self, requirement: &str, target: &Target) -> Result<pip::ResolvedWheel> {
@@ -473,18 +434,7 @@ impl Resolver<'_> {
         let package = self.indexes[suite].get("busybox-static").with_context(|| {
             format!("Debian {suite} has no busybox-static, which cuwheel's Nix builds run on")
         })?;
-        let deb = Artifact {
-            source: Source::Debian {
-                suite: suite.clone(),
-                package: package.name.clone(),
-                version: package.version.clone(),
-                architecture: package.architecture.clone(),
-            },
-            file: package.download_name(),
-            sha256: package.sha256.clone(),
-            size: package.size,
-            used_by: everyone.clone(),
-        };
+        let deb = pins::debian_artifact(package, suite, &everyone);
         let path = self.clients.obtain(
             self.cache,
             &deb.source,

@@ -23,6 +23,11 @@
 //! stable name, and from CUDA 12.9 `--frandom-seed` (per TU) and a pinned
 //! `--compress-mode` (both absent from 12.4's nvcc, present in 13.0's).
 //!
+//! With more than one `-gencode`, nvcc compiles them in parallel with
+//! `--threads "$NIX_BUILD_CORES"` (Nix's `cores` setting, read at build
+//! time, so the derivation is the same on every machine; `0` means every
+//! core to both). The object's bytes do not depend on the thread count.
+//!
 //! Before compiling, a dependency pass (`nvcc -M`) finds a kernel that
 //! reaches `Python.h` (directly, or through `torch/extension.h`) and fails
 //! with a message naming the file and the include chain.
@@ -134,7 +139,8 @@ impl KernelObject {
 
         // The compatibility check guarantees a list for every cell's nvcc.
         let cuda_archs = config.cuda_archs.for_toolkit(version).unwrap_or_default();
-        let archs = gencode_flags(cuda_archs).join(" ");
+        let gencodes = gencode_flags(cuda_archs);
+        let archs = gencodes.join(" ");
         let arch_list: Vec<String> = cuda_archs.iter().map(|a| a.to_string()).collect();
         let object = format!("{}.o", self.stem);
         let mut s = String::new();
@@ -165,8 +171,13 @@ impl KernelObject {
         s += "  exit 1\n";
         s += "fi\n";
         s += "if grep -q '[/ ]Python\\.h' deps.d; then python_h deps.d; fi\n";
+        let threads = if gencodes.len() > 1 {
+            " --threads \"${NIX_BUILD_CORES:-1}\""
+        } else {
+            ""
+        };
         s += &format!(
-            "\"$cuda\"/bin/nvcc \"$@\" {archs} -objtemp -c -o {}\n",
+            "\"$cuda\"/bin/nvcc \"$@\" {archs}{threads} -objtemp -c -o {}\n",
             quote(&object)
         );
         s += "mkdir -p \"$out\"\n";

@@ -51,9 +51,13 @@ pub fn read(spec: &Spec, lock_path: &Path) -> Result<(Vec<TranslationUnit>, Proj
         walk(root, dir, &mut files)?;
     }
     files.extend(spec.package_files.iter().map(|f| f.source.clone()));
+    let real_root = root
+        .canonicalize()
+        .with_context(|| format!("cannot resolve the project directory {}", root.display()))?;
     let mut digests = BTreeMap::new();
     for file in files {
         let path = root.join(&file);
+        check_inside(&real_root, &file, &path)?;
         let data = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         digests.insert(slash_path(&file), Hash::sha256(data).to_hex());
     }
@@ -107,6 +111,26 @@ pub fn find_flake(project: &Path) -> Result<PathBuf> {
             project.display()
         )
     })
+}
+
+/// A source must resolve inside the project: the Nix build copies only the
+/// project's files (a symlink out of it would dangle there), and a
+/// reproducer has only the checkout.
+fn check_inside(real_root: &Path, file: &Path, path: &Path) -> Result<()> {
+    let real = path
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    if !real.starts_with(real_root) {
+        anyhow::bail!(
+            "{} resolves to {}, outside the project {}; the Nix build sees only the project's \
+             files and a reproducer only its checkout, so no wheel could be built from it: copy \
+             the file into the project instead of linking to it",
+            slash_path(file),
+            real.display(),
+            real_root.display()
+        );
+    }
+    Ok(())
 }
 
 /// Every regular file under `dir` (relative to `root`).

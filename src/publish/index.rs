@@ -71,9 +71,53 @@ pub enum WheelLinks {
 }
 
 impl WheelLinks {
-    /// `--base-url` as given; a trailing `/` is dropped.
-    pub fn base_url(url: &str) -> WheelLinks {
-        WheelLinks::BaseUrl(url.trim_end_matches('/').to_string())
+    /// `--base-url` as given, an `http://`, `https://` or `file://` URL
+    /// with no query or fragment; a trailing `/` is dropped.
+    pub fn base_url(url: &str) -> Result<WheelLinks, String> {
+        let refuse = |why: &str| {
+            Err(format!(
+                "--base-url `{url}` is not usable: {why}; give the http://, https:// or file:// \
+                 URL the wheels are served under, e.g. https://example.org/whl"
+            ))
+        };
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return refuse("it has no scheme");
+        };
+        if !matches!(scheme, "http" | "https" | "file") {
+            return refuse(&format!("the scheme `{scheme}` is not http, https or file"));
+        }
+        if let Some(bad) = url
+            .chars()
+            .find(|c| c.is_whitespace() || c.is_control() || "\"'<>\\`{}|^".contains(*c))
+        {
+            return refuse(&format!(
+                "it holds {bad:?}, which a URL cannot hold unencoded"
+            ));
+        }
+        if url.contains(['?', '#']) {
+            return refuse("it has a query or fragment, after which a wheel's name cannot go");
+        }
+        let host = rest.split('/').next().unwrap_or_default();
+        if scheme == "file" {
+            if !rest.starts_with('/') {
+                return refuse("a file URL must name an absolute path (file:///srv/whl)");
+            }
+        } else if host.is_empty() || host.contains('@') {
+            return refuse("it needs a host, without user or password");
+        }
+        Ok(WheelLinks::BaseUrl(url.trim_end_matches('/').to_string()))
+    }
+
+    /// The links a page was written with, from one of its files' name and
+    /// URL (`depth` directories below the root); `None` when neither form fits.
+    pub fn infer(file: &str, url: &str, depth: usize) -> Option<WheelLinks> {
+        if url == WheelLinks::Relative.href(file, depth) {
+            return Some(WheelLinks::Relative);
+        }
+        let base = url
+            .strip_suffix(&encode_path_segment(file))?
+            .strip_suffix('/')?;
+        Some(WheelLinks::BaseUrl(base.to_string()))
     }
 
     /// The link to `file` from a project page `depth` directories below the root.
@@ -464,7 +508,8 @@ mod tests {
             wheel("demo_ext-0.1.0+pt211cu128-py3-none-any.whl", None),
             wheel("Other.Pkg-2.0-py3-none-any.whl", None),
         ];
-        let files = render_indexes(&wheels, &WheelLinks::base_url("https://example.test/whl/"));
+        let links = WheelLinks::base_url("https://example.test/whl/").unwrap();
+        let files = render_indexes(&wheels, &links);
         let paths: Vec<&str> = files.keys().map(String::as_str).collect();
         assert_eq!(
             paths,
@@ -495,6 +540,44 @@ mod tests {
         let mut read = page.wheels().unwrap();
         read.sort_by(|a, b| a.file.cmp(&b.file));
         assert_eq!(read, [wheels[1].clone(), wheels[0].clone()]);
+    }
+
+    #[test]
+    fn base_urls_are_checked_and_links_read_back() {
+        for ok in [
+            "https://example.test/whl",
+            "http://127.0.0.1:8000/",
+            "file:///srv/whl",
+        ] {
+            WheelLinks::base_url(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (bad, words) in [
+            ("example.test/whl", "no scheme"),
+            ("ftp://example.test", "`ftp`"),
+            ("https://example.test/a b", "' '"),
+            ("https://example.test/\"><script>", "'\"'"),
+            ("https://example.test/?token=1", "query"),
+            ("https://user:pw@example.test/", "without user"),
+            ("file://relative/dir", "absolute path"),
+        ] {
+            let err = WheelLinks::base_url(bad).unwrap_err();
+            assert!(
+                err.contains(&format!("`{bad}`")) && err.contains(words),
+                "{bad}: {err}"
+            );
+        }
+        let file = "demo_ext-0.1.0+pt211cu130-py3-none-any.whl";
+        let base = WheelLinks::base_url("https://example.test/whl").unwrap();
+        for links in [WheelLinks::Relative, base] {
+            assert_eq!(
+                WheelLinks::infer(file, &links.href(file, 2), 2),
+                Some(links)
+            );
+        }
+        assert_eq!(
+            WheelLinks::infer(file, "https://elsewhere/other.whl", 1),
+            None
+        );
     }
 
     #[test]

@@ -7,20 +7,27 @@
 //! them out. `pip install --index-url <served DIR>/cu130/ demo-ext` then
 //! installs from it.
 //!
-//! Everything is checked before anything is written: each wheel must read
-//! and pass [`audit_wheel`] with the default options, must not replace a
-//! published wheel of the same name with other bytes, and no file in the
-//! directory may be in the index's way. Then the new wheels are written
-//! (temporary file, rename), then the new index tree, and one rename makes it
-//! current. Killed at any point, the directory still serves the previous
+//! Every wheel is checked before anything is written: each must read and
+//! pass [`audit_file`] with the default options (streamed, in bounded
+//! memory), declare a PEP 440 `Requires-Python` if any, and not clash with
+//! another given wheel. Then, holding the directory's exclusive lock
+//! ([`lock`]), so concurrent publishes take turns and each adds to what the
+//! one before it made: the current index is read and verified ([`verify`]:
+//! a generation is trusted only when its pages and the wheels they list are
+//! exactly what publish wrote), no published wheel may change its bytes,
+//! and no file may be in the index's way; the new wheels are written
+//! (temporary file, rename), then the new index tree, and one rename makes
+//! it current. Killed at any point, the directory still serves the previous
 //! index whole; the next publish removes what the killed one left
-//! (temporary files, a staged tree). Publishing is additive (the wheels the current index lists
-//! stay listed: the state is read from the directory) and idempotent (the
-//! same wheels give the same bytes: sorted, no timestamps). One publish at a
-//! time per directory: two at once may each swap in their own state.
+//! (temporary files, a staged tree). Publishing is additive (the wheels the
+//! current index lists stay listed) and idempotent (the same wheels give
+//! the same bytes: sorted, no timestamps). Nothing outside `DIR` is followed
+//! or removed, and inside it only what publish made.
 
 pub mod index;
+pub mod lock;
 pub mod tree;
+pub mod verify;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -30,10 +37,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::audit::{AuditOptions, audit_archive};
+use crate::audit::{AuditOptions, audit_file};
 use crate::lock::cache::sha256_file;
 use crate::store::hash::Hash;
-use crate::wheel::WheelArchive;
+use crate::wheel::WheelFile;
 use index::{PublishedWheel, WheelLinks};
 
 /// What a publish did.
@@ -49,6 +56,8 @@ pub struct PublishSummary {
     pub variants: Vec<String>,
     /// False when the index files were already exactly these.
     pub index_changed: bool,
+    /// Entries of `DIR/.generations` that publish did not make: left alone.
+    pub left_alone: Vec<PathBuf>,
 }
 
 /// A wheel that passed the checks, with where it comes from.
@@ -60,10 +69,33 @@ struct NewWheel {
 
 /// Publishes `wheels` into the index directory `dir` (created if missing).
 /// Refuses, writing nothing, when any wheel is unreadable, fails the audit or
-/// conflicts with the published ones.
+/// conflicts with the published ones, or when the index does not verify.
 pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<PublishSummary> {
+    if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) && !dir.is_dir() {
+        bail!(
+            "{} exists and is not a directory; publish into a directory",
+            dir.display()
+        );
+    }
+    // Read-only checks first: a foreign directory gets no lock file.
     check_index_dir(dir)?;
+    tree::check_generations_dir(dir)?;
+    // The slow part, reading only the wheels: before the lock.
     let given = check_wheels(wheels, dir)?;
+    let created = !dir.exists();
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let result = lock::lock(dir).and_then(|_held| publish_locked(dir, given, links));
+    if result.is_err() && created {
+        // Leave no trace of a refused publish into a new directory.
+        let _ = fs::remove_file(dir.join(lock::LOCK_FILE));
+        let _ = fs::remove_dir(dir);
+    }
+    result
+}
+
+/// The part of [`publish`] that reads and writes the index, under its lock.
+fn publish_locked(dir: &Path, given: Vec<NewWheel>, links: &WheelLinks) -> Result<PublishSummary> {
+    check_index_dir(dir)?;
     let published = tree::read_current(dir)?;
 
     let mut listed: BTreeMap<String, PublishedWheel> = published
@@ -99,9 +131,9 @@ pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<Pub
     let entries = tree::top_level_entries(&files);
     tree::check_top_level(dir, &entries)?;
     let name = tree::generation_name(&files);
+    tree::generation_exists(dir, &name, &files)?;
 
     // Checked; from here on, write: wheels first, then the index naming them.
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     remove_stale_temp_files(dir)?;
     for new in &added {
         store_wheel(dir, new)?;
@@ -112,13 +144,14 @@ pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<Pub
         tree::write_generation(dir, &name, &files)?;
         tree::swap_to(dir, &name, &entries)?;
     }
-    tree::remove_other_generations(dir, &name)?;
+    let left_alone = tree::remove_other_generations(dir, &name)?;
     Ok(PublishSummary {
         added: added.into_iter().map(|new| new.wheel.file).collect(),
         already_published,
         listed: all.len(),
         variants,
         index_changed,
+        left_alone,
     })
 }
 
@@ -128,7 +161,11 @@ fn check_index_dir(dir: &Path) -> Result<()> {
         return Ok(());
     }
     match fs::read_dir(dir) {
-        Ok(mut entries) => {
+        Ok(entries) => {
+            let mut entries = entries.filter(|e| {
+                e.as_ref()
+                    .map_or(true, |e| e.file_name() != lock::LOCK_FILE)
+            });
             if entries.next().is_some() {
                 bail!(
                     "{} is not empty and holds no index made by cuwheel publish (no {}); \
@@ -150,17 +187,22 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
     let mut refused = Vec::new();
     let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
     for path in wheels {
-        let read = fs::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))
-            .and_then(|bytes| Ok((WheelArchive::from_bytes(path, &bytes)?, bytes)));
-        let (archive, bytes) = match read {
+        // Opened first (it refuses a FIFO or device without reading it),
+        // then hashed: the copy published is checked against this hash.
+        let read = WheelFile::open(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|wheel| {
+                let (sha256, size) = sha256_file(path)?;
+                let report = audit_file(&wheel, &options)?;
+                Ok((wheel, report, sha256, size))
+            });
+        let (archive, report, sha256, size) = match read {
             Ok(read) => read,
             Err(err) => {
                 refused.push(format!("{}: cannot be read: {err:#}", path.display()));
                 continue;
             }
         };
-        let report = audit_archive(path, &archive, &options);
         if !report.passed {
             refused.push(format!(
                 "{} fails the audit:\n{}",
@@ -169,7 +211,17 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
             ));
             continue;
         }
-        let new = describe_wheel(path, &bytes, &archive);
+        if let Some(requires) = &archive.metadata().requires_python {
+            if let Err(error) = crate::wheel::parse_specifiers(requires) {
+                refused.push(format!(
+                    "{}: METADATA's Requires-Python: {error}; installers would ignore or \
+                     misread it",
+                    path.display()
+                ));
+                continue;
+            }
+        }
+        let new = describe_wheel(path, sha256, size, &archive);
         match checked.get(&new.wheel.file) {
             Some(other) if other.wheel.sha256 != new.wheel.sha256 => refused.push(format!(
                 "{} and {} have the same file name but different bytes; publish one of them",
@@ -197,13 +249,8 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
 
 /// What the index says about a wheel read from `path`: hashes, size,
 /// METADATA.
-fn describe_wheel(path: &Path, bytes: &[u8], archive: &WheelArchive) -> NewWheel {
-    let metadata_member = format!("{}/METADATA", archive.dist_info_dir());
-    let metadata = archive
-        .member(&metadata_member)
-        .expect("the reader refuses a wheel without METADATA")
-        .data
-        .clone();
+fn describe_wheel(path: &Path, sha256: String, size: u64, archive: &WheelFile) -> NewWheel {
+    let metadata = archive.metadata_bytes().to_vec();
     let file = path
         .file_name()
         .and_then(|name| name.to_str())
@@ -214,8 +261,8 @@ fn describe_wheel(path: &Path, bytes: &[u8], archive: &WheelArchive) -> NewWheel
         wheel: PublishedWheel {
             filename: archive.filename().clone(),
             file,
-            sha256: Hash::sha256(bytes).to_hex(),
-            size: bytes.len() as u64,
+            sha256,
+            size,
             metadata_sha256: Hash::sha256(&metadata).to_hex(),
             requires_python: archive.metadata().requires_python.clone(),
         },
@@ -302,7 +349,8 @@ fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile> {
 fn remove_stale_temp_files(dir: &Path) -> Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
-        if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if regular && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
             fs::remove_file(entry.path())
                 .with_context(|| format!("cannot remove {}", entry.path().display()))?;
         }

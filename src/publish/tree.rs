@@ -17,7 +17,12 @@
 //!
 //! A new state is written into `.generations/.staging-*`, renamed to its
 //! content name, and made current by renaming a new `.current` symlink over
-//! the old one: readers resolve `.current` on every request, so they see the
+//! the old one (all under [`super::lock`]'s lock). `.generations` must be a
+//! real directory inside `DIR`: a symlink there is refused, never followed.
+//! A generation is trusted only once [`super::verify`] has checked it, and
+//! only generations that verify, and staging directories, are ever removed;
+//! anything else in `.generations` is left alone and reported.
+//! Readers: readers resolve `.current` on every request, so they see the
 //! old index or the new one, whole. The top-level links never change target;
 //! a new one (a new project or variant) dangles until the swap, when nothing
 //! yet names it. Normalized project names and `cu…` variants are made of
@@ -32,7 +37,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::index::{JSON_PAGE, ProjectList, ProjectPage, PublishedWheel};
+use super::index::PublishedWheel;
+use super::verify;
 use crate::store::hash::Hash;
 
 /// The symlink naming the current generation.
@@ -69,36 +75,39 @@ pub fn current_generation(dir: &Path) -> Result<Option<String>> {
     }
 }
 
-/// Every wheel the current index of `dir` lists, read from its combined
-/// index's PEP 691 pages; empty when `dir` has no index yet.
+/// Every wheel the current index of `dir` lists, once the current
+/// generation verifies; empty when `dir` has no index yet.
 pub fn read_current(dir: &Path) -> Result<Vec<PublishedWheel>> {
-    if current_generation(dir)?.is_none() {
-        return Ok(Vec::new());
+    check_generations_dir(dir)?;
+    match current_generation(dir)? {
+        None => Ok(Vec::new()),
+        Some(name) => verify::verified_wheels(dir, &name),
     }
-    let root = dir.join(CURRENT);
-    let read_json = |path: PathBuf| -> Result<Vec<u8>> {
-        fs::read(&path).with_context(|| {
-            format!(
-                "cannot read {}, part of the current index; the index directory is damaged: \
-                 publish into a new directory with every wheel",
-                path.display()
-            )
-        })
-    };
-    let list_path = root.join(JSON_PAGE);
-    let list: ProjectList = serde_json::from_slice(&read_json(list_path.clone())?)
-        .with_context(|| format!("{} is not a PEP 691 project list", list_path.display()))?;
-    let mut wheels = Vec::new();
-    for project in &list.projects {
-        let page_path = root.join(&project.name).join(JSON_PAGE);
-        let page: ProjectPage = serde_json::from_slice(&read_json(page_path.clone())?)
-            .with_context(|| format!("{} is not a PEP 691 project page", page_path.display()))?;
-        let listed = page
-            .wheels()
-            .map_err(|reason| anyhow::anyhow!("{}: {reason}", page_path.display()))?;
-        wheels.extend(listed);
+}
+
+/// `DIR/.generations`, if it exists, must be a real directory: a symlink
+/// there would make publish write and delete outside `DIR`.
+pub fn check_generations_dir(dir: &Path) -> Result<()> {
+    let path = dir.join(GENERATIONS);
+    match fs::symlink_metadata(&path) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(metadata) if metadata.file_type().is_symlink() => bail!(
+            "{} is a symlink (to {}); publish keeps its generations in a real directory inside \
+             the index and never follows a link out of it. Nothing was written or removed: \
+             replace the link with the directory it should be",
+            path.display(),
+            fs::read_link(&path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "an unreadable target".to_string())
+        ),
+        Ok(_) => bail!(
+            "{} is not a directory; it was not made by cuwheel publish: move it away or publish \
+             into a new directory",
+            path.display()
+        ),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
-    Ok(wheels)
 }
 
 /// The content name of an index tree: the sha256 of its paths and bytes.
@@ -152,12 +161,13 @@ pub fn check_top_level(dir: &Path, entries: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Writes `files` as the generation named `name`, unless it exists already
-/// (it is then the same content: the name is its hash).
+/// Writes `files` as the generation named `name`, unless a directory of
+/// that name holds exactly these files already; one that holds anything
+/// else was not written by publish and is refused, left as it is.
 pub fn write_generation(dir: &Path, name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<()> {
     let generations = dir.join(GENERATIONS);
     let final_path = generations.join(name);
-    if final_path.is_dir() {
+    if generation_exists(dir, name, files)? {
         return Ok(());
     }
     fs::create_dir_all(&generations)
@@ -194,6 +204,32 @@ pub fn write_generation(dir: &Path, name: &str, files: &BTreeMap<String, Vec<u8>
     // Renamed away: nothing is left for the guard to delete.
     let _ = staging.keep();
     sync_dir(&generations)
+}
+
+/// True when generation `name` exists holding exactly `files`, false when
+/// there is nothing of that name; an error when something else is there:
+/// publish did not write it, so it is neither trusted nor removed.
+pub fn generation_exists(
+    dir: &Path,
+    name: &str,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<bool> {
+    let path = dir.join(GENERATIONS).join(name);
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Ok(metadata)
+            if metadata.is_dir() && verify::read_tree(&path).ok().as_ref() == Some(files) =>
+        {
+            Ok(true)
+        }
+        Ok(_) => bail!(
+            "{} exists but does not hold the index this publish computed under that name (its \
+             content hash); it was not written by cuwheel publish, so it is neither trusted nor \
+             removed: move it away and publish again",
+            path.display()
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// Opens every directory of a tree to everyone (0755).
@@ -237,20 +273,44 @@ pub fn swap_to(dir: &Path, name: &str, entries: &[String]) -> Result<()> {
     sync_dir(dir)
 }
 
-/// Removes every generation but `keep` (and what stopped publishes left
-/// staged); no index names them any more.
-pub fn remove_other_generations(dir: &Path, keep: &str) -> Result<()> {
+/// Removes every generation but `keep` that verifies as one publish wrote
+/// (its files hash to its name), and what stopped publishes left staged;
+/// returns the entries left alone because publish did not make them.
+pub fn remove_other_generations(dir: &Path, keep: &str) -> Result<Vec<PathBuf>> {
     let generations = dir.join(GENERATIONS);
     let entries = fs::read_dir(&generations)
         .with_context(|| format!("cannot list {}", generations.display()))?;
+    let mut left_alone = Vec::new();
+    let mut names: Vec<(String, PathBuf)> = Vec::new();
     for entry in entries {
         let entry = entry.with_context(|| format!("cannot list {}", generations.display()))?;
-        if entry.file_name() != keep {
-            fs::remove_dir_all(entry.path())
-                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        names.push((name, entry.path()));
+    }
+    names.sort();
+    for (name, path) in names {
+        if name == keep {
+            continue;
+        }
+        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        let ours = is_dir
+            && (name.starts_with(STAGING_PREFIX)
+                || (is_generation_name(&name)
+                    && verify::read_tree(&path)
+                        .is_ok_and(|files| generation_name(&files) == name)));
+        if ours {
+            fs::remove_dir_all(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        } else {
+            left_alone.push(path);
         }
     }
-    Ok(())
+    Ok(left_alone)
+}
+
+/// 32 lowercase hex digits, as [`generation_name`] writes.
+fn is_generation_name(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Flushes a directory's entries (renames, new links) to disk.

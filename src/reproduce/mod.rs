@@ -146,7 +146,7 @@ pub fn reproduce(
 ) -> Result<Verdict> {
     let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
     let path = if download::is_url(wheel) {
-        progress(&format!("downloading {wheel}"));
+        progress(&format!("downloading {}", download::redact(wheel)));
         download::download(wheel, downloads.path())?
     } else {
         PathBuf::from(wheel)

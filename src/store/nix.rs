@@ -7,7 +7,12 @@
 //!
 //! Every call pins the settings the project depends on — a real sandbox
 //! that may not silently fall back to none, and no binary cache — so a
-//! host's `nix.conf` cannot weaken a build.
+//! host's `nix.conf` cannot weaken a build; and it builds independent
+//! derivations in parallel, one per core (`max-jobs = auto`: Nix's default
+//! is one at a time). `cores` is left to Nix (default: every core), so each
+//! build sees `NIX_BUILD_CORES` = the core count, which a kernel object's
+//! nvcc reads for its `--threads`. With remote builders in `nix.conf`, Nix
+//! offers each build to them first and uses local slots when they are busy.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -21,10 +26,13 @@ use thiserror::Error;
 use super::path::{FileIngestion, StorePath};
 
 /// Settings passed to every Nix command (see the module doc for why).
+/// Commands that build nothing (`nix-store --add-fixed`, `path-info`)
+/// accept `max-jobs` and ignore it.
 const PINNED_OPTIONS: &[(&str, &str)] = &[
     ("sandbox", "true"),
     ("sandbox-fallback", "false"),
     ("substituters", ""),
+    ("max-jobs", "auto"),
 ];
 
 #[derive(Debug, Error)]
@@ -64,6 +72,13 @@ impl std::fmt::Display for Hint {
 
 /// Known failure texts of Nix 2.8 and the advice for each.
 const HINTS: &[(&str, &str)] = &[
+    (
+        "specified in 'build-users-group' does not exist",
+        "Nix builds as the unprivileged users of its `build-users-group`, and this machine has \
+         no such group (Debian's nix-bin creates none): run `sudo bash scripts/setup-nix.sh` \
+         from a cuwheel checkout, which creates the group `nixbld` and 32 build users the way \
+         Nix's installer does and writes a sandboxed nix.conf",
+    ),
     (
         "false-never-run",
         "a pinned artifact is not in the store yet: run `cuwheel fetch` to add it",
@@ -113,6 +128,9 @@ pub struct ShownOutput {
 #[derive(Debug, Deserialize)]
 pub struct ShownDerivation {
     pub outputs: BTreeMap<String, ShownOutput>,
+    /// Each input derivation's path and the outputs of it used.
+    #[serde(rename = "inputDrvs", default)]
+    pub input_drvs: BTreeMap<String, Vec<String>>,
 }
 
 /// One entry of `nix path-info --json --sigs`: what a store (local or a
@@ -515,15 +533,17 @@ mod tests {
     }
 
     #[test]
-    fn every_call_pins_the_sandbox() {
-        let cmd = Nix::system().command("nix-store");
-        let text = describe(&cmd);
-        assert!(
-            text.contains(
-                "--option sandbox true --option sandbox-fallback false --option substituters ''"
-            ),
-            "{text}"
-        );
+    fn every_call_pins_the_sandbox_and_builds_in_parallel() {
+        for program in ["nix-store", "nix", "nix-instantiate"] {
+            let text = describe(&Nix::system().command(program));
+            assert!(
+                text.contains(
+                    "--option sandbox true --option sandbox-fallback false --option substituters '' \
+                     --option max-jobs auto"
+                ),
+                "{text}"
+            );
+        }
     }
 
     #[test]

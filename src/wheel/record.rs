@@ -67,16 +67,26 @@ impl FileHash {
     /// sha1 are forbidden) or the digest is not urlsafe base64 of the right
     /// length.
     pub fn check(&self, data: &[u8]) -> Result<bool, String> {
-        let actual: Vec<u8> = match self.algorithm.as_str() {
-            "sha256" => sha2::Sha256::digest(data).to_vec(),
-            "sha384" => sha2::Sha384::digest(data).to_vec(),
-            "sha512" => sha2::Sha512::digest(data).to_vec(),
-            other => {
-                return Err(format!(
-                    "hash algorithm `{other}` is not allowed; RECORD must use sha256 or stronger"
-                ));
-            }
-        };
+        let mut hasher = self.hasher()?;
+        hasher.update(data);
+        self.matches(&hasher.finish())
+    }
+
+    /// A hasher for this row's algorithm, to hash a member as it streams;
+    /// fails like [`check`](Self::check) for a forbidden algorithm.
+    pub fn hasher(&self) -> Result<RecordHasher, String> {
+        match self.algorithm.as_str() {
+            "sha256" => Ok(RecordHasher::Sha256(sha2::Sha256::new())),
+            "sha384" => Ok(RecordHasher::Sha384(sha2::Sha384::new())),
+            "sha512" => Ok(RecordHasher::Sha512(sha2::Sha512::new())),
+            other => Err(format!(
+                "hash algorithm `{other}` is not allowed; RECORD must use sha256 or stronger"
+            )),
+        }
+    }
+
+    /// Whether `actual`, a digest made with [`hasher`](Self::hasher), is this hash.
+    pub fn matches(&self, actual: &[u8]) -> Result<bool, String> {
         // Tolerate padding on read; we never write it.
         let recorded = URL_SAFE_NO_PAD
             .decode(self.digest.trim_end_matches('='))
@@ -96,6 +106,40 @@ impl FileHash {
             ));
         }
         Ok(recorded == actual)
+    }
+
+    /// The hash with this row's algorithm and `digest`, as RECORD writes it.
+    pub fn with_digest(&self, digest: &[u8]) -> FileHash {
+        FileHash {
+            algorithm: self.algorithm.clone(),
+            digest: URL_SAFE_NO_PAD.encode(digest),
+        }
+    }
+}
+
+/// A RECORD hash computed over bytes as they stream.
+#[derive(Debug, Clone)]
+pub enum RecordHasher {
+    Sha256(sha2::Sha256),
+    Sha384(sha2::Sha384),
+    Sha512(sha2::Sha512),
+}
+
+impl RecordHasher {
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            RecordHasher::Sha256(h) => h.update(data),
+            RecordHasher::Sha384(h) => h.update(data),
+            RecordHasher::Sha512(h) => h.update(data),
+        }
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        match self {
+            RecordHasher::Sha256(h) => h.finalize().to_vec(),
+            RecordHasher::Sha384(h) => h.finalize().to_vec(),
+            RecordHasher::Sha512(h) => h.finalize().to_vec(),
+        }
     }
 }
 

@@ -227,13 +227,6 @@ impl WheelBuilder {
         self.tags = tags;
     }
 
-    /// Every member added so far, by path, sorted.
-    pub fn members(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.members
-            .iter()
-            .map(|(path, content)| (path.as_str(), content.data.as_slice()))
-    }
-
     /// Adds one member. Extra metadata files (licences, provenance) go
     /// under the wheel's `.dist-info/` directory.
     pub fn add_member(

@@ -1,6 +1,7 @@
 //! Real `nix` on the repository's flake, as a clean checkout sees it: the
 //! flake is `<repo>` through git, so only tracked files count. Every call pins
-//! the sandbox on (no silent fallback) and no substituters.
+//! the sandbox on (no silent fallback) and no substituters, and builds
+//! independent derivations in parallel (`max-jobs = auto`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -17,6 +18,9 @@ const NIX_OPTIONS: &[&str] = &[
     "--option",
     "substituters",
     "",
+    "--option",
+    "max-jobs",
+    "auto",
 ];
 
 pub fn repo() -> &'static Path {
@@ -39,6 +43,11 @@ pub fn nix(args: &[&str]) -> Command {
 /// panics with Nix's own message (which names a missing pinned artifact) and
 /// what to do about it.
 pub fn nix_ok_with(program: &str, args: &[&str]) -> Output {
+    nix_ok_env(program, &[], args)
+}
+
+/// [`nix_ok_with`] with these environment variables set.
+pub fn nix_ok_env(program: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
     let version = Command::new(program).arg("--version").output();
     assert!(
         version.is_ok_and(|o| o.status.success()),
@@ -53,6 +62,7 @@ pub fn nix_ok_with(program: &str, args: &[&str]) -> Output {
     let out = Command::new(program)
         .args(options)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("nix started a moment ago");
     assert!(
@@ -69,6 +79,18 @@ pub fn nix_ok_with(program: &str, args: &[&str]) -> Output {
 
 pub fn nix_ok(args: &[&str]) -> Output {
     nix_ok_with("nix", args)
+}
+
+/// Derivation names in Nix's "building '…drv'" lines.
+pub fn built(stderr: &str) -> std::collections::BTreeSet<String> {
+    stderr
+        .lines()
+        .filter_map(|line| {
+            let drv = line.trim().strip_prefix("building '")?.split('\'').next()?;
+            let base = drv.rsplit('/').next()?.strip_suffix(".drv")?;
+            Some(base.split_once('-')?.1.to_string())
+        })
+        .collect()
 }
 
 pub fn json(out: &Output) -> serde_json::Value {

@@ -7,7 +7,9 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod flake;
+pub mod sshd;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -92,37 +94,79 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// The names in the `nix/store` of a store rooted at `store` (none yet: empty).
+pub fn store_listing(store: &Path) -> std::collections::BTreeSet<String> {
+    match std::fs::read_dir(store.join("nix/store")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Default::default(),
+    }
+}
+
 /// The path of the `cuwheel` binary built for this test run.
 pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
 }
 
-/// `python3 -m http.server` serving a directory on 127.0.0.1, on a port the
-/// system picks; its request log goes to `log`. Stopped on drop.
+/// A command run under coreutils' `timeout`, so that it ends after
+/// `limit_s` seconds even if the test process is killed before it can stop
+/// it; stop it with [`stop`], which `timeout` passes on.
+pub fn bounded(limit_s: u32, program: &str) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--signal=TERM", "--kill-after=5"])
+        .arg(limit_s.to_string())
+        .arg(program);
+    cmd
+}
+
+/// Stops a [`bounded`] command: SIGTERM to `timeout`, which sends it on to
+/// the command's process group, and waits for it.
+pub fn stop(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
+/// `python3 -m http.server` serving a directory on 127.0.0.1 (or a server
+/// script of the tests), on a port the system picks; its request log goes to
+/// `log`. Stopped on drop, and a script server also when its stdin closes
+/// (the test process ended), for one held in a `static`; after half an hour in
+/// any case.
 pub struct Server {
     child: std::process::Child,
     port: u16,
     log: PathBuf,
+    _stdin: Option<std::process::ChildStdin>,
 }
 
 impl Server {
     pub fn start(dir: &Path, log: &Path) -> Server {
+        let mut python = bounded(1800, "python3");
+        python
+            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1", "0"])
+            .arg("--directory")
+            .arg(dir);
+        Server::spawn(python, log)
+    }
+
+    /// `python3 SCRIPT ARGS`: a script that serves like http.server does
+    /// and says so first (`Serving HTTP on 127.0.0.1 port N …`).
+    pub fn start_script(script: &Path, args: &[&Path], log: &Path) -> Server {
+        let mut python = bounded(1800, "python3");
+        python.arg("-u").arg(script).args(args);
+        python.stdin(std::process::Stdio::piped());
+        Server::spawn(python, log)
+    }
+
+    fn spawn(mut python: Command, log: &Path) -> Server {
         use std::io::{BufRead, BufReader};
-        let mut child = Command::new("python3")
-            .args([
-                "-u",
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "0",
-                "--directory",
-            ])
-            .arg(dir)
+        let mut child = python
             .stdout(std::process::Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
-            .expect("python3 runs");
+            .expect("timeout and python3 run");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -132,9 +176,10 @@ impl Server {
             .split(" port ")
             .nth(1)
             .and_then(|rest| rest.split(' ').next())
-            .and_then(|p| p.parse().ok())
+            .and_then(|p| p.trim().parse().ok())
             .unwrap_or_else(|| panic!("cannot read the server's port from {line:?}"));
         Server {
+            _stdin: child.stdin.take(),
             child,
             port,
             log: log.to_path_buf(),
@@ -153,9 +198,153 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// A Nix store rooted in a temporary directory; its store directories are
+/// read-only, so they are made writable before the directory is dropped
+/// (it can hold gigabytes).
+pub struct TempStore(tempfile::TempDir);
+
+impl TempStore {
+    pub fn new() -> TempStore {
+        TempStore(tempfile::tempdir().unwrap())
+    }
+    pub fn root(&self) -> &Path {
+        self.0.path()
+    }
+    /// `local?root=…`, as `--store` and `nix copy --to` take it.
+    pub fn url(&self) -> String {
+        format!("local?root={}", self.root().display())
+    }
+    /// The store paths it holds.
+    pub fn paths(&self) -> Vec<String> {
+        match std::fs::read_dir(self.root().join("nix/store")) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name != ".links")
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Drop for TempStore {
+    fn drop(&mut self) {
+        let _ = Command::new("chmod")
+            .arg("-R")
+            .arg("u+w")
+            .arg(self.root())
+            .status();
+    }
+}
+
+/// `cuwheel cache export CACHE --key SECRET` of the demo with the
+/// repository's flake, and `extra` arguments: what it printed.
+pub fn cache_export(cache: &Path, secret: &Path, extra: &[&str]) -> String {
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "export"])
+            .arg(cache)
+            .arg("--key")
+            .arg(secret)
+            .arg("--project")
+            .arg(flake::repo().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake::repo())
+            .args(extra),
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Builds the demo's `cu130-py313-torch211` wheel in `store` with `options` (a
+/// binary cache as its substituter), and checks that Nix built only the
+/// plan and the cell's own nodes — toolchains, kernel objects and the driver
+/// came from the cache — and that the wheel is byte-identical to the one in
+/// `result` (the system store's). Nix's output.
+pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Path) -> Output {
+    let mut args = vec![
+        "build".to_string(),
+        "--no-link".into(),
+        "--json".into(),
+        "--store".into(),
+        store.url(),
+    ];
+    args.extend(options.iter().cloned());
+    args.push(flake::installable("wheels.cu130-py313-torch211"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = flake::nix_ok(&args);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let expected: std::collections::BTreeSet<String> = [
+        "cuwheel-plan.json",
+        "binding-cuda130-torch211-py313",
+        "link-cu130-py313-torch211",
+        "wheel-cu130-py313-torch211",
+        "audit-cu130-py313-torch211",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(flake::built(&log), expected, "{log}");
+    let second = PathBuf::from(flake::json(&out)[0]["outputs"]["out"].as_str().unwrap());
+    assert_eq!(second, result, "the same derivation");
+    let wheel = std::fs::read_dir(result)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().ends_with(".whl"))
+        .expect("the result holds the wheel");
+    let in_second = store
+        .root()
+        .join(second.strip_prefix("/").unwrap())
+        .join(&wheel);
+    assert!(
+        std::fs::read(&in_second).unwrap() == std::fs::read(result.join(&wheel)).unwrap(),
+        "the wheel built from the cache differs from the system store's"
+    );
+    out
+}
+
+/// Checks that Nix, trusting only a key named like the cache's with other
+/// key material (made in `dir`), refuses to copy `path` (input-addressed,
+/// so its signature counts) from the cache at `url` into an empty store.
+pub fn assert_other_key_refused(dir: &Path, url: &str, path: &str) {
+    let other = impostor_key(dir, "demo-cache-1");
+    let impostor = cuwheel::cache::Substituter::new(url, other.to_str().unwrap()).unwrap();
+    let fresh = TempStore::new();
+    let mut cmd = flake::nix(&[]);
+    cmd.args(impostor.nix_options())
+        .args(["copy", "--from", url, "--to", &fresh.url(), path]);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("lacks a valid signature"), "{stderr}");
+    assert_eq!(fresh.paths(), Vec::<String>::new());
+}
+
+/// A second key pair in `dir` named like the first, with other key
+/// material: its public key file.
+pub fn impostor_key(dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    run_ok(
+        Command::new("nix-store")
+            .args(["--generate-binary-cache-key", name])
+            .arg(dir.join("other.sec"))
+            .arg(dir.join("other.pub")),
+    );
+    dir.join("other.pub")
+}
+
+/// `cuwheel cache key demo-cache-1 --out DIR/keys`: the secret and public
+/// key files.
+pub fn demo_key(dir: &Path) -> (PathBuf, PathBuf) {
+    let keys = dir.join("keys");
+    run_ok(
+        Command::new(cuwheel_bin())
+            .args(["cache", "key", "demo-cache-1", "--out"])
+            .arg(&keys),
+    );
+    (keys.join("demo-cache-1.sec"), keys.join("demo-cache-1.pub"))
 }
 
 /// Checks that every file the wheel's RECORD hashes is installed under
@@ -216,4 +405,28 @@ pub fn uv_install(env: &TestEnv, python: &Path, index_url: &str, requirement: &s
             .args(["--index-url", index_url, requirement])
             .env("UV_PYTHON_DOWNLOADS", "never"),
     );
+}
+
+/// Every entry under `dir` as it lies on disk (symlinks not followed):
+/// file bytes, or `-> target` for a link, or `/` for a directory.
+pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut all = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                all.insert(rel, format!("-> {}", target.display()).into_bytes());
+            } else if meta.is_dir() {
+                all.insert(rel, b"/".to_vec());
+                todo.push(path);
+            } else {
+                all.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    all
 }

@@ -1,0 +1,46 @@
+//! `leak`: no member may hold a Nix store path or a path in the sandbox's
+//! build directory ([`crate::audit::leaks`] says exactly what counts).
+//! RECORD, which only lists member paths, is left out.
+
+use super::{AuditCheck, CheckId, CheckOutput};
+use crate::audit::context::AuditContext;
+use crate::audit::leaks::{BUILD_PATTERN, STORE_PATTERN};
+
+pub struct BuildPaths;
+
+impl AuditCheck for BuildPaths {
+    fn id(&self) -> CheckId {
+        CheckId {
+            id: "leak",
+            label: "build path",
+        }
+    }
+
+    fn run(&self, ctx: &AuditContext<'_>, out: &mut CheckOutput) {
+        let record = &ctx.wheel.record().path;
+        for member in ctx.members.iter().filter(|m| &m.name != record) {
+            let Some(scan) = &member.leaks else {
+                continue;
+            };
+            let examples: Vec<String> = scan
+                .examples
+                .iter()
+                .map(|e| format!("`{}` at byte {}", e.text, e.offset))
+                .collect();
+            out.finding(
+                Some(&member.name),
+                format!(
+                    "holds {} build-machine path{} (a {STORE_PATTERN}<hash>- store path, or a \
+                     path starting {BUILD_PATTERN}, the Nix sandbox's build directory), e.g. {}",
+                    scan.hits,
+                    if scan.hits == 1 { "" } else { "s" },
+                    examples.join(", ")
+                ),
+                "rebuild with build and store paths mapped away (gcc and nvcc \
+                 -ffile-prefix-map=DIR=., as cuwheel's builds do) and strip debug \
+                 information from shipped objects"
+                    .to_string(),
+            );
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! What every check sees: the wheel, its scanned members, the facts derived
+//! from them once (how each DT_NEEDED resolves, the best manylinux policy,
+//! the expected CUDA archs), and the caller's options with their optional
+//! extra inputs.
+//!
+//! In: a [`WheelFile`], its [`MemberScan`]s and the [`AuditOptions`]. Out:
+//! an [`AuditContext`] the checks of [`super::checks`] read, never write.
+//!
+//! A check that needs more than the wheel (a later load check needs the
+//! symbol tables of the torch libraries a wheel links against, per torch
+//! version it claims) reads it from [`ExtraInputs`]; absent inputs are
+//! empty, and such a check says what it could not judge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use super::archs::{ExpectedArchs, PROVENANCE_FILE};
+use super::elf::ElfFacts;
+use super::fatbin::Fatbin;
+use super::loader::{self, LoadedObject, Resolution};
+use super::manylinux::{self, ManylinuxPolicy, PolicyInput};
+use super::report::CudaExpectation;
+use super::scan::MemberScan;
+use crate::wheel::{Tag, WheelFile, WheelProblem};
+
+/// The largest provenance file read.
+const MAX_PROVENANCE_SIZE: u64 = 1 << 20;
+
+/// What the audit is told beyond the wheel itself.
+#[derive(Debug, Clone)]
+pub struct AuditOptions {
+    /// The CUDA archs every fat binary must hold; overrides the provenance file's.
+    pub cuda_archs: Option<ExpectedArchs>,
+    /// Sonames that exist at run time without being in the wheel.
+    pub runtime_provided: BTreeSet<String>,
+    /// Inputs only some checks use; empty unless the caller has them.
+    pub extra: ExtraInputs,
+}
+
+impl Default for AuditOptions {
+    /// No CUDA expectation beyond the provenance file; torch's and CUDA's
+    /// libraries (`data/runtime-provided.json`) provided at run time.
+    fn default() -> AuditOptions {
+        AuditOptions {
+            cuda_archs: None,
+            runtime_provided: loader::runtime_provided().sonames(),
+            extra: ExtraInputs::default(),
+        }
+    }
+}
+
+/// Inputs beyond the wheel that a check may need, each optional.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraInputs {
+    /// The dynamic symbols of the libraries a wheel may load at run time
+    /// without holding them (torch's `libtorch.so`, `libc10.so`, …), keyed
+    /// by the torch version they come from (`2.11`), for a check that every
+    /// undefined symbol resolves.
+    pub library_symbols: BTreeMap<String, Vec<LibrarySymbols>>,
+}
+
+/// The symbols one library outside the wheel defines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibrarySymbols {
+    pub soname: String,
+    /// `name` or `name@VERSION`.
+    pub defined: BTreeSet<String>,
+}
+
+/// A readable ELF member.
+#[derive(Debug, Clone, Copy)]
+pub struct ElfMember<'a> {
+    pub name: &'a str,
+    pub facts: &'a ElfFacts,
+    /// Its `.nv_fatbin`, when it has one: parsed, or why not.
+    pub fatbin: Option<&'a Result<Fatbin, String>>,
+}
+
+impl ElfMember<'_> {
+    /// Whether it is a CPython extension module (defines `PyInit_<name>`).
+    pub fn is_extension(&self) -> bool {
+        let file_name = self.name.rsplit('/').next().unwrap_or_default();
+        self.facts.is_extension_module(file_name)
+    }
+}
+
+/// The CUDA archs expected of the wheel, or why the provenance file's
+/// cannot be read.
+#[derive(Debug, Clone)]
+pub struct CudaArchs {
+    pub expected: Option<CudaExpectation>,
+    /// The provenance member and what is wrong with its `cuda_archs`.
+    pub unreadable: Option<(String, String)>,
+    /// `--cuda-archs` differs from the provenance file's.
+    pub overridden: Option<String>,
+}
+
+/// Everything the checks read.
+pub struct AuditContext<'a> {
+    pub wheel: &'a WheelFile,
+    pub options: &'a AuditOptions,
+    /// Every member, in archive order.
+    pub members: &'a [MemberScan],
+    pub member_names: BTreeSet<String>,
+    /// The wheel's tags, expanded from its file name.
+    pub tags: Vec<Tag>,
+    /// The platform parts of its tags.
+    pub platforms: BTreeSet<String>,
+    /// Where RECORD, WHEEL, METADATA and the file name disagree.
+    pub wheel_problems: Vec<WheelProblem>,
+    /// The readable ELF members, in archive order.
+    pub elfs: Vec<ElfMember<'a>>,
+    /// How each `(member, soname)` DT_NEEDED entry resolves.
+    pub resolved: BTreeMap<(String, String), Resolution>,
+    pub cuda_archs: CudaArchs,
+    best_policy: OnceLock<&'static ManylinuxPolicy>,
+}
+
+impl<'a> AuditContext<'a> {
+    pub fn new(
+        wheel: &'a WheelFile,
+        members: &'a [MemberScan],
+        wheel_problems: Vec<WheelProblem>,
+        options: &'a AuditOptions,
+    ) -> AuditContext<'a> {
+        let tags = wheel.filename().tags.expand();
+        let platforms = tags.iter().map(|t| t.platform.clone()).collect();
+        let member_names: BTreeSet<String> = members.iter().map(|m| m.name.clone()).collect();
+        let elfs: Vec<ElfMember<'a>> = members
+            .iter()
+            .filter_map(|m| match &m.elf {
+                Some(Ok(scan)) => Some(ElfMember {
+                    name: &m.name,
+                    facts: &scan.facts,
+                    fatbin: scan.fatbin.as_ref(),
+                }),
+                _ => None,
+            })
+            .collect();
+        let objects: Vec<LoadedObject<'_>> = elfs
+            .iter()
+            .map(|e| LoadedObject {
+                member: e.name,
+                facts: e.facts,
+            })
+            .collect();
+        let resolved = loader::resolve_needed(&objects, &member_names, &options.runtime_provided);
+        let cuda_archs = cuda_archs(wheel, options);
+        AuditContext {
+            wheel,
+            options,
+            members,
+            member_names,
+            tags,
+            platforms,
+            wheel_problems,
+            elfs,
+            resolved,
+            cuda_archs,
+            best_policy: OnceLock::new(),
+        }
+    }
+
+    /// The ELF members as the manylinux policies see them: libraries that
+    /// resolve neither inside the wheel nor at run time count against them.
+    pub fn policy_inputs(&self) -> Vec<PolicyInput<'_>> {
+        self.elfs
+            .iter()
+            .map(|e| PolicyInput {
+                member: e.name,
+                facts: e.facts,
+                is_extension: e.is_extension(),
+                external_needed: e
+                    .facts
+                    .needed
+                    .iter()
+                    .filter(|soname| {
+                        matches!(
+                            self.resolved.get(&(e.name.to_string(), soname.to_string())),
+                            Some(Resolution::External | Resolution::NotOnSearchPath(_))
+                        )
+                    })
+                    .map(String::as_str)
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The most compatible policy the ELF files satisfy (computed once).
+    pub fn best_policy(&self) -> &'static ManylinuxPolicy {
+        self.best_policy
+            .get_or_init(|| manylinux::best_policy(&self.policy_inputs()))
+    }
+}
+
+/// `--cuda-archs`, else the provenance file's `cuda_archs`.
+fn cuda_archs(wheel: &WheelFile, options: &AuditOptions) -> CudaArchs {
+    let provenance_path = format!("{}/{PROVENANCE_FILE}", wheel.dist_info_dir());
+    let mut unreadable = None;
+    let from_provenance = match wheel.read_member(&provenance_path, MAX_PROVENANCE_SIZE) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => match ExpectedArchs::from_provenance(&bytes) {
+            Ok(archs) => archs,
+            Err(problem) => {
+                unreadable = Some((provenance_path.clone(), problem));
+                None
+            }
+        },
+        Err(error) => {
+            unreadable = Some((provenance_path.clone(), error.to_string()));
+            None
+        }
+    };
+    let mut overridden = None;
+    let expected = match (&options.cuda_archs, from_provenance) {
+        (Some(given), provenance) => {
+            if provenance.is_some_and(|p| p != *given) {
+                overridden = Some(provenance_path);
+            }
+            Some(CudaExpectation {
+                from: "--cuda-archs".to_string(),
+                archs: given.clone(),
+            })
+        }
+        (None, Some(archs)) => Some(CudaExpectation {
+            from: provenance_path,
+            archs,
+        }),
+        (None, None) => None,
+    };
+    CudaArchs {
+        expected,
+        unreadable,
+        overridden,
+    }
+}

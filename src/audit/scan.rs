@@ -1,0 +1,336 @@
+//! One streaming pass over every member of a wheel: what the checks need to
+//! know about each, gathered while its bytes go by once.
+//!
+//! In: a [`WheelFile`]. Out: a [`MemberScan`] per member, in archive order —
+//! its size, its digest with the algorithm its RECORD row names, the build
+//! paths it leaks ([`leaks`]), and, for a member that starts with the ELF
+//! magic or is named like a shared object, its [`ElfFacts`] and CUDA fat
+//! binary — or the [`WheelError`] of the first member (in archive order) that
+//! does not inflate.
+//!
+//! Memory stays bounded whatever the wheel holds: a member streams through
+//! one buffer; an ELF member up to [`ELF_IN_MEMORY`] is kept whole to be
+//! parsed, a larger one is written to an unlinked temporary file and parsed
+//! from there, reading only its headers and tables (never its code or its
+//! fat binary's images). Members are scanned on up to [`MAX_WORKERS`]
+//! threads, the largest first.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
+
+use object::read::{ReadCache, ReadRef};
+
+use super::elf::{self, ElfError, ElfErrorKind, ElfFacts};
+use super::fatbin::{self, Fatbin};
+use super::leaks::{self, LeakScan, LeakScanner, ScanKind};
+use crate::wheel::zip::ZipEntry;
+use crate::wheel::{RecordHasher, WheelError, WheelFile};
+
+/// The largest ELF member parsed in memory; larger ones are parsed from a
+/// temporary file.
+pub const ELF_IN_MEMORY: u64 = 32 << 20;
+/// How many members are scanned at once at most.
+pub const MAX_WORKERS: usize = 4;
+/// Bytes inflated per read.
+const CHUNK: usize = 1 << 20;
+/// A member at least this large is inflated on a thread of its own while
+/// this one hashes and scans it.
+const PIPELINE_MIN: u64 = 16 << 20;
+/// Chunks in flight between the two.
+const PIPELINE_DEPTH: usize = 2;
+
+/// What one streaming pass learnt about a member.
+#[derive(Debug)]
+pub struct MemberScan {
+    pub name: String,
+    pub size: u64,
+    pub unix_mode: Option<u32>,
+    /// With the algorithm of its RECORD row; `None` when RECORD has no
+    /// usable hash for it.
+    pub digest: Option<Vec<u8>>,
+    /// Build-machine paths in its bytes.
+    pub leaks: Option<LeakScan>,
+    /// Present when it was read as an ELF file.
+    pub elf: Option<Result<ElfScan, ElfError>>,
+}
+
+/// An ELF member's facts and its CUDA fat binary.
+#[derive(Debug)]
+pub struct ElfScan {
+    pub facts: ElfFacts,
+    /// `None` without a `.nv_fatbin` section; `Err` says why it does not parse.
+    pub fatbin: Option<Result<Fatbin, String>>,
+}
+
+/// Scans every member of `wheel`.
+pub fn scan_members(wheel: &WheelFile) -> Result<Vec<MemberScan>, WheelError> {
+    let members: Vec<&ZipEntry> = wheel.members().collect();
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(members[i].compressed_size));
+    let slots: Vec<Mutex<Option<Result<MemberScan, WheelError>>>> =
+        members.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_WORKERS)
+        .min(members.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut buffer = vec![0u8; CHUNK];
+                loop {
+                    let taken = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = order.get(taken) else {
+                        break;
+                    };
+                    let result = scan_member(wheel, members[i], &mut buffer);
+                    *slots[i].lock().expect("no worker panics") = Some(result);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .expect("no worker panics")
+                .expect("every member was scanned")
+        })
+        .collect()
+}
+
+/// Where an ELF candidate's bytes go while it streams.
+enum Capture {
+    /// Not an ELF candidate.
+    None,
+    Memory(Vec<u8>),
+    File(File),
+}
+
+fn scan_member(
+    wheel: &WheelFile,
+    entry: &ZipEntry,
+    buffer: &mut [u8],
+) -> Result<MemberScan, WheelError> {
+    let mut sink = Sink::new(wheel, entry);
+    let mut reader = wheel.stream(entry);
+    if entry.size < PIPELINE_MIN {
+        loop {
+            let n = reader
+                .read(&mut buffer[..CHUNK])
+                .map_err(|e| wheel.stream_error(e))?;
+            if n == 0 {
+                break;
+            }
+            sink.consume(&buffer[..n])?;
+        }
+        return sink.finish();
+    }
+    // A large member: one thread inflates, this one hashes, scans and keeps,
+    // with at most PIPELINE_DEPTH chunks in flight.
+    let (full_tx, full_rx) =
+        mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(PIPELINE_DEPTH);
+    let (free_tx, free_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH + 1);
+    for _ in 0..=PIPELINE_DEPTH {
+        free_tx
+            .send(vec![0u8; CHUNK])
+            .expect("room for every buffer");
+    }
+    let consumer = &mut sink;
+    // `move`: the receiving ends live in this closure, so an error returned
+    // from it drops them and the inflating thread stops instead of waiting.
+    std::thread::scope(move |scope| {
+        scope.spawn(move || {
+            while let Ok(mut chunk) = free_rx.recv() {
+                let read = reader.read(&mut chunk).map(|n| (chunk, n));
+                let end = !matches!(&read, Ok((_, n)) if *n > 0);
+                if full_tx.send(read).is_err() || end {
+                    break;
+                }
+            }
+        });
+        loop {
+            let (chunk, n) = full_rx
+                .recv()
+                .expect("the inflating thread ends with an empty chunk or an error")
+                .map_err(|e| wheel.stream_error(e))?;
+            if n == 0 {
+                break;
+            }
+            consumer.consume(&chunk[..n])?;
+            // The inflating thread may have stopped on an error already.
+            let _ = free_tx.send(chunk);
+        }
+        Ok(())
+    })?;
+    sink.finish()
+}
+
+/// Where a member's bytes go as they stream: the RECORD hasher, the leak
+/// scanner (through a window that keeps the last bytes of the chunk
+/// before), and, for an ELF candidate, memory or a temporary file.
+struct Sink<'a> {
+    wheel: &'a WheelFile,
+    entry: &'a ZipEntry,
+    hasher: Option<RecordHasher>,
+    scanner: LeakScanner,
+    capture: Capture,
+    /// The last bytes seen (at most [`leaks::KEEP`]), and where they start.
+    tail: Vec<u8>,
+    tail_offset: u64,
+    first: bool,
+}
+
+impl<'a> Sink<'a> {
+    fn new(wheel: &'a WheelFile, entry: &'a ZipEntry) -> Sink<'a> {
+        Sink {
+            wheel,
+            entry,
+            hasher: wheel.record().hasher_for(&entry.name),
+            scanner: LeakScanner::new(ScanKind::of(&entry.name)),
+            capture: Capture::None,
+            tail: Vec::with_capacity(2 * leaks::KEEP),
+            tail_offset: 0,
+            first: true,
+        }
+    }
+
+    fn temp_error(&self, error: std::io::Error) -> WheelError {
+        WheelError::Read {
+            path: self.wheel.path().to_path_buf(),
+            error: std::io::Error::new(
+                error.kind(),
+                format!(
+                    "cannot write a temporary copy of member `{}` to parse it: {error}",
+                    self.entry.name
+                ),
+            ),
+        }
+    }
+
+    fn consume(&mut self, new: &[u8]) -> Result<(), WheelError> {
+        let name = self.entry.name.as_str();
+        if self.first {
+            self.first = false;
+            if elf::is_elf(new) || named_like_shared_object(name) {
+                self.capture = if self.entry.size <= ELF_IN_MEMORY {
+                    Capture::Memory(Vec::with_capacity(self.entry.size as usize))
+                } else {
+                    Capture::File(tempfile::tempfile().map_err(|e| self.temp_error(e))?)
+                };
+            }
+        }
+        if let Some(hasher) = self.hasher.as_mut() {
+            hasher.update(new);
+        }
+        match &mut self.capture {
+            Capture::None => {}
+            Capture::Memory(data) => data.extend_from_slice(new),
+            Capture::File(file) => {
+                if let Err(error) = file.write_all(new) {
+                    return Err(self.temp_error(error));
+                }
+            }
+        }
+        // The seam (the tail before and the chunk's first bytes), then the
+        // chunk where it lies: no chunk is copied.
+        let new_offset = self.tail_offset + self.tail.len() as u64;
+        let head = new.len().min(leaks::KEEP);
+        self.tail.extend_from_slice(&new[..head]);
+        self.scanner
+            .scan_window(&self.tail, self.tail_offset, false);
+        if new.len() > leaks::KEEP {
+            self.scanner.scan_window(new, new_offset, false);
+            self.tail.clear();
+            self.tail.extend_from_slice(&new[new.len() - leaks::KEEP..]);
+            self.tail_offset = new_offset + (new.len() - leaks::KEEP) as u64;
+        } else {
+            let drop = self.tail.len().saturating_sub(leaks::KEEP);
+            self.tail.drain(..drop);
+            self.tail_offset += drop as u64;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<MemberScan, WheelError> {
+        let name = self.entry.name.as_str();
+        self.scanner.scan_window(&self.tail, self.tail_offset, true);
+        let elf = match self.capture {
+            Capture::None if named_like_shared_object(name) => Some(parse_elf(name, &[][..])),
+            Capture::None => None,
+            Capture::Memory(data) => Some(parse_elf(name, &data[..])),
+            Capture::File(file) => {
+                let cache = ReadCache::new(file);
+                Some(parse_elf(name, &cache))
+            }
+        };
+        Ok(MemberScan {
+            name: name.to_string(),
+            size: self.entry.size,
+            unix_mode: self.entry.unix_mode,
+            digest: self.hasher.map(RecordHasher::finish),
+            leaks: self.scanner.finish(),
+            elf,
+        })
+    }
+}
+
+fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfError> {
+    let facts = ElfFacts::parse_from(name, data)?;
+    let fatbin = match elf::nv_fatbin_range(name, data) {
+        Ok(None) => None,
+        Ok(Some((offset, size))) => Some(
+            fatbin::parse_at(data, offset, size)
+                .map_err(|error| format!("section {}: {error}", elf::NV_FATBIN_SECTION)),
+        ),
+        Err(ElfError {
+            kind: ElfErrorKind::Malformed(problem),
+            ..
+        }) => Some(Err(format!("is a malformed ELF file: {problem}"))),
+        Err(error) => Some(Err(format!("is {}", error.kind))),
+    };
+    Ok(ElfScan { facts, fatbin })
+}
+
+/// `libfoo.so`, `libfoo.so.1.2`, `_ext.cpython-311-x86_64-linux-gnu.so`.
+pub fn named_like_shared_object(member: &str) -> bool {
+    let file_name = member.rsplit('/').next().unwrap_or(member);
+    let Some(at) = file_name.rfind(".so") else {
+        return false;
+    };
+    file_name[at + 3..]
+        .split('.')
+        .skip(1)
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        && (file_name.len() == at + 3 || file_name.as_bytes()[at + 3] == b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_object_names() {
+        for yes in [
+            "a/libfoo.so",
+            "libfoo.so.1",
+            "libfoo.so.1.2.3",
+            "pkg/_ext.cpython-311-x86_64-linux-gnu.so",
+            "pkg/_C.abi3.so",
+        ] {
+            assert!(named_like_shared_object(yes), "{yes}");
+        }
+        for no in [
+            "a/foo.so.py",
+            "libfoo.so.x",
+            "README",
+            "a.sofa",
+            "pkg/so/x.py",
+            "x.so.",
+        ] {
+            assert!(!named_like_shared_object(no), "{no}");
+        }
+    }
+}

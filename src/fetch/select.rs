@@ -1,0 +1,190 @@
+//! `cuwheel fetch --cell`: which of the lock's artifacts some cells need.
+//!
+//! In: the lock and cell names. Out: the store names of the artifacts of
+//! the toolchains those cells build with — each role's toolchain, for an
+//! abi3 cell every `python-headers` toolchain of its bundle (the plan
+//! compiles its binding against the oldest), the runtime a CUDA toolchain
+//! runs on — plus the driver's toolchain and the seeds' artifacts, which
+//! every build needs. Pure.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Result, bail};
+
+use crate::lock::format::{Lock, Toolchain};
+
+/// The artifacts that `cells` (and the driver) need.
+pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<String>> {
+    let unknown: Vec<&String> = cells
+        .iter()
+        .filter(|cell| !lock.cells.contains_key(*cell))
+        .collect();
+    if !unknown.is_empty() {
+        bail!(
+            "the lock has no cell {}: its cells are {}; pass one of them to --cell, or run \
+             `cuwheel lock` if the matrix changed",
+            unknown
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            lock.cells.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut toolchains: BTreeSet<&str> = BTreeSet::new();
+    toolchains.insert(&lock.driver.rust);
+    for cell in cells {
+        let roles = &lock.cells[cell];
+        toolchains.extend([roles.cuda.as_str(), &roles.gcc, &roles.torch]);
+        match &roles.python {
+            Some(python) => {
+                toolchains.insert(python);
+            }
+            None => toolchains.extend(
+                lock.bundles
+                    .get(&roles.bundle)
+                    .into_iter()
+                    .flatten()
+                    .filter(|name| {
+                        matches!(
+                            lock.toolchains.get(*name),
+                            Some(Toolchain::PythonHeaders { .. })
+                        )
+                    })
+                    .map(String::as_str),
+            ),
+        }
+    }
+    let runtimes: Vec<&str> = toolchains
+        .iter()
+        .filter_map(|name| match lock.toolchains.get(*name) {
+            Some(Toolchain::CudaWheels { runtime, .. }) => Some(runtime.as_str()),
+            _ => None,
+        })
+        .collect();
+    toolchains.extend(runtimes);
+    let mut artifacts = BTreeSet::new();
+    for name in toolchains {
+        let Some(toolchain) = lock.toolchains.get(name) else {
+            bail!(
+                "cuwheel.lock names the toolchain {name} but has no toolchains.{name} entry; \
+                 run `cuwheel lock` to write it again"
+            );
+        };
+        artifacts.extend(toolchain.artifacts().iter().cloned());
+    }
+    artifacts.extend(lock.seeds.values().map(|seed| seed.artifact.clone()));
+    Ok(artifacts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::format::{CellToolchains, DriverToolchains};
+    use std::collections::BTreeMap;
+
+    fn toolchain(kind: &str, artifact: &str) -> Toolchain {
+        let artifacts = [artifact.to_owned()].into();
+        match kind {
+            "python" => Toolchain::PythonHeaders {
+                version: "3.x".into(),
+                suite: "s".into(),
+                artifacts,
+            },
+            "cuda" => Toolchain::CudaWheels {
+                version: "13.0".into(),
+                runtime: "gcc".into(),
+                artifacts,
+            },
+            _ => Toolchain::Rust {
+                suite: "s".into(),
+                artifacts,
+            },
+        }
+    }
+
+    fn lock() -> Lock {
+        let cell = |python: Option<&str>| CellToolchains {
+            bundle: "cu130".into(),
+            cuda: "cuda130".into(),
+            gcc: "gcc".into(),
+            python: python.map(str::to_owned),
+            torch: "torch".into(),
+        };
+        Lock {
+            version: crate::lock::format::LOCK_VERSION,
+            project: "p".into(),
+            config_sha256: "00".into(),
+            facts: Default::default(),
+            cells: [
+                ("cu130-py311".to_owned(), cell(Some("python311"))),
+                ("cu130-py313".to_owned(), cell(Some("python313"))),
+                ("cu130-abi3".to_owned(), cell(None)),
+            ]
+            .into(),
+            bundles: [(
+                "cu130".to_owned(),
+                ["cuda130", "gcc", "python311", "python313", "torch"]
+                    .map(str::to_owned)
+                    .into(),
+            )]
+            .into(),
+            driver: DriverToolchains {
+                rust: "rust".into(),
+            },
+            toolchains: [
+                ("cuda130", toolchain("cuda", "nvcc.whl")),
+                ("gcc", toolchain("rust", "gcc.deb")),
+                ("python311", toolchain("python", "py311.deb")),
+                ("python313", toolchain("python", "py313.deb")),
+                ("torch", toolchain("rust", "torch.whl")),
+                ("rust", toolchain("rust", "rustc.deb")),
+            ]
+            .map(|(n, t)| (n.to_owned(), t))
+            .into(),
+            seeds: BTreeMap::new(),
+            artifacts: BTreeMap::new(),
+            suites: BTreeMap::new(),
+        }
+    }
+
+    fn names(cells: &[&str]) -> Vec<String> {
+        let cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+        artifacts_for_cells(&lock(), &cells)
+            .unwrap()
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn a_cell_gets_its_roles_the_runtime_and_the_driver() {
+        assert_eq!(
+            names(&["cu130-py313"]),
+            ["gcc.deb", "nvcc.whl", "py313.deb", "rustc.deb", "torch.whl"]
+        );
+        // abi3: every Python's headers of the bundle.
+        assert_eq!(
+            names(&["cu130-abi3"]),
+            [
+                "gcc.deb",
+                "nvcc.whl",
+                "py311.deb",
+                "py313.deb",
+                "rustc.deb",
+                "torch.whl"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_cell_is_named_with_the_known_ones() {
+        let err = artifacts_for_cells(&lock(), &["cu999-py313".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no cell `cu999-py313`"), "{err}");
+        assert!(
+            err.contains("cu130-abi3, cu130-py311, cu130-py313"),
+            "{err}"
+        );
+    }
+}

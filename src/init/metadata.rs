@@ -1,0 +1,657 @@
+//! The `[project]` metadata and package files a setup.py gives.
+//!
+//! In: the project root, the evaluated `setup(...)` call (and setup.cfg's
+//! `[metadata]`/`[options]` for what the call leaves out). Out: the
+//! [`Meta`] of an [`Inferred`] project — name, version (static, or where
+//! it is read from: a file or a `__version__` literal), dependencies and
+//! extras, readme, authors, URLs, classifiers, keywords, license — and the
+//! package directories and package-data globs; a [`Finding`](super::model::Finding)
+//! for each value that cannot be read.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use super::extract::strings;
+use super::model::{Inferred, Person, Readme, VersionSource};
+use super::python::ast::{Const, ExprKind, StmtKind};
+use super::python::value::{Call, Value};
+use super::python::{Evaluation, parse_module, value_why};
+use super::setup_cfg::SetupCfg;
+use crate::wheel::Version;
+
+/// Files shipped as license files when they sit at the root.
+const LICENSE_NAMES: [&str; 4] = ["LICENSE", "LICENCE", "COPYING", "NOTICE"];
+/// License classifiers that name exactly one SPDX license.
+const LICENSE_CLASSIFIERS: [(&str, &str); 5] = [
+    (":: MIT License", "MIT"),
+    (":: ISC License (ISCL)", "ISC"),
+    (":: Mozilla Public License 2.0 (MPL 2.0)", "MPL-2.0"),
+    (":: The Unlicense (Unlicense)", "Unlicense"),
+    (":: Boost Software License 1.0 (BSL-1.0)", "BSL-1.0"),
+];
+/// Readme files looked for when setup.py names none.
+const README_NAMES: [&str; 3] = ["README.md", "README.rst", "README.txt"];
+
+pub fn read(root: &Path, setup: &Call, evaluation: &Evaluation, inferred: &mut Inferred) {
+    let cfg = SetupCfg::read(root);
+    let at = setup.at.clone();
+    let text = |inferred: &mut Inferred, keyword: &str, key: &str| -> Option<String> {
+        match setup.arg(keyword, None) {
+            Some(Value::Str(s)) => Some(s.clone()),
+            Some(Value::None) | None => cfg.get(keyword).map(str::to_string),
+            Some(other) => {
+                inferred.find(
+                    key,
+                    format!("{at}: `{keyword}` cannot be read ({})", value_why(other)),
+                    format!("write {key} by hand"),
+                );
+                None
+            }
+        }
+    };
+    let meta_name = text(inferred, "name", "project.name");
+    let description = text(inferred, "description", "project.description");
+    let requires_python = text(inferred, "python_requires", "project.requires-python");
+    inferred.meta.name = meta_name;
+    inferred.meta.description = description;
+    inferred.meta.requires_python = requires_python;
+    if inferred.meta.name.is_none() {
+        inferred.find(
+            "project.name",
+            format!("{at}: setup() gives no name"),
+            "write the distribution name, like name = \"my-ext\"",
+        );
+    }
+    version(root, setup, evaluation, &cfg, inferred);
+    dependencies(root, setup, &cfg, inferred);
+    people(setup, &cfg, inferred);
+    let mut urls = BTreeMap::new();
+    for (keyword, label) in [("url", "Homepage"), ("download_url", "Download")] {
+        if let Some(url) = text(inferred, keyword, "project.urls") {
+            urls.insert(label.to_string(), url);
+        }
+    }
+    if let Some(Value::Dict(pairs)) = setup.arg("project_urls", None) {
+        for (k, v) in pairs.borrow().iter() {
+            if let (Some(k), Some(v)) = (k.as_str(), v.as_str()) {
+                urls.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    inferred.meta.urls = urls;
+    inferred.meta.classifiers = match setup.arg("classifiers", None) {
+        Some(v) => strings(Some(v), "project.classifiers", &at, inferred),
+        None => cfg.list("classifiers"),
+    };
+    inferred.meta.keywords = match setup.arg("keywords", None) {
+        Some(Value::Str(s)) => split_words(s),
+        Some(v) => strings(Some(v), "project.keywords", &at, inferred),
+        None => cfg.get("keywords").map(split_words).unwrap_or_default(),
+    };
+    readme(root, setup, &cfg, inferred);
+    license(root, setup, &cfg, inferred);
+    packages(root, setup, inferred);
+}
+
+fn split_words(text: &str) -> Vec<String> {
+    text.split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Static, or the file or `__version__` literal setup.py reads it from.
+fn version(
+    root: &Path,
+    setup: &Call,
+    evaluation: &Evaluation,
+    cfg: &SetupCfg,
+    inferred: &mut Inferred,
+) {
+    let key = "project.version";
+    let fix = "write version = \"1.2.3\" in [project], or dynamic = [\"version\"] with [tool.cuwheel] version = { file = \"VERSION\" } or { attr = \"pkg.__version__\" }";
+    let source = match setup.arg("version", None) {
+        Some(Value::Str(v)) => {
+            // Read from a project module: keep pointing at it.
+            let attr = evaluation.project_values.iter().find(|(dotted, value)| {
+                dotted.ends_with("version") && value.as_str() == Some(v.as_str())
+            });
+            match attr {
+                Some((dotted, _)) => Some(VersionSource::Attr(dotted.clone())),
+                None => Some(VersionSource::Static(v.clone())),
+            }
+        }
+        Some(Value::Unknown(u)) if u.files.len() == 1 => {
+            let file = u
+                .files
+                .iter()
+                .next()
+                .expect("one file")
+                .to_string_lossy()
+                .to_string();
+            version_from_file(root, &file).or_else(|| {
+                inferred.find(key, format!("{}: the version is computed from {file} in a way cuwheel cannot follow ({})", u.at, u.why), fix);
+                None
+            })
+        }
+        Some(other @ Value::Unknown(_)) => {
+            let at = other
+                .as_unknown()
+                .map_or(setup.at.clone(), |u| u.at.clone());
+            inferred.find(
+                key,
+                format!("{at}: the version cannot be read ({})", value_why(other)),
+                fix,
+            );
+            None
+        }
+        Some(other) => {
+            inferred.find(
+                key,
+                format!("{}: the version is a {}", setup.at, other.type_name()),
+                fix,
+            );
+            None
+        }
+        None => match cfg.get("version") {
+            Some(v) if v.starts_with("attr:") => {
+                Some(VersionSource::Attr(v["attr:".len()..].trim().to_string()))
+            }
+            Some(v) if v.starts_with("file:") => {
+                Some(VersionSource::File(v["file:".len()..].trim().to_string()))
+            }
+            Some(v) => Some(VersionSource::Static(v.to_string())),
+            None => {
+                inferred.find(key, format!("{}: setup() gives no version", setup.at), fix);
+                None
+            }
+        },
+    };
+    if let Some(VersionSource::Static(v)) = &source
+        && v.parse::<Version>().is_err()
+    {
+        inferred.find(
+            key,
+            format!("{}: `{v}` is not a PEP 440 version", setup.at),
+            fix,
+        );
+    }
+    inferred.meta.version = source;
+}
+
+/// A version file: a `.py` file with a `__version__ = "..."` literal
+/// (→ `attr`), or a file whose whole text is a version (→ `file`).
+fn version_from_file(root: &Path, file: &str) -> Option<VersionSource> {
+    let text = fs::read_to_string(root.join(file)).ok()?;
+    if let Some(module) = file.strip_suffix(".py") {
+        let body = parse_module(&text).ok()?;
+        let literal = body.iter().any(|stmt| match &stmt.kind {
+            StmtKind::Assign { targets, value } => {
+                targets
+                    .iter()
+                    .any(|t| matches!(&t.kind, ExprKind::Name(n) if n == "__version__"))
+                    && matches!(value.kind, ExprKind::Const(Const::Str(_)))
+            }
+            _ => false,
+        });
+        let dotted = module.trim_end_matches("/__init__").replace('/', ".");
+        return literal.then(|| VersionSource::Attr(format!("{dotted}.__version__")));
+    }
+    text.trim()
+        .parse::<Version>()
+        .ok()
+        .map(|_| VersionSource::File(file.to_string()))
+}
+
+fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
+    let at = setup.at.clone();
+    let requirements =
+        |inferred: &mut Inferred, value: Option<&Value>, key: &str, cfg_key: &str| -> Vec<String> {
+            // What setup.py computed from one requirements file is that
+            // file's requirements.
+            let from_file = |inferred: &mut Inferred, item: &Value| -> Option<Vec<String>> {
+                let u = item.as_unknown().filter(|u| u.files.len() == 1)?;
+                let file = u.files.iter().next().expect("one file");
+                let lines = requirements_file(root, file, 0)?;
+                inferred.assumptions.push(super::python::Note {
+                    at: u.at.clone(),
+                    text: format!(
+                        "{key} is read from {} as a requirements file",
+                        file.display()
+                    ),
+                });
+                Some(lines)
+            };
+            let listed = match value {
+                None => cfg.list(cfg_key),
+                Some(Value::Str(s)) => s.lines().map(str::to_string).collect(),
+                Some(v @ Value::Unknown(_)) => match from_file(inferred, v) {
+                    Some(lines) => lines,
+                    None => strings(Some(v), key, &at, inferred),
+                },
+                Some(v) => {
+                    let mut lines = Vec::new();
+                    for item in v.items().unwrap_or_else(|_| vec![v.clone()]) {
+                        match from_file(inferred, &item) {
+                            Some(more) => lines.extend(more),
+                            None => lines.extend(strings(Some(&item), key, &at, inferred)),
+                        }
+                    }
+                    lines
+                }
+            };
+            let mut out = Vec::new();
+            for line in listed {
+                let line = line.split(" #").next().unwrap_or("").trim().to_string();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                if line.starts_with('-') {
+                    inferred.find(
+                        key,
+                        format!(
+                            "{at}: `{line}` is a pip option, not a requirement; it was left out"
+                        ),
+                        "list the requirements themselves",
+                    );
+                    continue;
+                }
+                let name: String = line
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                    .collect();
+                if name.eq_ignore_ascii_case("torch") {
+                    inferred.assumptions.push(super::python::Note {
+                        at: at.clone(),
+                        text: format!(
+                            "the requirement `{line}` is left out: cuwheel pins torch per wheel"
+                        ),
+                    });
+                    continue;
+                }
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+            out
+        };
+    inferred.meta.dependencies = requirements(
+        inferred,
+        setup.arg("install_requires", None),
+        "project.dependencies",
+        "install_requires",
+    );
+    let extras = setup.arg("extras_require", None);
+    let mut optional = BTreeMap::new();
+    match extras {
+        Some(Value::Dict(pairs)) => {
+            for (k, v) in pairs.borrow().iter() {
+                let Some(extra) = k.as_str() else { continue };
+                let key = format!("project.optional-dependencies.{extra}");
+                let mut deps = requirements(inferred, Some(v), &key, "");
+                if matches!(v, Value::Set(_)) {
+                    deps.sort();
+                }
+                optional.insert(extra.to_string(), deps);
+            }
+        }
+        None => {
+            for (extra, deps) in cfg.section_lists("options.extras_require") {
+                optional.insert(extra, deps);
+            }
+        }
+        Some(other) => inferred.find(
+            "project.optional-dependencies",
+            format!("{at}: extras_require cannot be read ({})", value_why(other)),
+            "write [project.optional-dependencies] by hand",
+        ),
+    }
+    inferred.meta.optional_dependencies = optional;
+}
+
+/// The lines of a requirements file, with the files its `-r` lines name
+/// (relative to it) read in their place.
+fn requirements_file(root: &Path, file: &Path, depth: usize) -> Option<Vec<String>> {
+    let text = fs::read_to_string(root.join(file)).ok()?;
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let included = line
+            .trim()
+            .strip_prefix("-r ")
+            .or_else(|| line.trim().strip_prefix("--requirement "))
+            .map(str::trim);
+        match included {
+            Some(other) if depth < 8 => {
+                match requirements_file(root, &dir.join(other), depth + 1) {
+                    Some(more) => lines.extend(more),
+                    None => lines.push(line.to_string()),
+                }
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    Some(lines)
+}
+
+fn people(setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
+    for (role, list) in [
+        ("author", &mut inferred.meta.authors),
+        ("maintainer", &mut inferred.meta.maintainers),
+    ] {
+        let field = |k: &str| {
+            setup
+                .arg(k, None)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| cfg.get(k).map(str::to_string))
+        };
+        let (name, email) = (field(role), field(&format!("{role}_email")));
+        if name.is_some() || email.is_some() {
+            list.push(Person { name, email });
+        }
+    }
+}
+
+fn readme(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
+    let content_type = setup
+        .arg("long_description_content_type", None)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| cfg.get("long_description_content_type").map(str::to_string));
+    let file = |path: String| Readme::File {
+        content_type: content_type
+            .clone()
+            .unwrap_or_else(|| Readme::content_type_of(&path).to_string()),
+        path,
+    };
+    inferred.meta.readme = match setup.arg("long_description", None) {
+        Some(Value::Unknown(u)) if u.text_of.is_some() => u
+            .text_of
+            .as_ref()
+            .map(|p| file(p.to_string_lossy().to_string())),
+        Some(Value::Str(text)) => Some(Readme::Text {
+            text: text.clone(),
+            content_type: content_type.clone().unwrap_or_else(|| "text/plain".into()),
+        }),
+        Some(other) => {
+            inferred.find(
+                "project.readme",
+                format!(
+                    "{}: long_description cannot be read ({})",
+                    setup.at,
+                    value_why(other)
+                ),
+                "write readme = \"README.md\"",
+            );
+            None
+        }
+        None => match cfg.get("long_description") {
+            Some(v) if v.starts_with("file:") => Some(file(v["file:".len()..].trim().to_string())),
+            _ => README_NAMES
+                .iter()
+                .find(|n| root.join(n).is_file())
+                .map(|n| file(n.to_string())),
+        },
+    };
+}
+
+fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
+    let given = setup
+        .arg("license", None)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| cfg.get("license").map(str::to_string));
+    if let Some(license) = given {
+        if is_spdx_expression(&license) {
+            inferred.meta.license = Some(license);
+        } else {
+            inferred.find(
+                "project.license",
+                format!(
+                    "{}: license `{license}` is not an SPDX expression",
+                    setup.at
+                ),
+                "write license = \"MIT\" (a PEP 639 SPDX expression)",
+            );
+        }
+    } else if let Some(classifier) = inferred
+        .meta
+        .classifiers
+        .iter()
+        .find(|c| c.starts_with("License ::"))
+        .cloned()
+    {
+        let spdx = LICENSE_CLASSIFIERS
+            .iter()
+            .find(|(c, _)| classifier.ends_with(c))
+            .map(|(_, s)| *s);
+        if let Some(spdx) = spdx {
+            inferred.meta.license = Some(spdx.to_string());
+            inferred.assumptions.push(super::python::Note {
+                at: setup.at.clone(),
+                text: format!("license = \"{spdx}\" from the classifier `{classifier}`"),
+            });
+            return license_files(root, inferred);
+        }
+        inferred.find(
+            "project.license",
+            format!("setup.py names no license; its classifier says `{classifier}`"),
+            "write license = \"<SPDX expression>\" (PEP 639), like \"MIT\" or \"BSD-3-Clause\"",
+        );
+    }
+    license_files(root, inferred);
+}
+
+/// `LICENSE*`, `COPYING*`, ... files at the root: shipped as license files.
+pub(super) fn license_files(root: &Path, inferred: &mut Inferred) {
+    inferred.meta.license_files = root_names(root, |name| {
+        LICENSE_NAMES
+            .iter()
+            .any(|l| name.to_ascii_uppercase().starts_with(l))
+            && root.join(name).is_file()
+    });
+}
+
+/// The sorted names of the root's entries that `keep` accepts.
+pub(super) fn root_names(root: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| keep(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// `MIT`, `Apache-2.0 OR MIT`, `(A AND B) WITH C`: identifiers joined by
+/// operators. Whether each identifier is on SPDX's list is the config's.
+fn is_spdx_expression(text: &str) -> bool {
+    let tokens: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|t| !t.is_empty())
+        .collect();
+    !tokens.is_empty()
+        && tokens.iter().enumerate().all(|(i, t)| {
+            let operator = matches!(*t, "AND" | "OR" | "WITH");
+            let id = t
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '+' | ':'));
+            if i % 2 == 1 {
+                operator
+            } else {
+                id && !operator
+            }
+        })
+        && tokens.len() % 2 == 1
+}
+
+/// `packages`, `package_dir`, `package_data`, `include_package_data`.
+fn packages(root: &Path, setup: &Call, inferred: &mut Inferred) {
+    let at = setup.at.clone();
+    let mut base = String::new();
+    if let Some(Value::Dict(dirs)) = setup.arg("package_dir", None) {
+        for (k, v) in dirs.borrow().iter() {
+            match (k.as_str(), v.as_str()) {
+                (Some(""), Some(dir)) => base = format!("{}/", dir.trim_end_matches('/')),
+                _ => inferred.find(
+                    "tool.cuwheel.packages",
+                    format!(
+                        "{at}: package_dir maps {} to {}",
+                        k.repr().unwrap_or_default(),
+                        v.repr().unwrap_or_default()
+                    ),
+                    "list the package directories in packages by hand",
+                ),
+            }
+        }
+    }
+    let dotted = strings(
+        setup.arg("packages", None),
+        "tool.cuwheel.packages",
+        &at,
+        inferred,
+    );
+    let mut dirs: Vec<String> = Vec::new();
+    for package in &dotted {
+        let top = package.split('.').next().unwrap_or(package);
+        let dir = format!("{base}{top}");
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    if !strings(
+        setup.arg("py_modules", None),
+        "tool.cuwheel.packages",
+        &at,
+        inferred,
+    )
+    .is_empty()
+    {
+        inferred.find(
+            "tool.cuwheel.packages",
+            format!("{at}: py_modules (single-file modules) are not shipped by cuwheel"),
+            "move them into a package directory listed in packages",
+        );
+    }
+    if let Some(Value::Dict(data)) = setup.arg("package_data", None) {
+        for (k, v) in data.borrow().iter() {
+            let Some(package) = k.as_str() else { continue };
+            let targets: Vec<String> = if package.is_empty() {
+                dirs.iter().map(|d| format!("{d}/**")).collect()
+            } else {
+                vec![format!("{base}{}", package.replace('.', "/"))]
+            };
+            for pattern in strings(Some(v), "tool.cuwheel.package-include", &at, inferred) {
+                for target in &targets {
+                    let glob = format!("{target}/{pattern}");
+                    if !inferred.package_include.contains(&glob) {
+                        inferred.package_include.push(glob);
+                    }
+                }
+            }
+        }
+    }
+    if setup
+        .arg("include_package_data", None)
+        .and_then(Value::truth)
+        == Some(true)
+    {
+        let data = data_files(root, &dirs);
+        let covered = |f: &String| {
+            inferred
+                .package_include
+                .iter()
+                .any(|g| crate::spec::glob::Pattern::parse(g).is_ok_and(|p| p.matches(f)))
+        };
+        let missing: Vec<&String> = data.iter().filter(|f| !covered(f)).collect();
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
+            let more = if missing.len() > 5 {
+                format!(" and {} more", missing.len() - 5)
+            } else {
+                String::new()
+            };
+            inferred.find(
+                "tool.cuwheel.package-include",
+                format!("{at}: include_package_data ships the data files MANIFEST.in selects; cuwheel ships only .py, .pyi and py.typed by default, and the packages hold {}{more}", shown.join(", ")),
+                "add package-include globs for the ones the wheel needs",
+            );
+        }
+    }
+    inferred.packages = dirs;
+}
+
+/// Files under the package dirs that cuwheel does not ship by default.
+fn data_files(root: &Path, dirs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending: Vec<String> = dirs.to_vec();
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let rel = format!("{dir}/{name}");
+            if name.starts_with('.') || name == "__pycache__" {
+                continue;
+            }
+            if entry.path().is_dir() {
+                pending.push(rel);
+            } else if !(name.ends_with(".py")
+                || name.ends_with(".pyi")
+                || name == "py.typed"
+                || name.ends_with(".so"))
+            {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spdx_expressions_are_recognised() {
+        assert!(is_spdx_expression("MIT"));
+        assert!(is_spdx_expression("MIT OR Apache-2.0"));
+        assert!(is_spdx_expression(
+            "(GPL-2.0-only WITH Classpath-exception-2.0) AND MIT"
+        ));
+        assert!(!is_spdx_expression("BSD License"));
+        assert!(!is_spdx_expression("MIT OR"));
+        assert!(!is_spdx_expression(""));
+    }
+
+    #[test]
+    fn version_files_point_the_config_at_them() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("pkg")).unwrap();
+        fs::write(
+            dir.path().join("pkg/__init__.py"),
+            "import os\n__version__ = '2.1.0'\n",
+        )
+        .unwrap();
+        fs::write(dir.path().join("VERSION"), "2.1.0\n").unwrap();
+        fs::write(dir.path().join("NOTES"), "not a version\n").unwrap();
+        assert_eq!(
+            version_from_file(dir.path(), "pkg/__init__.py"),
+            Some(VersionSource::Attr("pkg.__version__".into()))
+        );
+        assert_eq!(
+            version_from_file(dir.path(), "VERSION"),
+            Some(VersionSource::File("VERSION".into()))
+        );
+        assert_eq!(version_from_file(dir.path(), "NOTES"), None);
+    }
+}

@@ -1,0 +1,284 @@
+//! `cuwheel init`: a project's cuwheel config and flake, inferred from its
+//! sources without running any of its code.
+//!
+//! In: an extension's source tree, with or without a setup.py that uses
+//! `CUDAExtension`/`CppExtension`, and the cuwheel flake to name. Out:
+//! `pyproject.toml` with `[project]` completed and a `[tool.cuwheel]` table
+//! (the v2 schema), a project `flake.nix`, and an [`Outcome`] that says
+//! what was inferred, what was assumed and what could not be inferred
+//! (with what to write there). setup.py is read statically by
+//! [`python`] — a tokenizer, parser and evaluator of the subset setup.py
+//! files use — never executed; [`extract`] turns its `setup(...)` call into
+//! modules, [`classify`] splits their sources by includes, [`layout`] does
+//! the same without a setup.py, [`render`] and [`pyproject`] write the
+//! config, [`flake`] the flake. Nothing is written unless everything was
+//! read, and each file is replaced atomically.
+
+pub mod archs;
+pub mod classify;
+pub mod extract;
+pub mod flake;
+pub mod layout;
+pub mod metadata;
+pub mod model;
+pub mod pyproject;
+pub mod python;
+pub mod render;
+pub mod setup_cfg;
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use self::flake::CuwheelRef;
+use self::model::Inferred;
+
+#[derive(Debug, Clone, Default)]
+pub struct InitOptions {
+    /// `--cuwheel`: the flake reference to name instead of the one found.
+    pub cuwheel: Option<String>,
+    /// Replace an existing `[tool.cuwheel]` table and `flake.nix`.
+    pub force: bool,
+    /// Infer from the source tree even when there is a setup.py.
+    pub ignore_setup_py: bool,
+    /// Compute and report, write nothing.
+    pub dry_run: bool,
+}
+
+/// What `init` inferred and wrote.
+#[derive(Debug)]
+pub struct Outcome {
+    pub inferred: Inferred,
+    /// `setup.py (read statically, not run)` or `the source tree`.
+    pub origin: &'static str,
+    /// The whole new pyproject.toml.
+    pub pyproject: String,
+    /// `[project]` keys the file already had and kept.
+    pub kept: Vec<String>,
+    pub cuwheel: CuwheelRef,
+    pub flake: String,
+    /// Whether flake.nix was (or, in a dry run, would be) written.
+    pub flake_written: bool,
+    pub written: Vec<PathBuf>,
+}
+
+/// Infers the config of the project at `root` (absolute).
+pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static str)> {
+    let setup_py = root.join("setup.py");
+    if ignore_setup_py || !setup_py.is_file() {
+        return Ok((layout::from_tree(root)?, "the source tree"));
+    }
+    let text = fs::read_to_string(&setup_py)
+        .with_context(|| format!("cannot read {}", setup_py.display()))?;
+    let evaluation = python::evaluate_setup_py(root, &text).map_err(|e| {
+        anyhow::anyhow!("{e}\ncuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` to infer from the source tree instead")
+    })?;
+    let mut inferred = extract::from_setup(root, &evaluation)?;
+    inferred
+        .assumptions
+        .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));
+    Ok((inferred, "setup.py (read statically, not run)"))
+}
+
+pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
+    let root = dir
+        .canonicalize()
+        .with_context(|| format!("cannot open the project directory {}", dir.display()))?;
+    let cuwheel = flake::locate(options.cuwheel.as_deref())?;
+    let (mut inferred, origin) = infer(&root, options.ignore_setup_py)?;
+    let pyproject_path = root.join("pyproject.toml");
+    let existing = match fs::read_to_string(&pyproject_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read {}", pyproject_path.display()));
+        }
+    };
+    let dir_name = root
+        .file_name()
+        .map_or("project".into(), |n| n.to_string_lossy().to_string());
+    let has = |key: &str| {
+        existing
+            .as_deref()
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
+    };
+    let reported = |inferred: &Inferred, key: &str| inferred.findings.iter().any(|f| f.key == key);
+    if inferred.meta.name.is_none() && !has("name") && !reported(&inferred, "project.name") {
+        inferred.find(
+            "project.name",
+            "no name in setup.py or pyproject.toml; the directory's name was written",
+            "write the distribution name, like name = \"my-ext\"",
+        );
+    }
+    if inferred.meta.version.is_none() && !has("version") && !reported(&inferred, "project.version")
+    {
+        inferred.find("project.version", "no version was found; 0.0.0 was written", "write version = \"1.2.3\", or version = { file = \"VERSION\" } in [tool.cuwheel] with dynamic = [\"version\"]");
+    }
+    if let Some(torch) = build_requires_torch(existing.as_deref()) {
+        inferred.find(
+            "tool.cuwheel.matrix.torch",
+            format!("pyproject.toml's [build-system] requires `{torch}`: the project is built against that torch, but cuwheel's default torch list was written"),
+            "set matrix.torch to the torch versions the project supports (a list, or a range like \">=2.7,<2.8\")",
+        );
+    }
+    let table = render::render(
+        &inferred,
+        &root,
+        if origin.starts_with("setup.py") {
+            "setup.py"
+        } else {
+            "the source tree"
+        },
+    );
+    let merged = pyproject::merge(
+        existing.as_deref(),
+        &inferred,
+        &table,
+        options.force,
+        &dir_name,
+    )?;
+    let name = inferred.meta.name.clone().unwrap_or(dir_name);
+    let flake = flake::flake_text(&cuwheel, &name);
+    let flake_path = root.join("flake.nix");
+    let old_flake = fs::read_to_string(&flake_path).ok();
+    let flake_written =
+        old_flake.is_none() || (options.force && old_flake.as_deref() != Some(flake.as_str()));
+    let mut written = Vec::new();
+    if !options.dry_run {
+        write_atomically(&pyproject_path, &merged.text)?;
+        written.push(pyproject_path);
+        if flake_written {
+            write_atomically(&flake_path, &flake)?;
+            written.push(flake_path);
+        }
+    }
+    Ok(Outcome {
+        inferred,
+        origin,
+        pyproject: merged.text,
+        kept: merged.kept,
+        cuwheel,
+        flake,
+        flake_written,
+        written,
+    })
+}
+
+/// The torch requirement of `[build-system] requires`, if it constrains one.
+fn build_requires_torch(pyproject: Option<&str>) -> Option<String> {
+    let table: toml::Table = pyproject?.parse().ok()?;
+    let requires = table.get("build-system")?.get("requires")?.as_array()?;
+    requires
+        .iter()
+        .filter_map(|r| r.as_str())
+        .find(|r| {
+            let name: String = r
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .collect();
+            name.eq_ignore_ascii_case("torch") && r.len() > name.len()
+        })
+        .map(str::to_string)
+}
+
+/// A temporary tree holding `files` (path, text), and its canonical root:
+/// the unit tests' projects.
+#[cfg(test)]
+pub(crate) fn write_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().canonicalize().expect("its canonical path");
+    for (path, text) in files {
+        let full = root.join(path);
+        fs::create_dir_all(full.parent().expect("a parent")).expect("a directory");
+        fs::write(full, text).expect("a file");
+    }
+    (dir, root)
+}
+
+/// Replaces `path` with `text` through a temporary file beside it.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
+impl Outcome {
+    /// What a user reads: the modules found, each assumption, each thing not
+    /// inferred with what to write, and what was written.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        let inferred = &self.inferred;
+        let _ = writeln!(out, "init: inferred from {}", self.origin);
+        // Why each binding is one, said once per TU.
+        let mut shown = std::collections::BTreeSet::new();
+        for module in &inferred.modules {
+            let bindings: Vec<String> = module
+                .bindings
+                .iter()
+                .map(|(f, files)| format!("{} {f}", files.len()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {}{}: {} kernel TU(s), bindings: {}",
+                module.name,
+                if module.cuda { "" } else { " (no CUDA)" },
+                module.kernels.len(),
+                if bindings.is_empty() {
+                    "none".into()
+                } else {
+                    bindings.join(", ")
+                },
+            );
+            for reason in &module.reasons {
+                if shown.insert(reason) {
+                    let _ = writeln!(out, "    binding: {reason}");
+                }
+            }
+        }
+        if !inferred.assumptions.is_empty() {
+            let _ = writeln!(
+                out,
+                "init: assumed (setup.py was evaluated for a CUDA build host, no environment variables set):"
+            );
+            for note in &inferred.assumptions {
+                let _ = writeln!(out, "  {}\n    {}", note.at, note.text);
+            }
+        }
+        if !inferred.findings.is_empty() {
+            let _ = writeln!(out, "init: not inferred — review these in pyproject.toml:");
+            for finding in &inferred.findings {
+                let _ = writeln!(out, "  {finding}");
+            }
+        }
+        for kept in &self.kept {
+            let _ = writeln!(out, "init: kept pyproject.toml's {kept}");
+        }
+        if self.written.is_empty() {
+            let _ = writeln!(out, "init: dry run: nothing written");
+        }
+        for path in &self.written {
+            let _ = writeln!(out, "init: wrote {}", path.display());
+        }
+        let _ = writeln!(
+            out,
+            "init: the project flake's cuwheel input is {} ({})",
+            self.cuwheel.url, self.cuwheel.how
+        );
+        if !self.flake_written {
+            let _ = writeln!(
+                out,
+                "init: flake.nix exists and was left as it is (--force replaces it)"
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,36 @@
+//! A reader of the Python subset `setup.py` files are written in: tokens,
+//! a syntax tree, and an evaluator that runs it against a model of a CUDA
+//! build host without running any Python.
+//!
+//! In: a Python file's text (and the project tree, for globs and reads).
+//! Out: its syntax tree ([`parse_module`]) and, through
+//! [`evaluate_setup_py`], the `setup(...)` call it reaches with its
+//! arguments evaluated, plus a note on every assumption made.
+//!
+//! One module per concern: `tokenize` (text → tokens), `parse` and
+//! `parse_expr` (tokens → [`ast`]), `eval` and `expr` (the evaluator and
+//! its environment), `ops` and `methods` (the built-in types), `natives`
+//! and `files` (the modelled libraries), `host` (the build host).
+
+pub mod ast;
+mod eval;
+mod expr;
+mod files;
+mod host;
+mod imports;
+mod methods;
+mod natives;
+mod ops;
+mod parse;
+mod parse_expr;
+pub mod source;
+#[cfg(test)]
+mod tests;
+mod tokenize;
+pub mod value;
+
+pub use eval::{
+    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, unknown_why as value_why,
+};
+pub use files::{normpath, project_relative};
+pub use parse::parse_module;

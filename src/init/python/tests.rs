@@ -1,0 +1,367 @@
+//! Tests of the parser and the evaluator over small Python texts and trees.
+
+mod parser {
+    use crate::init::python::ast::{
+        Arg, BinOp, BoolOp, CmpOp, CompKind, Const, Expr, ExprKind, FPart, Stmt, StmtKind, UnaryOp,
+    };
+    use crate::init::python::parse_module;
+
+    fn expr(text: &str) -> Expr {
+        let body = parse_module(text).unwrap();
+        match body.into_iter().next().map(|s| s.kind) {
+            Some(StmtKind::Expr(e)) => e,
+            other => panic!("not an expression: {other:?}"),
+        }
+    }
+
+    fn name(n: &str) -> Expr {
+        Expr::new(1, ExprKind::Name(n.into()))
+    }
+
+    #[test]
+    fn precedence_and_comparison_chains() {
+        let e = expr("a + b * c == d and not e in f\n");
+        let ExprKind::BoolOp(BoolOp::And, left, right) = e.kind else {
+            panic!("{e:?}")
+        };
+        let ExprKind::Compare(sum, ops) = left.kind else {
+            panic!()
+        };
+        assert_eq!(ops, vec![(CmpOp::Eq, name("d"))]);
+        let ExprKind::BinOp(a, BinOp::Add, product) = sum.kind else {
+            panic!()
+        };
+        assert_eq!(*a, name("a"));
+        assert!(matches!(product.kind, ExprKind::BinOp(_, BinOp::Mul, _)));
+        assert!(matches!(right.kind, ExprKind::Unary(UnaryOp::Not, _)));
+    }
+
+    #[test]
+    fn displays_comprehensions_and_calls() {
+        assert!(matches!(expr("{}\n").kind, ExprKind::Dict(ref p) if p.is_empty()));
+        assert!(matches!(expr("{1, 2}\n").kind, ExprKind::Set(ref p) if p.len() == 2));
+        assert!(matches!(expr("{'a': 1, **b}\n").kind, ExprKind::Dict(ref p) if p.len() == 2));
+        assert!(matches!(expr("(1,)\n").kind, ExprKind::Tuple(ref p) if p.len() == 1));
+        let e = expr("[p for p in files if 'hip' not in p]\n");
+        let ExprKind::Comprehension {
+            kind: CompKind::List(_),
+            generators,
+        } = e.kind
+        else {
+            panic!()
+        };
+        assert_eq!(generators[0].conditions.len(), 1);
+        let e = expr("set(d for ds in x.values() for d in ds)\n");
+        let ExprKind::Call(_, args) = e.kind else {
+            panic!()
+        };
+        assert!(
+            matches!(&args[0], Arg::Positional(Expr { kind: ExprKind::Comprehension { generators, .. }, .. }) if generators.len() == 2)
+        );
+        let e = expr("f(a, *b, c=1, **d)\n");
+        let ExprKind::Call(_, args) = e.kind else {
+            panic!()
+        };
+        assert_eq!(args.len(), 4);
+        assert!(
+            matches!(expr("x[1:-4]\n").kind, ExprKind::Subscript(_, ref s) if matches!(s.kind, ExprKind::Slice(..)))
+        );
+        assert!(matches!(
+            expr("a if b else c\n").kind,
+            ExprKind::IfExp { .. }
+        ));
+        assert!(
+            matches!(expr("lambda x, y=2: x\n").kind, ExprKind::Lambda(ref d) if d.params.len() == 2)
+        );
+    }
+
+    #[test]
+    fn strings_join_and_f_string_fields_parse() {
+        assert_eq!(
+            expr("('a' 'b'\n 'c')\n").kind,
+            ExprKind::Const(Const::Str("abc".into()))
+        );
+        let e = expr("f'{URL}/archive/{v[0]}.tar.gz'\n");
+        let ExprKind::FString(parts) = e.kind else {
+            panic!()
+        };
+        assert_eq!(parts.len(), 4);
+        assert!(
+            matches!(&parts[2], FPart::Field { expr, .. } if matches!(expr.kind, ExprKind::Subscript(..)))
+        );
+    }
+
+    #[test]
+    fn statements_and_blocks() {
+        let text = "import os.path as osp\nfrom .x import (a,\n  b as c,)\n\
+                    def f(a, b=1, *args, k=2, **kw) -> int:\n    '''doc'''\n    return a\n\
+                    @decorator(1)\nclass C(Base):\n    x = 1\n\
+                    try:\n    import torch\nexcept ImportError as e:\n    raise RuntimeError('x') from e\n\
+                    with open('f') as f, open('g') as g: pass\n\
+                    for i, (a, b) in enumerate(x):\n    if a: continue\n    elif b: break\n    else: pass\n\
+                    x = y = [1]; x += [2]\n";
+        let body: Vec<Stmt> = parse_module(text).unwrap();
+        let kinds: Vec<&str> = body
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Import(_) => "import",
+                StmtKind::ImportFrom {
+                    level: 1, names, ..
+                } if names.len() == 2 => "from",
+                StmtKind::Def(d) if d.params.len() == 5 => "def",
+                StmtKind::Class { .. } => "class",
+                StmtKind::Try { handlers, .. } if handlers.len() == 1 => "try",
+                StmtKind::With { items, .. } if items.len() == 2 => "with",
+                StmtKind::For { .. } => "for",
+                StmtKind::Assign { targets, .. } if targets.len() == 2 => "assign",
+                StmtKind::AugAssign { op: BinOp::Add, .. } => "augassign",
+                _ => "?",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "import",
+                "from",
+                "def",
+                "class",
+                "try",
+                "with",
+                "for",
+                "assign",
+                "augassign"
+            ]
+        );
+        assert_eq!(body[6].line, 15);
+    }
+
+    #[test]
+    fn syntax_errors_point_at_the_token() {
+        let err = parse_module("x = (1,, 2)\n").unwrap_err();
+        assert_eq!((err.line, err.col), (1, 8));
+        assert!(err.message.contains("expected an expression"), "{err:?}");
+        let err = parse_module("if x\n    y\n").unwrap_err();
+        assert!(err.message.contains("`:`"), "{err:?}");
+        assert!(parse_module("1 = x\n").is_err());
+        assert!(parse_module("async def f(): pass\n").is_err());
+    }
+}
+
+mod evaluator {
+    use std::path::PathBuf;
+
+    use crate::init::python::value::Value;
+    use crate::init::python::{EvalError, Evaluation, evaluate_setup_py};
+
+    /// Evaluates `setup_py` at the root of a tree holding `files`.
+    fn run(
+        setup_py: &str,
+        files: &[(&str, &str)],
+    ) -> (tempfile::TempDir, Result<Evaluation, EvalError>) {
+        let mut all = files.to_vec();
+        all.push(("setup.py", setup_py));
+        let (dir, root) = crate::init::write_tree(&all);
+        let evaluation = evaluate_setup_py(&root, setup_py);
+        (dir, evaluation)
+    }
+
+    fn setup_kw(evaluation: &Evaluation, name: &str) -> Value {
+        let setup = evaluation.setup.as_ref().expect("setup() was called");
+        setup
+            .arg(name, None)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    }
+
+    fn shown(value: &Value) -> String {
+        value.repr().unwrap_or_else(|| format!("{value:?}"))
+    }
+
+    fn notes(evaluation: &Evaluation) -> String {
+        evaluation
+            .notes
+            .iter()
+            .map(|n| format!("{} {}", n.at, n.text))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_cuda_branch_of_an_environment_test_is_taken() {
+        let text = "import os\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, CppExtension\n\
+                    if os.getenv('WITH_CUDA', '0') == '1':\n    ext = CUDAExtension('a._C', ['a.cu'])\nelse:\n    ext = CppExtension('a._C', ['a.cpp'])\n\
+                    debug = ['-g'] if os.environ.get('DEBUG') else ['-O3']\n\
+                    setup(name='a', ext_modules=[ext], version='1', description=debug)\n";
+        let (_dir, evaluation) = run(text, &[]);
+        let evaluation = evaluation.unwrap();
+        let Value::List(exts) = setup_kw(&evaluation, "ext_modules") else {
+            panic!()
+        };
+        let Value::Extension(call) = &exts.borrow()[0] else {
+            panic!()
+        };
+        assert_eq!(call.callee, "torch.utils.cpp_extension.CUDAExtension");
+        assert_eq!(shown(&setup_kw(&evaluation, "description")), "['-O3']");
+        let said = notes(&evaluation);
+        assert!(said.contains("setup.py:4: `if os.getenv('WITH_CUDA', '0') == '1':` reads `WITH_CUDA` from the environment: took this branch (the one that builds a CUDAExtension)"), "{said}");
+        assert!(said.contains("setup.py:8: `debug = ['-g'] if os.environ.get('DEBUG') else ['-O3']` reads `DEBUG` from the environment: taken as unset, so skipped this branch"), "{said}");
+    }
+
+    #[test]
+    fn setup_py_can_set_variables_and_read_them_back() {
+        let text = "import os\nfrom setuptools import setup\nos.environ.setdefault('TORCH_CUDA_ARCH_LIST', '8.0 9.0+PTX')\n\
+                    os.environ['MY_FLAG'] = '1'\nflag = os.environ['MY_FLAG']\nhas = 'MY_FLAG' in os.environ\nsetup(name=flag, version=str(has))\n";
+        let (_dir, evaluation) = run(text, &[]);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(evaluation.environ["TORCH_CUDA_ARCH_LIST"], "8.0 9.0+PTX");
+        assert_eq!(shown(&setup_kw(&evaluation, "name")), "'1'");
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "'True'");
+        assert!(evaluation.notes.is_empty(), "{}", notes(&evaluation));
+    }
+
+    #[test]
+    fn project_modules_are_imported_and_exec_and_files_remembered() {
+        let files = [
+            ("pkg/__init__.py", "__version__ = '1.2.3'\n"),
+            ("pkg/version.py", "major = 2\nversion = f'{major}.0.1'\n"),
+            ("VERSION", "3.0.0\n"),
+        ];
+        let text = "import re\nfrom setuptools import setup\nfrom pkg import __version__\n\
+                    exec(open('pkg/version.py').read())\n\
+                    found = re.search(r\"__version__ = '(.*)'\", open('pkg/__init__.py').read()).group(1)\n\
+                    with open('VERSION') as f:\n    plain = f.read().strip()\n\
+                    setup(name=__version__, version=version, description=found, url=plain)\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(shown(&setup_kw(&evaluation, "name")), "'1.2.3'");
+        assert!(
+            evaluation
+                .project_values
+                .iter()
+                .any(|(d, v)| d == "pkg.__version__" && v.as_str() == Some("1.2.3"))
+        );
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "'2.0.1'");
+        let found = setup_kw(&evaluation, "description");
+        let unknown = found.as_unknown().expect("a regex is not evaluated");
+        assert_eq!(
+            unknown.files.iter().collect::<Vec<_>>(),
+            [&PathBuf::from("pkg/__init__.py")]
+        );
+        let plain = setup_kw(&evaluation, "url");
+        assert_eq!(
+            plain.as_unknown().unwrap().files.iter().collect::<Vec<_>>(),
+            [&PathBuf::from("VERSION")]
+        );
+    }
+
+    #[test]
+    fn functions_comprehensions_and_builtin_types_behave_like_python() {
+        let files = [("csrc/a.cu", ""), ("csrc/sub/b.cu", ""), ("csrc/c.cpp", "")];
+        let text = "import glob, os\nfrom setuptools import setup\n\
+                    def make(name, *extra, flags=None, **kw):\n    flags = flags or []\n    return [name, list(extra), flags, sorted(kw)]\n\
+                    def counter():\n    total = 0\n    def add(n):\n        return total + n\n    return add(5)\n\
+                    sources = sorted(glob.glob('csrc/**/*.cu', recursive=True))\n\
+                    flat = glob.glob('csrc/*.cu')\n\
+                    pairs = {k: v for k, v in zip(['a', 'b'], [1, 2]) if v > 1}\n\
+                    nested = [x + y for x in ['a', 'b'] for y in ['1', '2'] if y != '2']\n\
+                    mapped = list(map(lambda s: s.upper(), filter(None, ['', 'x'])))\n\
+                    text = '{}-{name}'.format('v', name=3) + '%s/%d' % ('p', 4) + f'{sources[0]!r:>0}'\n\
+                    setup(name=make('m', 1, 2, flags=['-O3'], z=1, a=2), version=counter(),\n\
+                          description=[sources, flat, pairs, nested, mapped, text, os.path.splitext('x/y.tar.gz'), 'a/b'.rsplit('/', 1)[-1]])\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(
+            shown(&setup_kw(&evaluation, "name")),
+            "['m', [1, 2], ['-O3'], ['a', 'z']]"
+        );
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "5");
+        assert_eq!(
+            shown(&setup_kw(&evaluation, "description")),
+            "[['csrc/a.cu', 'csrc/sub/b.cu'], ['csrc/a.cu'], {'b': 2}, ['a1', 'b1'], ['X'], \"v-3p/4'csrc/a.cu'\", ('x/y.tar', '.gz'), 'b']"
+        );
+    }
+
+    #[test]
+    fn unknowns_say_why_and_where_and_loops_end() {
+        let text = "import subprocess\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDA_HOME\n\
+                    out = subprocess.check_output(['nvcc', '--version'])\n\
+                    inc = CUDA_HOME + '/include'\n\
+                    try:\n    raise RuntimeError('no')\nexcept RuntimeError as e:\n    recovered = True\n\
+                    setup(name=out, version=inc, description=recovered)\n";
+        let (_dir, evaluation) = run(text, &[]);
+        let evaluation = evaluation.unwrap();
+        let out = setup_kw(&evaluation, "name");
+        let unknown = out.as_unknown().unwrap();
+        assert_eq!(
+            unknown.why,
+            "`subprocess.check_output` is not modelled by cuwheel"
+        );
+        assert_eq!(
+            unknown.at,
+            "setup.py:4: `out = subprocess.check_output(['nvcc', '--version'])`"
+        );
+        let inc = setup_kw(&evaluation, "version");
+        assert!(
+            inc.as_unknown().unwrap().why.contains("CUDA_HOME"),
+            "{inc:?}"
+        );
+        assert_eq!(shown(&setup_kw(&evaluation, "description")), "True");
+        assert!(
+            notes(&evaluation)
+                .contains("setup.py:8: `except RuntimeError as e:` took this handler"),
+            "{}",
+            notes(&evaluation)
+        );
+        // A loop that never ends in Python ends here, quoting its line.
+        let (_dir, endless) = run("n = 0\nwhile True:\n    n += 1\n", &[]);
+        let err = endless.unwrap_err().to_string();
+        assert!(err.starts_with("setup.py:"), "{err}");
+        assert!(err.contains("evaluation steps"), "{err}");
+        // A syntax error quotes the line with a caret.
+        let (_dir, bad) = run(
+            "from setuptools import setup\nsetup(name='x',, version='1')\n",
+            &[],
+        );
+        let err = bad.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "setup.py:2:16: expected an expression, found `,`\n     2 | setup(name='x',, version='1')\n       |                ^"
+        );
+    }
+
+    #[test]
+    fn generators_locals_and_skipped_loops() {
+        let files = [("pkg/version.py", "__version__ = '4.5.6'\n")];
+        let text = "from setuptools import setup\n\
+                    def get_version():\n    with open('pkg/version.py') as f:\n        exec(compile(f.read(), 'pkg/version.py', 'exec'))\n    return locals()['__version__']\n\
+                    def gen(items):\n    for i in items:\n        if i != 'b':\n            yield i.upper()\n    yield from ['z']\n\
+                    def from_file():\n    out = ['known']\n    for line in open('pkg/version.py').readlines():\n        out.append(line)\n    return out\n\
+                    try:\n    import cv2\nexcept ImportError:\n    cv2 = None\n\
+                    setup(name=get_version(), version=list(gen(['a', 'b', 'c'])), description=from_file(),\n\
+                          url=sorted(set(['x', 'y', 'z']) - set(['y'])))\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(shown(&setup_kw(&evaluation, "name")), "'4.5.6'");
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "['A', 'C', 'z']");
+        assert_eq!(shown(&setup_kw(&evaluation, "url")), "['x', 'z']");
+        // The loop over the file's lines was skipped: the list says so.
+        let Value::List(items) = setup_kw(&evaluation, "description") else {
+            panic!()
+        };
+        let items = items.borrow();
+        assert_eq!(items[0].as_str(), Some("known"));
+        let skipped = items[1]
+            .as_unknown()
+            .expect("an unknown item for the skipped loop");
+        assert!(skipped.why.contains("was skipped"), "{skipped:?}");
+        assert_eq!(
+            skipped.files.iter().collect::<Vec<_>>(),
+            [&PathBuf::from("pkg/version.py")]
+        );
+        assert!(
+            notes(&evaluation).contains("assumed that `import cv2` succeeds"),
+            "{}",
+            notes(&evaluation)
+        );
+    }
+}

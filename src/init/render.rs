@@ -1,0 +1,358 @@
+//! The `[tool.cuwheel]` table as TOML text, in the v2 schema.
+//!
+//! In: an [`Inferred`] project and the project root (to turn whole
+//! directories of kernels into globs). Out: the text of `[tool.cuwheel]`
+//! and its sub-tables — the single-module shorthand (`module`, `kernels`,
+//! `bindings`) when one module needs nothing more, else one
+//! `[[tool.cuwheel.modules]]` table per module, with the flags all modules
+//! begin with lifted to the top level (module lists are appended to it).
+//! What was not inferred gets cuwheel's default and a comment.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::classify::Flavour;
+use super::model::{Inferred, Module, VersionSource};
+use crate::spec::glob::Pattern;
+
+/// The baseline written when nothing says otherwise: the demo's, whose
+/// Debian suite (bullseye: GCC 10, glibc 2.31) the toolchains support.
+pub const DEFAULT_BASELINE: &str = "manylinux_2_31";
+/// The archs written when setup.py sets none.
+pub const DEFAULT_ARCHS: [&str; 2] = ["8.0", "9.0+PTX"];
+/// The matrix written: two torch releases cuwheel's toolkits cover (torch
+/// 2.11 is CUDA 13.0, 2.9 CUDA 12.8; `cuwheel lock` reads each from its
+/// wheels). `python` is added only when a module has pybind11 bindings.
+const DEFAULT_MATRIX: &str = r#"torch = ["2.11", "2.9"]"#;
+const DEFAULT_PYTHONS: &str = r#"python = ["3.11", "3.13", "3.14"]"#;
+
+/// A compile key every module may set and the top level may give for all:
+/// its name, the module's list, and whether only CUDA modules use it.
+type CompileKey = (&'static str, fn(&Module) -> &Vec<String>, bool);
+
+const COMPILE_KEYS: [CompileKey; 4] = [
+    ("include-dirs", |m| &m.include_dirs, false),
+    ("defines", |m| &m.defines, false),
+    ("nvcc-flags", |m| &m.nvcc_flags, true),
+    ("cxx-flags", |m| &m.cxx_flags, false),
+];
+
+/// A TOML basic string.
+pub fn quote(text: &str) -> String {
+    toml_edit::Value::from(text).to_string().trim().to_string()
+}
+
+/// A TOML array of strings: one line when short, else one item per line.
+pub fn array(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
+    let one_line = format!("[{}]", quoted.join(", "));
+    if one_line.len() <= 80 {
+        one_line
+    } else {
+        format!(
+            "[\n{}\n]",
+            quoted
+                .iter()
+                .map(|q| format!("  {q},"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    }
+}
+
+/// Whether the single-module shorthand can say everything about `module`.
+fn shorthand_fits(module: &Module) -> bool {
+    module.cuda
+        && module.undefines.is_empty()
+        && module.link_flags.is_empty()
+        && module.libraries.is_empty()
+        && !module.strip
+}
+
+/// `csrc/k/a.cu`, `csrc/k/b.cu` → `csrc/k/*.cu` when that glob matches
+/// exactly those files; other files are kept as they are.
+fn globbed(files: &[String], root: &Path) -> Vec<String> {
+    let mut groups: BTreeMap<String, Vec<&String>> = BTreeMap::new();
+    for file in files {
+        let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
+        if let Some((_, ext)) = name.rsplit_once('.') {
+            let glob = if dir.is_empty() {
+                format!("*.{ext}")
+            } else {
+                format!("{dir}/*.{ext}")
+            };
+            groups.entry(glob).or_default().push(file);
+        }
+    }
+    let mut out = Vec::new();
+    let mut done: Vec<&String> = Vec::new();
+    for file in files {
+        if done.contains(&file) {
+            continue;
+        }
+        let (dir, name) = file.rsplit_once('/').unwrap_or(("", file));
+        let glob = name.rsplit_once('.').map(|(_, ext)| {
+            if dir.is_empty() {
+                format!("*.{ext}")
+            } else {
+                format!("{dir}/*.{ext}")
+            }
+        });
+        let group = glob
+            .as_ref()
+            .and_then(|g| groups.get(g).map(|members| (g, members)));
+        let exact = group
+            .filter(|(_, members)| members.len() >= 2)
+            .filter(|(g, members)| {
+                Pattern::parse(g)
+                    .ok()
+                    .and_then(|p| p.files(root).ok())
+                    .is_some_and(|found| {
+                        found
+                            .iter()
+                            .map(|f| f.to_string_lossy().to_string())
+                            .collect::<Vec<_>>()
+                            == members.iter().map(|m| m.to_string()).collect::<Vec<_>>()
+                    })
+            });
+        match exact {
+            Some((glob, members)) => {
+                out.push(glob.clone());
+                done.extend(members.iter().copied());
+            }
+            None => out.push(file.clone()),
+        }
+    }
+    out
+}
+
+/// The longest list every one of `lists` begins with.
+fn common_prefix(lists: &[&Vec<String>]) -> Vec<String> {
+    let Some((first, rest)) = lists.split_first() else {
+        return Vec::new();
+    };
+    let mut len = first.len();
+    for list in rest {
+        len = len.min(
+            first
+                .iter()
+                .zip(list.iter())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    first[..len].to_vec()
+}
+
+/// The bindings of a module: `bindings = [...]` with `binding = "..."` for
+/// one flavour, or a table of alternatives.
+fn bindings_lines(bindings: &BTreeMap<Flavour, Vec<String>>, inline_table: bool) -> Vec<String> {
+    match bindings.len() {
+        0 => Vec::new(),
+        1 => {
+            let (flavour, files) = bindings.iter().next().expect("one flavour");
+            vec![
+                format!("bindings = {}", array(files)),
+                format!("binding = {}", quote(flavour.as_str())),
+            ]
+        }
+        _ if inline_table => {
+            let parts: Vec<String> = bindings
+                .iter()
+                .map(|(f, files)| format!("{} = {}", f.as_str(), array(files)))
+                .collect();
+            vec![format!("bindings = {{ {} }}", parts.join(", "))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
+    let mut lines: Vec<String> = vec![
+        "[tool.cuwheel]".into(),
+        format!(
+            "# Written by `cuwheel init` from {origin}; review what it printed as not inferred."
+        ),
+    ];
+    let modules = &inferred.modules;
+    let single = match modules.as_slice() {
+        [only] if shorthand_fits(only) => Some(only),
+        _ => None,
+    };
+    if let Some(module) = single {
+        lines.push(format!("module = {}", quote(&module.name)));
+        if !module.kernels.is_empty() {
+            lines.push(format!(
+                "kernels = {}",
+                array(&globbed(&module.kernels, root))
+            ));
+        }
+        if module.bindings.len() == 1 {
+            lines.extend(bindings_lines(&module.bindings, false));
+        }
+    }
+    match inferred.archs.is_empty() {
+        true => {
+            lines.push("# Not inferred: cuwheel's default.".into());
+            lines.push(format!(
+                "cuda-archs = {}",
+                array(&DEFAULT_ARCHS.map(String::from))
+            ));
+        }
+        false => lines.push(format!(
+            "cuda-archs = {}",
+            array(
+                &inferred
+                    .archs
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+            )
+        )),
+    }
+    lines.push(format!(
+        "baseline = {}  # cuwheel's default: the oldest glibc the wheels run on",
+        quote(DEFAULT_BASELINE)
+    ));
+    // Top-level compile keys: what every module begins with.
+    let cuda_modules: Vec<&Module> = modules.iter().filter(|m| m.cuda).collect();
+    let top = |pick: fn(&Module) -> &Vec<String>, only_cuda: bool| -> Vec<String> {
+        let lists: Vec<&Vec<String>> = if only_cuda {
+            cuda_modules.iter().map(|m| pick(m)).collect()
+        } else {
+            modules.iter().map(pick).collect()
+        };
+        common_prefix(&lists)
+    };
+    let mut lifted: BTreeMap<&str, usize> = BTreeMap::new();
+    for (key, pick, only_cuda) in COMPILE_KEYS {
+        let common = top(pick, only_cuda);
+        if !common.is_empty() {
+            lines.push(format!("{key} = {}", array(&common)));
+        }
+        lifted.insert(key, common.len());
+    }
+    let default_packages = single.is_some_and(|m| {
+        let top_package = m.name.split('.').next().unwrap_or("");
+        m.name.contains('.') && inferred.packages == [top_package.to_string()]
+    });
+    if !inferred.packages.is_empty() && !default_packages {
+        lines.push(format!("packages = {}", array(&inferred.packages)));
+    }
+    if !inferred.package_include.is_empty() {
+        lines.push(format!(
+            "package-include = {}",
+            array(&inferred.package_include)
+        ));
+    }
+    if !inferred.package_exclude.is_empty() {
+        lines.push(format!(
+            "package-exclude = {}",
+            array(&inferred.package_exclude)
+        ));
+    }
+    match &inferred.meta.version {
+        Some(VersionSource::File(file)) => {
+            lines.push(format!("version = {{ file = {} }}", quote(file)))
+        }
+        Some(VersionSource::Attr(attr)) => {
+            lines.push(format!("version = {{ attr = {} }}", quote(attr)))
+        }
+        _ => {}
+    }
+    if let Some(module) = single {
+        if module.bindings.len() > 1 {
+            lines.push(String::new());
+            lines.push("[tool.cuwheel.bindings]".into());
+            for (flavour, files) in &module.bindings {
+                lines.push(format!("{} = {}", flavour.as_str(), array(files)));
+            }
+        }
+    } else {
+        for module in modules {
+            lines.push(String::new());
+            lines.push("[[tool.cuwheel.modules]]".into());
+            lines.push(format!("name = {}", quote(&module.name)));
+            if !module.cuda {
+                lines.push("cuda = false".into());
+            }
+            if !module.kernels.is_empty() {
+                lines.push(format!(
+                    "kernels = {}",
+                    array(&globbed(&module.kernels, root))
+                ));
+            }
+            lines.extend(bindings_lines(&module.bindings, true));
+            let rest = |key: &str, list: &Vec<String>| -> Option<String> {
+                let skip = if key == "nvcc-flags" && !module.cuda {
+                    list.len()
+                } else {
+                    lifted.get(key).copied().unwrap_or(0)
+                };
+                let remainder = &list[skip.min(list.len())..];
+                (!remainder.is_empty()).then(|| format!("{key} = {}", array(remainder)))
+            };
+            for (key, pick, _) in COMPILE_KEYS {
+                lines.extend(rest(key, pick(module)));
+            }
+            for (key, list) in [
+                ("undefines", &module.undefines),
+                ("link-flags", &module.link_flags),
+                ("libraries", &module.libraries),
+            ] {
+                if !list.is_empty() {
+                    lines.push(format!("{key} = {}", array(list)));
+                }
+            }
+            if module.strip {
+                lines.push("strip = true".into());
+            }
+        }
+    }
+    lines.push(String::new());
+    lines.push("[tool.cuwheel.matrix]".into());
+    lines.push("# Not inferred: cuwheel's default matrix; name the torch releases (minors or ranges) and Pythons to build for.".into());
+    let pybind = modules
+        .iter()
+        .any(|m| m.bindings.contains_key(&Flavour::Pybind11));
+    let matrix: Vec<&str> = DEFAULT_MATRIX.lines().collect();
+    lines.push(matrix[0].into());
+    if pybind {
+        lines.push(DEFAULT_PYTHONS.into());
+    }
+    lines.extend(matrix[1..].iter().map(|l| l.to_string()));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_wrap_and_quote() {
+        assert_eq!(array(&["a\"b".into()]), "['a\"b']");
+        let long: Vec<String> = (0..12).map(|i| format!("csrc/file_{i}.cu")).collect();
+        assert!(array(&long).starts_with("[\n  \"csrc/file_0.cu\",\n"));
+    }
+
+    #[test]
+    fn prefixes_and_globs() {
+        let a = vec!["-O2".to_string(), "-x".to_string()];
+        let b = vec!["-O2".to_string()];
+        assert_eq!(common_prefix(&[&a, &b]), ["-O2"]);
+        assert!(common_prefix(&[]).is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("k")).unwrap();
+        for f in ["k/a.cu", "k/b.cu", "k/c.cu", "k/x.cpp"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        let all: Vec<String> = ["k/a.cu", "k/b.cu", "k/c.cu", "k/x.cpp"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(globbed(&all, dir.path()), ["k/*.cu", "k/x.cpp"]);
+        let some: Vec<String> = ["k/a.cu", "k/b.cu"].map(String::from).to_vec();
+        assert_eq!(globbed(&some, dir.path()), ["k/a.cu", "k/b.cu"]);
+    }
+}

@@ -1,0 +1,477 @@
+//! `cuwheel init`'s inference over the setup.py patterns of real extensions
+//! and over the demo, on fixtures of our own (tests/fixtures/init/): a
+//! PyG-style package with one CPU and one CUDA library per op
+//! (`per-op`), a single CUDA module whose bindings are `.cu` files and
+//! whose archs come from the build machine (`one-module`), and the demo,
+//! which has no setup.py. setup.py is only ever read, never run: these
+//! fixtures import torch, which the test machine need not have.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cuwheel::init::classify::Flavour;
+use cuwheel::init::model::{Inferred, Module, VersionSource};
+use cuwheel::init::{InitOptions, infer, init};
+use cuwheel::spec::Spec;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/init")
+        .join(name)
+        .canonicalize()
+        .unwrap()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of a fixture in a temporary directory (init writes into it).
+fn copy_of(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join(name);
+    copy_tree(&fixture(name), &root);
+    (dir, root)
+}
+
+fn module<'a>(inferred: &'a Inferred, name: &str) -> &'a Module {
+    inferred
+        .modules
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| {
+            panic!(
+                "no module {name}: {:?}",
+                inferred.modules.iter().map(|m| &m.name).collect::<Vec<_>>()
+            )
+        })
+}
+
+fn options() -> InitOptions {
+    InitOptions {
+        cuwheel: Some("path:/opt/cuwheel".into()),
+        ..InitOptions::default()
+    }
+}
+
+#[test]
+fn per_op_modules_are_read_from_a_loop_over_globs_and_variants() {
+    let (inferred, origin) = infer(&fixture("per-op"), false).unwrap();
+    assert!(origin.starts_with("setup.py"));
+    let names: Vec<&str> = inferred.modules.iter().map(|m| m.name.as_str()).collect();
+    // glob order (sorted) × the variants a CUDA build host gets.
+    assert_eq!(
+        names,
+        [
+            "tinyops._info_cpu",
+            "tinyops._info_cuda",
+            "tinyops._scale_cpu",
+            "tinyops._scale_cuda",
+            "tinyops._shift_cpu",
+            "tinyops._shift_cuda"
+        ]
+    );
+    let cpu = module(&inferred, "tinyops._scale_cpu");
+    assert!(!cpu.cuda);
+    // A .cpp that reaches only torch/ATen through the project's headers is
+    // a kernel; the entry point includes Python.h (under an #ifdef) and
+    // registers ops: a torch-library binding.
+    assert_eq!(cpu.kernels, ["csrc/cpu/scale_cpu.cpp"]);
+    assert_eq!(
+        cpu.bindings.get(&Flavour::TorchLibrary).unwrap(),
+        &["csrc/scale.cpp"]
+    );
+    assert_eq!(cpu.reasons, ["csrc/scale.cpp includes <Python.h>"]);
+    assert_eq!(cpu.defines, ["TINYOPS_PYTHON"]);
+    assert_eq!(
+        cpu.cxx_flags,
+        ["-O2", "-Wno-unused", "-DAT_PARALLEL_OPENMP", "-fopenmp"]
+    );
+    assert!(cpu.nvcc_flags.is_empty());
+    assert!(cpu.strip, "extra_link_args=['-s'] is strip = true");
+    assert!(cpu.link_flags.is_empty());
+    assert_eq!(cpu.include_dirs, ["csrc"]);
+    let cuda = module(&inferred, "tinyops._scale_cuda");
+    assert!(cuda.cuda);
+    assert_eq!(
+        cuda.kernels,
+        ["csrc/cpu/scale_cpu.cpp", "csrc/cuda/scale_cuda.cu"]
+    );
+    assert_eq!(cuda.defines, ["TINYOPS_PYTHON", "TINYOPS_CUDA"]);
+    // The list stored in the dict is extended afterwards: Python aliasing.
+    assert_eq!(cuda.nvcc_flags, ["-O2", "--use_fast_math"]);
+    // No CUDA source for shift: only the CPU kernel, still a CUDA module.
+    assert_eq!(
+        module(&inferred, "tinyops._shift_cuda").kernels,
+        ["csrc/cpu/shift_cpu.cpp"]
+    );
+    assert!(module(&inferred, "tinyops._info_cuda").kernels.is_empty());
+
+    let meta = &inferred.meta;
+    assert_eq!(meta.name.as_deref(), Some("tinyops"));
+    assert_eq!(meta.version, Some(VersionSource::Static("0.4.1".into())));
+    assert_eq!(
+        meta.description.as_deref(),
+        Some("Tiny ops, one library each")
+    );
+    assert_eq!(meta.dependencies, ["numpy>=1.24"]);
+    assert_eq!(meta.optional_dependencies["test"], ["pytest"]);
+    assert_eq!(meta.requires_python.as_deref(), Some(">=3.9"));
+    assert_eq!(
+        meta.urls["Download"],
+        "https://example.org/tinyops/archive/0.4.1.tar.gz"
+    );
+    // setup.cfg gives what setup() leaves out.
+    assert_eq!(
+        meta.classifiers[0],
+        "License :: OSI Approved :: MIT License"
+    );
+    assert_eq!(meta.license.as_deref(), Some("MIT"));
+    assert_eq!(meta.license_files, ["LICENSE"]);
+    assert!(
+        matches!(&meta.readme, Some(cuwheel::init::model::Readme::File { path, content_type }) if path == "README.md" && content_type == "text/markdown")
+    );
+    assert_eq!(inferred.packages, ["tinyops"]);
+
+    let said: Vec<String> = inferred
+        .assumptions
+        .iter()
+        .map(|n| format!("{} {}", n.at, n.text))
+        .collect();
+    let said = said.join("\n");
+    for expected in [
+        "setup.py:19: `if torch.cuda.is_available():` assumed a CUDA build host: torch.cuda.is_available() is True",
+        "setup.py:23: `if os.getenv('TINYOPS_FORCE_GPU', '0') == '1':` reads `TINYOPS_FORCE_GPU` from the environment: taken as unset, so skipped this branch",
+        "setup.py:48: `backend = parallel_info()` assumed a CUDA build host: torch's parallel backend is OpenMP",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?} in\n{said}");
+    }
+    let keys: Vec<&str> = inferred.findings.iter().map(|f| f.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["tool.cuwheel.package-include", "tool.cuwheel.cuda-archs"],
+        "{:#?}",
+        inferred.findings
+    );
+    assert!(
+        inferred.findings[0]
+            .problem
+            .contains("tinyops/defaults.json")
+    );
+}
+
+#[test]
+fn one_module_with_cu_bindings_and_archs_from_the_build_machine() {
+    let (inferred, _) = infer(&fixture("one-module"), false).unwrap();
+    assert_eq!(inferred.modules.len(), 1);
+    let m = &inferred.modules[0];
+    assert_eq!(m.name, "gemmlib_backend");
+    assert!(m.kernels.is_empty());
+    // Both .cu files reach torch/extension.h, one through a project header.
+    assert_eq!(
+        m.bindings.get(&Flavour::Pybind11).unwrap(),
+        &["csrc/ops.cu", "csrc/gemm.cu"]
+    );
+    assert_eq!(
+        m.reasons[1],
+        "csrc/gemm.cu includes \"gemm.h\" (csrc/gemm.h), which includes <torch/extension.h>"
+    );
+    // f"{here}/..." with here = dirname(abspath(__file__)): project paths.
+    assert_eq!(m.include_dirs, ["third_party/halfmath/include", "csrc"]);
+    assert_eq!(m.nvcc_flags, ["-std=c++17"]);
+    assert_eq!(m.cxx_flags, ["-fopenmp", "-fPIC"]);
+    assert!(inferred.archs.is_empty());
+    // extras["all"] is a set built by a generator expression.
+    assert_eq!(inferred.meta.optional_dependencies["all"], ["absl-py"]);
+    assert!(
+        matches!(&inferred.meta.readme, Some(cuwheel::init::model::Readme::File { path, .. }) if path == "README.md")
+    );
+    assert_eq!(inferred.packages, ["gemmlib"]);
+    let findings: Vec<String> = inferred
+        .findings
+        .iter()
+        .map(|f| format!("{}: {}", f.key, f.problem))
+        .collect();
+    assert_eq!(findings.len(), 2, "{findings:#?}");
+    assert!(
+        findings[0].starts_with("project.license: setup.py names no license; its classifier says")
+    );
+    assert!(
+        findings[1].contains("tool.cuwheel.cuda-archs")
+            && findings[1].contains("setup.py:26: `if capability:`"),
+        "{findings:#?}"
+    );
+    let taken: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        taken.iter().any(|t| t.contains(
+            "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py"
+        )),
+        "{taken:?}"
+    );
+}
+
+#[test]
+fn init_writes_pyproject_and_flake_keeping_what_the_file_had() {
+    let (_dir, root) = copy_of("one-module");
+    let outcome = init(&root, &options()).unwrap();
+    let text = fs::read_to_string(root.join("pyproject.toml")).unwrap();
+    assert_eq!(text, outcome.pyproject);
+    assert!(text.starts_with(
+        "# The build needs torch at build time; everything else is in setup.py.\n[build-system]\n\
+         requires = [\"setuptools\", \"torch>=2.7.0,<2.8\"]  # the torch it is built against\n"
+    ));
+    let doc: toml::Table = text.parse().unwrap();
+    let project = doc["project"].as_table().unwrap();
+    assert_eq!(project["name"].as_str(), Some("gemmlib"));
+    assert_eq!(project["version"].as_str(), Some("0.2.0"));
+    assert_eq!(
+        project["authors"][0]["email"].as_str(),
+        Some("fixtures@example.org")
+    );
+    let tool = doc["tool"]["cuwheel"].as_table().unwrap();
+    assert_eq!(tool["module"].as_str(), Some("gemmlib_backend"));
+    assert_eq!(tool["binding"].as_str(), Some("pybind11"));
+    assert!(
+        !tool.contains_key("kernels"),
+        "a module without kernels writes none"
+    );
+    assert_eq!(tool["include-dirs"].as_array().unwrap().len(), 2);
+    assert_eq!(tool["matrix"]["python"].as_array().unwrap().len(), 3);
+    // The build-system's torch pin is a finding about the matrix.
+    assert!(
+        outcome.inferred.findings.iter().any(
+            |f| f.key == "tool.cuwheel.matrix.torch" && f.problem.contains("torch>=2.7.0,<2.8")
+        )
+    );
+    let flake = fs::read_to_string(root.join("flake.nix")).unwrap();
+    assert!(
+        flake.contains("inputs.cuwheel.url = \"path:/opt/cuwheel\";"),
+        "{flake}"
+    );
+    assert!(
+        flake.contains("cuwheel.lib.mkProject { src = ./.; }"),
+        "{flake}"
+    );
+    // Run again: the table exists now, so without --force nothing changes.
+    let err = init(&root, &options()).unwrap_err();
+    assert!(err.to_string().contains("--force"), "{err}");
+    assert_eq!(
+        fs::read_to_string(root.join("pyproject.toml")).unwrap(),
+        text
+    );
+    // With --force the table is replaced, the flake left alone if it is the same.
+    fs::write(root.join("flake.nix"), "{ outputs = _: { }; }\n").unwrap();
+    let again = init(
+        &root,
+        &InitOptions {
+            force: false,
+            ..options()
+        },
+    )
+    .err();
+    assert!(again.is_some());
+    let forced = init(
+        &root,
+        &InitOptions {
+            force: true,
+            ..options()
+        },
+    )
+    .unwrap();
+    assert_eq!(forced.pyproject.matches("[tool.cuwheel]").count(), 1);
+    assert!(
+        forced.flake_written,
+        "--force replaces a different flake.nix"
+    );
+}
+
+#[test]
+fn per_op_config_has_one_table_per_module_and_shared_flags_on_top() {
+    let (_dir, root) = copy_of("per-op");
+    init(&root, &options()).unwrap();
+    let doc: toml::Table = fs::read_to_string(root.join("pyproject.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tool = doc["tool"]["cuwheel"].as_table().unwrap();
+    assert_eq!(
+        tool["include-dirs"].as_array().unwrap()[0].as_str(),
+        Some("csrc")
+    );
+    assert_eq!(tool["nvcc-flags"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        tool["defines"].as_array().unwrap()[0].as_str(),
+        Some("TINYOPS_PYTHON")
+    );
+    assert_eq!(
+        tool["packages"].as_array().unwrap()[0].as_str(),
+        Some("tinyops")
+    );
+    assert!(!tool.contains_key("module"));
+    let modules = tool["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 6);
+    let scale_cuda = modules
+        .iter()
+        .find(|m| m["name"].as_str() == Some("tinyops._scale_cuda"))
+        .unwrap();
+    assert!(
+        scale_cuda.get("cuda").is_none(),
+        "cuda = true is the default"
+    );
+    assert_eq!(scale_cuda["binding"].as_str(), Some("torch-library"));
+    assert_eq!(
+        scale_cuda["defines"].as_array().unwrap()[0].as_str(),
+        Some("TINYOPS_CUDA")
+    );
+    assert_eq!(scale_cuda["strip"].as_bool(), Some(true));
+    let scale_cpu = modules
+        .iter()
+        .find(|m| m["name"].as_str() == Some("tinyops._scale_cpu"))
+        .unwrap();
+    assert_eq!(scale_cpu["cuda"].as_bool(), Some(false));
+    assert!(scale_cpu.get("nvcc-flags").is_none());
+    // Every module's keys are the v2 schema's.
+    const MODULE_KEYS: [&str; 13] = [
+        "name",
+        "cuda",
+        "kernels",
+        "bindings",
+        "binding",
+        "include-dirs",
+        "defines",
+        "undefines",
+        "nvcc-flags",
+        "cxx-flags",
+        "link-flags",
+        "libraries",
+        "strip",
+    ];
+    for m in modules {
+        for key in m.as_table().unwrap().keys() {
+            assert!(
+                MODULE_KEYS.contains(&key.as_str()),
+                "unknown module key {key}"
+            );
+        }
+    }
+    // No pybind11 binding: no python list in the matrix.
+    assert!(tool["matrix"].get("python").is_none());
+    assert_eq!(doc["project"]["license"].as_str(), Some("MIT"));
+}
+
+/// The demo without its [tool.cuwheel]: inferred from the tree alone, the
+/// config names the same module, kernels, bindings, include dirs, archs,
+/// baseline, matrix and packages. Its compile flags are the one thing the
+/// sources do not state (the plan adds -O2 and --expt-relaxed-constexpr
+/// itself), so they are compared as absent.
+#[test]
+fn the_demo_is_inferred_from_its_tree() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("demo-ext");
+    copy_tree(&demo.join("csrc"), &root.join("csrc"));
+    copy_tree(&demo.join("demo_ext"), &root.join("demo_ext"));
+    let original = fs::read_to_string(demo.join("pyproject.toml")).unwrap();
+    let project_only = &original[..original.find("[tool.cuwheel]").unwrap()];
+    fs::write(root.join("pyproject.toml"), project_only).unwrap();
+    let outcome = init(&root, &options()).unwrap();
+    assert_eq!(outcome.origin, "the source tree");
+    assert!(outcome.kept.is_empty(), "{:?}", outcome.kept);
+    assert!(outcome.pyproject.starts_with(project_only.trim_end()));
+    // Both configs through cuwheel's own reader.
+    let inferred = Spec::load(&root).unwrap().config;
+    let demo_dir = tempfile::tempdir().unwrap();
+    copy_tree(&demo.join("csrc"), &demo_dir.path().join("csrc"));
+    copy_tree(&demo.join("demo_ext"), &demo_dir.path().join("demo_ext"));
+    fs::write(demo_dir.path().join("pyproject.toml"), &original).unwrap();
+    let expected = Spec::load(demo_dir.path()).unwrap().config;
+    let shown = |c: &cuwheel::spec::Config| {
+        format!(
+            "{} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
+            c.module,
+            c.kernels
+                .iter()
+                .map(|k| k.value.to_string())
+                .collect::<Vec<_>>(),
+            c.bindings
+                .iter()
+                .map(|(f, files)| (
+                    f.to_string(),
+                    files.iter().map(|p| p.value.clone()).collect::<Vec<_>>()
+                ))
+                .collect::<Vec<_>>(),
+            c.include_dirs
+                .iter()
+                .map(|d| d.value.clone())
+                .collect::<Vec<_>>(),
+            c.cuda_archs,
+            c.baseline,
+            (
+                &c.matrix.cuda,
+                &c.matrix.python,
+                &c.matrix.torch,
+                c.matrix
+                    .exclude
+                    .iter()
+                    .map(|e| e.value.to_string())
+                    .collect::<Vec<_>>()
+            ),
+            c.packages
+                .iter()
+                .map(|p| p.value.clone())
+                .collect::<Vec<_>>(),
+            (c.name.to_string(), c.version.to_string(), &c.license),
+        )
+    };
+    assert_eq!(shown(&inferred), shown(&expected));
+    assert!(inferred.nvcc_flags.is_empty() && inferred.cxx_flags.is_empty());
+    assert_eq!(expected.nvcc_flags, ["--expt-relaxed-constexpr"]);
+    assert_eq!(expected.cxx_flags, ["-O3"]);
+}
+
+#[test]
+fn the_command_reports_and_writes_without_locking() {
+    let (_dir, root) = copy_of("one-module");
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["init", "--no-lock", "--cuwheel", "path:/opt/cuwheel"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("init: not inferred — review these in pyproject.toml:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("tool.cuwheel.cuda-archs"), "{stderr}");
+    assert!(
+        stderr.contains("binding: csrc/gemm.cu includes \"gemm.h\""),
+        "{stderr}"
+    );
+    assert!(root.join("flake.nix").is_file());
+    assert!(!root.join("cuwheel.lock").exists());
+    // A dry run prints the file and writes nothing.
+    let (_dir2, root2) = copy_of("per-op");
+    let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["init", "--dry-run", "--cuwheel", "path:/opt/cuwheel"])
+        .arg(&root2)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[[tool.cuwheel.modules]]"));
+    assert!(!root2.join("pyproject.toml").exists() && !root2.join("flake.nix").exists());
+}

@@ -288,10 +288,11 @@ fn module_name(
 fn version(root: &Path, packages: &[String], inferred: &mut Inferred) {
     for package in packages {
         let file = format!("{package}/__init__.py");
-        if let Ok(text) = fs::read_to_string(root.join(&file))
-            && let Ok(body) = parse_module(&text)
-            && body.iter().any(|s| matches!(&s.kind, StmtKind::Assign { targets, value } if targets.iter().any(|t| matches!(&t.kind, ExprKind::Name(n) if n == "__version__")) && matches!(value.kind, ExprKind::Const(_))))
-        {
+        let assigns_version = fs::read_to_string(root.join(&file))
+            .ok()
+            .and_then(|text| parse_module(&text).ok())
+            .is_some_and(|body| body.iter().any(|s| matches!(&s.kind, StmtKind::Assign { targets, value } if targets.iter().any(|t| matches!(&t.kind, ExprKind::Name(n) if n == "__version__")) && matches!(value.kind, ExprKind::Const(_)))));
+        if assigns_version {
             inferred.meta.version = Some(VersionSource::Attr(format!("{package}.__version__")));
             return;
         }

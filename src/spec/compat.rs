@@ -366,6 +366,18 @@ impl CompatTable {
         if release.wheels.contains_key(&python) {
             return None;
         }
+        if !release.missing.contains(&python) {
+            return Some((
+                Rule::TorchPython,
+                format!(
+                    "the lock did not resolve torch {} for Python {python}: it was written for \
+                     another list of Pythons",
+                    cell.torch
+                ),
+                LOCK_FACTS.to_string(),
+                "run `cuwheel lock` again".to_string(),
+            ));
+        }
         let supported = join(release.wheels.keys());
         let others: Vec<String> = facts
             .torch

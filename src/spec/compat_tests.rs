@@ -116,6 +116,23 @@ fn torch_python_reads_the_wheels_the_lock_found() {
 }
 
 #[test]
+fn a_python_the_lock_never_resolved_says_to_lock_again() {
+    let violation = only_violation(
+        &[cell("12.6", "12.4", Some("3.12"), "2.7")],
+        "manylinux_2_31",
+        &uniform(&["8.0"]),
+    );
+    assert_eq!(violation.rule, Rule::TorchPython);
+    assert!(
+        violation
+            .problem
+            .contains("did not resolve torch 2.7 for Python 3.12"),
+        "{violation}"
+    );
+    assert_eq!(violation.fix, "run `cuwheel lock` again");
+}
+
+#[test]
 fn toolkit_rules_check_the_nvcc_against_the_cuda_served() {
     let archs = uniform(&["8.0"]);
     let violation = only_violation(

@@ -530,9 +530,7 @@ impl Interpreter {
         };
         // setup.py files choose archs by the toolkit or the GPU at hand.
         let skipped = if taken { orelse } else { then };
-        if skipped.archs
-            && let Some(note) = self.notes.get_mut(decided)
-        {
+        if let Some(note) = self.notes.get_mut(decided).filter(|_| skipped.archs) {
             note.text.push_str(&format!("; {ARCH_BRANCH}"));
         }
         Ok(taken)

@@ -485,15 +485,20 @@ impl Interpreter {
         line: usize,
     ) -> Result<(), EvalError> {
         let current = self.eval(target)?;
-        if op == BinOp::Add
-            && let (Value::List(items), Ok(more)) = (&current, right.items())
-        {
-            items.borrow_mut().extend(more);
-            return Ok(());
+        if op == BinOp::Add {
+            if let (Value::List(items), Ok(more)) = (&current, right.items()) {
+                items.borrow_mut().extend(more);
+                return Ok(());
+            }
         }
         if op == BinOp::BitOr
-            && let (Value::Dict(_) | Value::Set(_), Value::Dict(_) | Value::Set(_)) =
-                (&current, &right)
+            && matches!(
+                (&current, &right),
+                (
+                    Value::Dict(_) | Value::Set(_),
+                    Value::Dict(_) | Value::Set(_)
+                )
+            )
         {
             ops::update(&current, &right);
             return Ok(());

@@ -334,9 +334,11 @@ impl Parser {
                 value,
             });
         }
-        if let Tok::Op(op) = self.peek().tok
-            && let Some(bin) = BinOp::augmented(op)
-        {
+        let augmented = match self.peek().tok {
+            Tok::Op(op) => BinOp::augmented(op),
+            _ => None,
+        };
+        if let Some(bin) = augmented {
             self.next();
             check_target(&first)?;
             let value = self.testlist_star()?;

@@ -50,10 +50,11 @@ impl Parser {
 
     /// A test, or `name := test`.
     pub(super) fn named_test(&mut self) -> Result<Expr, SyntaxError> {
-        if matches!(self.peek_at(1), Tok::Op(":="))
-            && let Tok::Name(name) = &self.peek().tok
-        {
-            let name = name.clone();
+        let named = match (&self.peek().tok, self.peek_at(1)) {
+            (Tok::Name(name), Tok::Op(":=")) => Some(name.clone()),
+            _ => None,
+        };
+        if let Some(name) = named {
             let line = self.next().line;
             self.next();
             let value = self.test()?;

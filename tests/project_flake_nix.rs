@@ -272,6 +272,7 @@ fn re_pin(lock: &mut Lock, toolchain: &str, name: &str) -> String {
     let mut artifact = lock.artifacts.remove(name).unwrap();
     let version = match &mut artifact.source {
         Source::Debian { version, .. } | Source::Pypi { version, .. } => version,
+        Source::Archive { .. } => panic!("{name} is an archive the user supplies, not a release"),
     };
     let old = version.clone();
     version.push_str("+repin1");

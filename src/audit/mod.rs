@@ -103,6 +103,18 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
     })
 }
 
+/// The most compatible manylinux policy the ELF members of `wheel` allow,
+/// judged as [`audit_file`] judges them (`None` when it holds no readable
+/// ELF file): the platform tag a wheel of these members may carry at most.
+pub fn allowed_policy(
+    wheel: &WheelFile,
+    options: &AuditOptions,
+) -> Result<Option<&'static manylinux::ManylinuxPolicy>> {
+    let members = scan::scan_members(wheel)?;
+    let ctx = AuditContext::new(wheel, &members, Vec::new(), options);
+    Ok((!ctx.elfs.is_empty()).then(|| ctx.best_policy()))
+}
+
 /// What the report shows of one readable ELF member.
 fn summary(ctx: &AuditContext<'_>, member: &MemberScan) -> Option<ElfSummary> {
     let Some(Ok(elf)) = &member.elf else {

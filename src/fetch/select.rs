@@ -114,6 +114,7 @@ mod tests {
             version: crate::lock::format::LOCK_VERSION,
             project: "p".into(),
             config_sha256: "00".into(),
+            facts: Default::default(),
             cells: [
                 ("cu130-py311".to_owned(), cell(Some("python311"))),
                 ("cu130-py313".to_owned(), cell(Some("python313"))),

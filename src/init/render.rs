@@ -20,16 +20,10 @@ use crate::spec::glob::Pattern;
 pub const DEFAULT_BASELINE: &str = "manylinux_2_31";
 /// The archs written when setup.py sets none.
 pub const DEFAULT_ARCHS: [&str; 2] = ["8.0", "9.0+PTX"];
-/// The matrix written: the demo's, which cuwheel's lock data covers.
-/// `python` is added only when a module has pybind11 bindings.
-const DEFAULT_MATRIX: &str = r#"cuda = ["13.0", "12.4"]
-torch = ["2.11", "2.9"]
-# torch 2.11 is built for CUDA 13, torch 2.9 for CUDA 12.8: pair each
-# toolkit with the torch whose CUDA major it shares.
-exclude = [
-  { cuda = "13.0", torch = "2.9" },
-  { cuda = "12.4", torch = "2.11" },
-]"#;
+/// The matrix written: two torch releases cuwheel's toolkits cover (torch
+/// 2.11 is CUDA 13.0, 2.9 CUDA 12.8; `cuwheel lock` reads each from its
+/// wheels). `python` is added only when a module has pybind11 bindings.
+const DEFAULT_MATRIX: &str = r#"torch = ["2.11", "2.9"]"#;
 const DEFAULT_PYTHONS: &str = r#"python = ["3.11", "3.13", "3.14"]"#;
 
 /// A compile key every module may set and the top level may give for all:
@@ -317,7 +311,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
     }
     lines.push(String::new());
     lines.push("[tool.cuwheel.matrix]".into());
-    lines.push("# Not inferred: cuwheel's default matrix; name the CUDA, torch and Python versions to build.".into());
+    lines.push("# Not inferred: cuwheel's default matrix; name the torch releases (minors or ranges) and Pythons to build for.".into());
     let pybind = modules
         .iter()
         .any(|m| m.bindings.contains_key(&Flavour::Pybind11));

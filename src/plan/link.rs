@@ -20,7 +20,7 @@ use crate::plan::binding::flavour_plan;
 use crate::plan::compilers::Compilers;
 use crate::plan::shell::quote;
 use crate::plan::{Input, Node};
-use crate::spec::{BindingFlavour, Module, PythonVersion};
+use crate::spec::{BindingFlavour, Module, PythonAbi};
 
 /// Every link node's name starts with this.
 pub const NAME_PREFIX: &str = "link-";
@@ -34,7 +34,7 @@ pub struct LinkedModule {
     /// cell's).
     pub flavour: BindingFlavour,
     /// The Python of a per-Python module; `None` for an abi3 one.
-    pub python: Option<PythonVersion>,
+    pub python: Option<PythonAbi>,
     pub compilers: Compilers,
     /// Kernel node name → its object file.
     pub kernels: BTreeMap<String, String>,

@@ -30,6 +30,7 @@ pub mod link;
 pub mod metadata;
 pub mod shell;
 pub mod sources;
+pub mod standard;
 pub mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,9 +41,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
 use crate::lock::format::Lock;
-use crate::spec::{BindingFlavour, Cell, Config, Description, Module, PackageFile};
+use crate::spec::{
+    BindingFlavour, Cell, Config, CudaArch, CudaVersion, Description, Module, PackageFile,
+};
 use crate::store::path::sanitize_name;
-use crate::wheel::{TagSet, WheelFilename};
+use crate::wheel::{PlatformRule, TagSet, WheelFilename};
 
 pub use crate::spec::glob::slash_path;
 pub use binding::BindingObject;
@@ -50,6 +53,7 @@ pub use compilers::Compilers;
 pub use includes::TranslationUnit;
 pub use kernel::KernelObject;
 pub use link::LinkedModule;
+pub use standard::CxxStandard;
 pub use wheel::WheelAssembly;
 
 use binding::flavour_plan;
@@ -77,8 +81,16 @@ pub struct PlanCell {
     pub wheel: String,
     /// The audit node: its output is the cell's result (wheel and report).
     pub audit: String,
-    /// The wheel's file name.
-    pub wheel_file: String,
+    /// The wheel's file name as the plan predicts it: the wheel node
+    /// computes the platform tag from the linked modules, within `platform`
+    /// (the prediction takes torch's tag, which modules built on the
+    /// baseline's sysroot reach). Read the result's `*.whl` for the name.
+    pub predicted_wheel_file: String,
+    pub platform: PlatformRule,
+    /// The toolkit whose nvcc compiles the cell's CUDA kernels.
+    pub nvcc: CudaVersion,
+    /// The torch release the cell is built against (`2.7.1`).
+    pub torch: String,
     /// What the wheel records of its origin (also in the wheel node's
     /// recipe): what `cuwheel reproduce` compares a wheel with.
     pub provenance: Provenance,
@@ -94,6 +106,28 @@ impl PlanCell {
             .chain(&self.links)
             .chain([&self.wheel, &self.audit])
             .map(String::as_str)
+    }
+}
+
+/// A cell for unit tests: the given kernel nodes and `[binding, link, wheel,
+/// audit]` nodes, torch 2.11 built with nvcc 13.0.
+#[cfg(test)]
+pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
+    let [binding, link, wheel, audit] = nodes.map(str::to_string);
+    PlanCell {
+        kernels: kernels.iter().map(|k| k.to_string()).collect(),
+        bindings: [binding].into(),
+        links: [link].into(),
+        wheel,
+        audit,
+        predicted_wheel_file: "w.whl".into(),
+        platform: PlatformRule {
+            least_compatible: "manylinux_2_31_x86_64".into(),
+            most_compatible: "manylinux_2_28_x86_64".into(),
+        },
+        nvcc: CudaVersion::new(13, 0),
+        torch: "2.11.0".into(),
+        provenance: Provenance::default(),
     }
 }
 
@@ -180,6 +214,11 @@ pub enum PlanError {
         module: String,
         flavour: BindingFlavour,
     },
+    #[error(
+        "cell {cell}: `{tag}` is not a wheel tag (the lock's torch platform is not a platform \
+         tag); run `cuwheel lock` to write the lock again"
+    )]
+    BadTag { cell: String, tag: String },
 }
 
 /// The project beyond its config, read by the caller
@@ -273,7 +312,10 @@ impl Plan {
                 links: BTreeSet::new(),
                 wheel: String::new(),
                 audit: String::new(),
-                wheel_file: String::new(),
+                predicted_wheel_file: String::new(),
+                platform: PlatformRule::default(),
+                nvcc: cp.nvcc(),
+                torch: String::new(),
                 provenance: Provenance::default(),
             };
             let mut own = Vec::new();
@@ -329,7 +371,7 @@ impl Plan {
                 };
                 nodes
                     .entry(binding.name.clone())
-                    .or_insert_with(|| binding.node(module, &config.cuda_archs));
+                    .or_insert_with(|| binding.node(module, archs_of(config, &binding.compilers)));
                 links
                     .entry(key.clone())
                     .or_insert_with(|| (link, index, BTreeSet::new()))
@@ -377,12 +419,26 @@ impl Plan {
                 });
                 planned.links.insert(link.name.clone());
             }
-            let assembly = assembly(config, project, lock, cp, modules);
+            let release =
+                lock.facts
+                    .torch
+                    .get(&cp.cell.torch)
+                    .ok_or_else(|| PlanError::CellNotLocked {
+                        cell: cp.cell.name().to_string(),
+                        lock: lock_path.to_path_buf(),
+                    })?;
+            let platform = PlatformRule {
+                least_compatible: config.baseline.platform_tag(),
+                most_compatible: release.platform.clone(),
+            };
+            let assembly = assembly(config, project, lock, cp, modules, &platform)?;
             let wheel_node = assembly.wheel_node();
             let audit_node = assembly.audit_node();
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
-            planned.wheel_file = assembly.wheel_file.clone();
+            planned.predicted_wheel_file = assembly.wheel_file.clone();
+            planned.platform = platform;
+            planned.torch = release.version.clone();
             planned.provenance = assembly.recipe.provenance.clone();
             for node in [wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
@@ -442,6 +498,17 @@ impl Plan {
             .values()
             .filter(|node| node.name.starts_with(kernel::NAME_PREFIX))
     }
+}
+
+/// The GPU archs objects of `compilers` are built for: the config's list for
+/// its toolkit (the compatibility check guarantees one for every cell's
+/// nvcc); none for a CPU-only set.
+fn archs_of<'c>(config: &'c Config, compilers: &Compilers) -> &'c [CudaArch] {
+    compilers
+        .cuda
+        .as_ref()
+        .and_then(|cuda| config.cuda_archs.for_toolkit(cuda.version))
+        .unwrap_or_default()
 }
 
 /// The part of node names that says which module, where there are several.
@@ -512,7 +579,7 @@ fn kernel_nodes(
             if !shared {
                 object.name = format!("{name}-{}", sanitize_name(module.name.value.leaf()));
             }
-            let node = object.node(module, &config.cuda_archs);
+            let node = object.node(module, archs_of(config, &object.compilers));
             kernels_of
                 .entry((index, object.compilers.clone()))
                 .or_default()
@@ -531,16 +598,20 @@ fn assembly(
     lock: &Lock,
     cp: &CellPlan<'_>,
     modules: Vec<ModuleFile>,
-) -> WheelAssembly {
+    platform: &PlatformRule,
+) -> Result<WheelAssembly, PlanError> {
     let cell = cp.cell;
     let name = cell.name().to_string();
-    let tag = cell.wheel_tag(&config.baseline);
     let version = cell.wheel_version(&config.version);
+    let predicted_tag = format!("{}-{}", cell.interpreter_abi(), platform.predicted());
     let filename = WheelFilename {
         name: config.name.clone(),
         version: version.clone(),
         build: None,
-        tags: TagSet::single(&tag),
+        tags: TagSet::parse(&predicted_tag).map_err(|_| PlanError::BadTag {
+            cell: name.clone(),
+            tag: predicted_tag.clone(),
+        })?,
     };
     let mut roles = vec![("gcc", &cp.compilers.gcc), ("torch", &cp.compilers.torch)];
     if let Some(cuda) = &cp.compilers.cuda {
@@ -561,19 +632,24 @@ fn assembly(
             cell,
             version,
         ),
-        tag: tag.to_string(),
+        tag: cell.interpreter_abi(),
+        platform: platform.clone(),
         provenance: Provenance {
             cell: name.clone(),
-            cuda_archs: config.cuda_archs.iter().map(|a| a.to_string()).collect(),
+            cuda_archs: archs_of(config, &cp.compilers)
+                .iter()
+                .map(|a| a.to_string())
+                .collect(),
             config_sha256: project.config_sha256.clone(),
             source_sha256: Provenance::source_sha256(&project.digests),
             sources: project.digests.clone(),
             toolchains,
             seeds: Provenance::seeds(lock),
+            nvcc: cp.nvcc().to_string(),
             cuwheel: env!("CARGO_PKG_VERSION").to_string(),
         },
     };
-    WheelAssembly {
+    Ok(WheelAssembly {
         cell: name,
         modules,
         package_files: project.package_files.clone(),
@@ -581,7 +657,7 @@ fn assembly(
         dist_info: filename.dist_info_dir(),
         wheel_file: filename.to_string(),
         recipe,
-    }
+    })
 }
 
 /// The arithmetic `cuwheel plan` prints.

@@ -81,7 +81,6 @@ pub fn read(spec: &Spec) -> Result<ProjectSources> {
 /// is refused, saying to lock again.
 pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     let spec = Spec::load(dir)?;
-    let cells = spec.cells()?;
     let lock_path = dir.join(LOCK_FILE);
     let lock = Lock::read(&lock_path)?;
     let config_sha256 = crate::lock::config_sha256(&spec.pyproject)?;
@@ -97,6 +96,9 @@ pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
             dir.display()
         );
     }
+    let cells = spec
+        .cells(&lock.facts)
+        .with_context(|| format!("with the facts of {}", lock_path.display()))?;
     let project = read(&spec)?;
     let plan = Plan::new(&spec.config, &project, &cells, &lock, &lock_path)
         .with_context(|| format!("cannot plan the build of {}", dir.display()))?;

@@ -9,18 +9,25 @@
 //! [`ConfigError`] for what the config says (or names but is missing),
 //! [`CompatError`] for cells that cannot be built.
 //!
-//! [`version`] holds the `major.minor` versions and [`target`] the GPU archs
-//! and glibc baseline; [`config`] reads the text (through [`document`], which
-//! tracks where each value is), [`glob`] matches the file patterns,
-//! [`package`] selects the package files, [`matrix`] expands and names the
-//! cells, [`compat`] checks them against `data/compatibility.toml`.
+//! [`version`] holds the `major.minor` versions, [`python`] the CPython
+//! builds (free-threaded too), [`selector`] the torch ranges, and [`target`]
+//! the GPU archs and glibc baseline; [`config`] reads the text (through
+//! [`document`], which tracks where each value is; [`archs`] and
+//! [`config::matrix`] read `cuda-archs` and the matrix), [`glob`] matches the
+//! file patterns, [`package`] selects the package files, [`matrix`] expands and names the cells with the lock's
+//! [`facts`], [`compat`] checks them against those facts and
+//! `data/compatibility.toml`.
 
+pub mod archs;
 pub mod compat;
 pub mod config;
 pub mod document;
+pub mod facts;
 pub mod glob;
 pub mod matrix;
 pub mod package;
+pub mod python;
+pub mod selector;
 pub mod target;
 pub mod version;
 
@@ -30,14 +37,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+pub use archs::CudaArchs;
 pub use compat::{CompatError, CompatTable, Rule, Violation};
 pub use config::{
-    BindingFlavour, Compile, Config, Define, Exclude, ExtensionModule, License, Link, MatrixConfig,
-    Module, Person, ProjectMetadata, Readme,
+    BindingFlavour, Compile, Config, Define, Exclude, ExtensionModule, HeaderArchive, License,
+    Link, MatrixConfig, Module, Person, ProjectMetadata, Readme,
 };
 pub use document::{ConfigError, ConfigProblem, Located, Location};
+pub use facts::{MatrixFacts, ToolkitOrigin, TorchRelease, TorchWheel};
 pub use matrix::{Cell, CellName, CellNameError};
 pub use package::PackageFile;
+pub use python::PythonAbi;
+pub use selector::TorchSelector;
 pub use target::{Baseline, CudaArch, TARGET_ARCH};
 pub use version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
 
@@ -162,16 +173,38 @@ impl Spec {
         })
     }
 
-    /// The cells to build, sorted; or every cell that cannot be built.
-    pub fn cells(&self) -> Result<Vec<Cell>, CompatError> {
-        let cells = matrix::expand(&self.config).cells;
+    /// The cells to build with the lock's `facts`, sorted. Errors: a
+    /// [`ConfigError`] for what the config names that the facts do not
+    /// have (a torch never released, an exclude that matches no cell), else
+    /// a [`CompatError`] naming every cell that cannot be built.
+    pub fn cells(&self, facts: &MatrixFacts) -> anyhow::Result<Vec<Cell>> {
+        let expansion = matrix::expand(&self.config, facts);
+        if !expansion.problems.is_empty() {
+            let mut problems: Vec<ConfigProblem> = expansion
+                .problems
+                .into_iter()
+                .map(|problem| ConfigProblem {
+                    file: self.pyproject.clone(),
+                    at: problem.at,
+                    problem: problem.problem,
+                    fix: problem.fix,
+                })
+                .collect();
+            problems.sort_by_key(|problem| (problem.at.line, problem.at.column));
+            return Err(ConfigError { problems }.into());
+        }
+        let matrix = compat::Matrix {
+            facts,
+            baseline: &self.config.baseline,
+            archs: &self.config.cuda_archs,
+        };
         CompatTable::embedded()
-            .check(&cells, &self.config.baseline)
+            .check(&expansion.cells, &matrix)
             .map_err(|violations| CompatError {
                 file: self.pyproject.clone(),
                 violations,
             })?;
-        Ok(cells)
+        Ok(expansion.cells)
     }
 }
 

@@ -20,7 +20,7 @@ use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::quote;
 use crate::plan::{Node, slash_path};
 use crate::spec::config::modules::is_cuda_source;
-use crate::spec::{BindingFlavour, CudaArch, Module, PythonVersion};
+use crate::spec::{BindingFlavour, CudaArch, Module, PythonAbi};
 
 /// Every binding node's name starts with this.
 pub const NAME_PREFIX: &str = "binding-";
@@ -42,14 +42,12 @@ pub trait FlavourPlan: Sync {
 
     /// The module's file name inside its package, for `python` (`Some`
     /// exactly when [`Self::per_python`]).
-    fn module_file(&self, leaf: &str, python: Option<PythonVersion>) -> String;
+    fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String;
 
     /// The part of node names that says which Python: `py313`, or `abi3`.
-    fn python_part(&self, python: Option<PythonVersion>) -> String {
+    fn python_part(&self, python: Option<PythonAbi>) -> String {
         match python {
-            Some(python) if self.per_python() => {
-                format!("py{}{}", python.major, python.minor)
-            }
+            Some(python) if self.per_python() => python.label(),
             _ => "abi3".to_string(),
         }
     }

@@ -3,7 +3,7 @@
 //! linked with `torch_python` as torch's `BuildExtension` links it.
 
 use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonVersion};
+use crate::spec::{BindingFlavour, PythonAbi};
 
 pub struct Pybind11;
 
@@ -25,12 +25,9 @@ impl FlavourPlan for Pybind11 {
     }
 
     /// As setuptools names extension modules.
-    fn module_file(&self, leaf: &str, python: Option<PythonVersion>) -> String {
+    fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String {
         match python {
-            Some(python) => format!(
-                "{leaf}.cpython-{}{}-x86_64-linux-gnu.so",
-                python.major, python.minor
-            ),
+            Some(python) => format!("{leaf}.{}.so", python.extension_tag()),
             None => unreachable!("a pybind11 module is built for one Python"),
         }
     }

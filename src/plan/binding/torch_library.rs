@@ -8,7 +8,7 @@
 //! Python.
 
 use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonVersion};
+use crate::spec::{BindingFlavour, PythonAbi};
 
 /// The limited API version of abi3 bindings: Python 3.9, the `cp39` of
 /// their wheels' tag.
@@ -33,7 +33,7 @@ impl FlavourPlan for TorchLibrary {
         &[]
     }
 
-    fn module_file(&self, leaf: &str, _: Option<PythonVersion>) -> String {
+    fn module_file(&self, leaf: &str, _: Option<PythonAbi>) -> String {
         format!("{leaf}.abi3.so")
     }
 }

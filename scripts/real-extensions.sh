@@ -138,22 +138,60 @@ prepare() {
   say "$name: ready in $dir (nix build $dir#wheels.<cell>; cells: $default_cells)"
 }
 
-# The interpreters asked for that exist, as "pyXY path".
+# The interpreters asked for that run, as "pyXY path".
 pythons() {
-  local p
+  local p tag
   for p in ${PYTHONS:-python3.11 python3.12 python3.13}; do
-    command -v "$p" >/dev/null || continue
-    echo "$("$p" -c 'import sys; print(f"py{sys.version_info[0]}{sys.version_info[1]}")') $(command -v "$p")"
+    tag=$("$p" -c 'import sys; print(f"py{sys.version_info[0]}{sys.version_info[1]}")' 2>/dev/null) || continue
+    echo "$tag $(command -v "$p")"
   done
 }
 
-# A venv of python $2 with torch 2.11 from the package index, in $1.
+# torch's requirements for this platform other than its CUDA libraries
+# (nvidia-*, cuda-toolkit), read from the torch installed in the venv.
+torch_requirements='import importlib.metadata
+from pip._vendor.packaging.requirements import Requirement
+for text in importlib.metadata.requires("torch") or []:
+    requirement = Requirement(text)
+    if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+        continue
+    if requirement.name.startswith("nvidia-") or requirement.name == "cuda-toolkit":
+        continue
+    requirement.marker = None
+    print(requirement)'
+
+# A venv of python $2 with torch 2.11 from the package index, in $1. The
+# first one gets torch with every dependency; the next ones share its CUDA
+# libraries (the nvidia-* wheels, about 2.7 GB, the same files for every
+# Python): torch and its other dependencies are installed, and its
+# site-packages/nvidia is a link to the first venv's.
 torch_venv() {
-  local venv=$1 python=$2
-  if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q 'torch==2.11.*' >&2
+  local venv=$1 python=$2 shared
+  [ ! -x "$venv/bin/python" ] || return 0
+  shared=$(find "$work" -mindepth 5 -maxdepth 5 -path "$work/venv-*/lib/python3*/site-packages/nvidia" -type d | head -n 1)
+  "$python" -m venv "$venv"
+  local vpip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+  if [ -z "$shared" ]; then
+    "${vpip[@]}" install 'torch==2.11.*' >&2
+    return
   fi
+  "${vpip[@]}" install --no-deps 'torch==2.11.*' >&2
+  local requirements
+  mapfile -t requirements < <("$venv/bin/python" -c "$torch_requirements")
+  "${vpip[@]}" install "${requirements[@]}" >&2
+  ln -s "$shared" "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/nvidia"
+}
+
+# Installs wheel $2 into venv $1: the wheel itself, then its requirements
+# other than torch (which stays the venv's, with its shared CUDA libraries).
+install_wheel() {
+  local venv=$1 wheel=$2
+  local vpip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+  "${vpip[@]}" install --force-reinstall --no-deps "$wheel" || return
+  local requirements
+  mapfile -t requirements < <(unzip -p "$wheel" '*.dist-info/METADATA' |
+    sed -n 's/^Requires-Dist: //p' | grep -v ';' | grep -v '^torch[ <>=!~]' || true)
+  [ ${#requirements[@]} -eq 0 ] || "${vpip[@]}" install "${requirements[@]}"
 }
 
 run_package() {
@@ -205,8 +243,7 @@ run_package() {
         say "$name: pip install $(basename "$wheel") into a $py venv with torch 2.11"
         torch_venv "$work/venv-$py" "$path"
         local out
-        if out=$("$work/venv-$py/bin/python" -m pip install --disable-pip-version-check -q --force-reinstall --no-deps "$wheel" 2>&1 &&
-          "$work/venv-$py/bin/python" -m pip install --disable-pip-version-check -q "$wheel" 2>&1 &&
+        if out=$(install_wheel "$work/venv-$py" "$wheel" 2>&1 &&
           (cd "$work" && "$work/venv-$py/bin/python" -c "$import_check" 2>&1)); then
           imports+="$py ok; "
           echo "$py: $out" >>"$work/$key.imports.log"

@@ -22,7 +22,7 @@
 # target/release/cuwheel, built with cargo if missing), WORK (where `run`
 # puts its directories; default a new one under ${TMPDIR:-/tmp}; kept),
 # CELLS_<pkg> (cells to build instead of the default, e.g.
-# CELLS_grouped_gemm="cu130-py311 cu130-py313"), PYTHONS (interpreters for
+# CELLS_grouped_gemm="cu130-py312"), PYTHONS (interpreters for
 # the import checks; default python3.11 python3.12 python3.13, those found),
 # SKIP_IMPORT=1 (no venvs: they need torch 2.11 with its CUDA libraries,
 # about 4 GB per Python from the package index).
@@ -60,7 +60,7 @@ print("torch_cluster", torch_cluster.__version__, "fps", idx.tolist(), "knn edge
     ;;
   grouped-gemm | grouped_gemm)
     name=grouped-gemm version=0.3.0 config=grouped_gemm.toml
-    default_cells="cu130-py311 cu130-py313"
+    default_cells="cu130-py312 cu130-py311 cu130-py313"
     import_check='import torch, grouped_gemm
 from grouped_gemm import ops, backend
 assert callable(ops.gmm) and hasattr(backend.backend, "gmm")
@@ -129,9 +129,10 @@ prepare() {
     git add -A
     git -c user.name=cuwheel -c user.email=cuwheel@localhost commit -qm "$name $version: sdist, cuwheel init, reviewed config"
     say "$name: cuwheel lock"
-    "$cuwheel" lock >&2
+    # The Python 3.12 headers archive grouped-gemm's config names.
+    "$cuwheel" lock --archives "$repo/examples/demo-ext/archives" >&2
     say "$name: cuwheel fetch"
-    "$cuwheel" fetch >&2
+    "$cuwheel" fetch --archives "$repo/examples/demo-ext/archives" >&2
     git add -A
     git -c user.name=cuwheel -c user.email=cuwheel@localhost commit -qm "cuwheel lock"
   )

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The wheels cuwheel built for torch-cluster and grouped-gemm, on a real GPU.
 
-In: a torch-cluster wheel and a grouped-gemm wheel (files, or directories
-holding them; scripts/real-extensions.sh builds them, docs/real-extensions.md
+In: a torch-cluster wheel and/or a grouped-gemm wheel (files, or directories
+holding them; each package whose wheel is given is checked; scripts/real-extensions.sh builds them, docs/real-extensions.md
 says how), on a machine with a CUDA GPU and torch installed, offline. Out: a
 table (package, check, max error or mismatches, result) on stdout, appended
 as Markdown to --markdown FILE; exit 0 when every check passes, 1 when one
@@ -42,6 +42,10 @@ import tempfile
 # largest value.
 BF16_TOLERANCE = 2e-2
 
+# The packages checked, by their wheels' distribution names; each one whose
+# wheel is given is checked.
+PACKAGES = ("torch_cluster", "grouped_gemm")
+
 
 def wheels_of(args):
     wheels = []
@@ -57,12 +61,11 @@ def wheels_of(args):
         else:
             sys.exit(f"real_extensions: {arg} is neither a .whl file nor a directory of them")
     names = [w.name.split("-")[0] for w in wheels]
-    for needed in ("torch_cluster", "grouped_gemm"):
-        if names.count(needed) != 1:
-            sys.exit(
-                f"real_extensions: give exactly one {needed} wheel (got {names.count(needed)} "
-                f"among {[w.name for w in wheels]})"
-            )
+    for package in PACKAGES:
+        if names.count(package) > 1:
+            sys.exit(f"real_extensions: give one {package} wheel, not {names.count(package)}")
+    if not any(package in names for package in PACKAGES):
+        sys.exit(f"real_extensions: no torch_cluster or grouped_gemm wheel among {names}")
     return wheels
 
 
@@ -351,18 +354,20 @@ def inside(args):
         return 2
     print(f"GPU {torch.cuda.get_device_name()} (compute capability "
           f"{'.'.join(map(str, torch.cuda.get_device_capability()))}), seed {args.seed}")
-    import grouped_gemm
-    import torch_cluster
-    for module in (torch_cluster, grouped_gemm):
-        origin = pathlib.Path(module.__file__)
-        print(f"{module.__name__} from {origin.parent}")
-        if not str(origin).startswith(sys.prefix):
-            print(f"real_extensions: {module.__name__} is not the venv's", file=sys.stderr)
-            return 1
-    print(f"torch_cluster.cuda_version() = {torch.ops.torch_cluster.cuda_version()}")
+    import importlib
+    import importlib.metadata
+    checks = {"torch_cluster": torch_cluster_checks, "grouped_gemm": grouped_gemm_checks}
     table = Table()
-    torch_cluster_checks(table, torch, args.seed)
-    grouped_gemm_checks(table, torch, args.seed)
+    for package in args.packages.split(","):
+        module = importlib.import_module(package)
+        origin = pathlib.Path(module.__file__)
+        print(f"{package} {importlib.metadata.version(package)} from {origin.parent}")
+        if not str(origin).startswith(sys.prefix):
+            print(f"real_extensions: {package} is not the venv's", file=sys.stderr)
+            return 1
+        if package == "torch_cluster":
+            print(f"torch_cluster.cuda_version() = {torch.ops.torch_cluster.cuda_version()}")
+        checks[package](table, torch, args.seed)
     if args.markdown:
         with open(args.markdown, "a", encoding="utf-8") as out:
             out.write(table.markdown())
@@ -377,6 +382,7 @@ def main():
     parser.add_argument("--markdown", help="append the table as Markdown to this file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--packages", default="", help=argparse.SUPPRESS)
     parser.add_argument("--venv", default=None, help="where the venv goes (default: a temporary directory)")
     args = parser.parse_args()
     if args.inside:
@@ -385,7 +391,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="real-extensions-") as scratch:
         venv = pathlib.Path(args.venv) if args.venv else pathlib.Path(scratch) / "venv"
         python = install(wheels, venv)
-        command = [python, os.path.abspath(__file__), "--inside", "--seed", str(args.seed)]
+        given = {w.name.split("-")[0] for w in wheels}
+        packages = ",".join(p for p in PACKAGES if p in given)
+        command = [python, os.path.abspath(__file__), "--inside", "--seed", str(args.seed),
+                   "--packages", packages]
         if args.markdown:
             command += ["--markdown", os.path.abspath(args.markdown)]
         # Run from the venv's directory: no source tree on sys.path.

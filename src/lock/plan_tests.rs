@@ -258,7 +258,7 @@ fn a_future_torch_resolves_with_no_table_edit() {
         PypiData::embedded()
             .cuda_wheels
             .requirement_for("13.5".parse().unwrap()),
-        "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver]==13.5.*"
+        "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver,curand]==13.5.*"
     );
 }
 

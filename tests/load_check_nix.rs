@@ -514,55 +514,52 @@ fn the_audit_of_a_stable_abi_wheel_lists_its_releases_and_names_a_non_stable_sym
         args.push(format!("--claims={claimed}"));
     }
     args.push("--stable-abi".into());
-    let wheel_of = |name: &str, module: &Path| {
+    // `cuwheel audit` of a wheel holding `module` alone
+    let audit = |name: &str, module: &Path| {
         let wheel_dir = dir.path().join(name);
         std::fs::create_dir(&wheel_dir).unwrap();
-        audit_support::write_wheel(
+        let wheel = audit_support::write_wheel(
             &wheel_dir,
-            "stable_op-0.1.0-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "stable_op-0.1.0-cp39-abi3-manylinux_2_31_x86_64.whl",
             &[("stable_op/_C.abi3.so", std::fs::read(module).unwrap())],
-        )
+        );
+        let run = audit_support::cuwheel_audit(args.iter().map(PathBuf::from).chain([wheel]));
+        let text = format!("{}{}", run.stdout, run.stderr);
+        (run.code, run.stdout, text)
     };
 
-    let module = stable_module(dir.path(), &[], &["-ltorch_cpu"]);
-    let wheel = wheel_of("stable", &module);
-    let run = audit_support::cuwheel_audit(
-        args.iter()
-            .map(String::as_str)
-            .chain([wheel.to_str().unwrap()]),
+    // the module's own build path stays out of it (the audit's leak check)
+    let map = format!(
+        "-ffile-prefix-map={}=torch",
+        toolchain("torch211").display()
     );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let module = stable_module(dir.path(), &[&map], &["-ltorch_cpu"]);
+    let (code, stdout, text) = audit("stable", &module);
+    assert_eq!(code, 0, "{text}");
     assert!(
-        run.stdout.contains(
+        stdout.contains(
             "  load (claims torch 2.11.0, 2.14.1, 2.15.0): loads with torch 2.11.0, 2.14.1, \
              2.15.0; not with 2.9.1"
         ),
-        "{}",
-        run.stdout
+        "{text}"
     );
 
     let other = dir.path().join("non-stable");
     std::fs::create_dir(&other).unwrap();
     let module = stable_module(
         &other,
-        &["-DCUWHEEL_TEST_NON_STABLE"],
+        &["-DCUWHEEL_TEST_NON_STABLE", &map],
         &["-ltorch_cpu", "-lc10"],
     );
-    let wheel = wheel_of("bad", &module);
-    let run = audit_support::cuwheel_audit(
-        args.iter()
-            .map(String::as_str)
-            .chain([wheel.to_str().unwrap()]),
-    );
-    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let (code, stdout, text) = audit("bad", &module);
+    assert_eq!(code, 3, "{text}");
     assert!(
-        run.stdout.contains(
+        stdout.contains(
             "[load] stable_op/_C.abi3.so: claims torch's stable ABI but binds to torch symbols \
              outside it (checked against torch 2.11.0, 2.14.1, 2.15.0): \
              `c10::detail::torchCheckFail(char const*, char const*, unsigned int, char const*)` \
              (`_ZN3c106detail14torchCheckFailEPKcS2_jS2_`) from libc10.so"
         ),
-        "{}",
-        run.stdout
+        "{text}"
     );
 }

@@ -140,8 +140,10 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
         assert_eq!(&node.name, name);
     }
     assert_eq!(plan.cells.len(), 24);
-    // Beside the 15 kernels, each cell has its own binding, link, wheel and audit.
-    assert_eq!(plan.nodes.len(), 15 + 24 * 4);
+    // Beside the 15 kernels, each cell has its own binding, link, wheel and
+    // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
+    // toolkits, 1 sysroot).
+    assert_eq!(plan.nodes.len(), 15 + 24 * 4 + 9);
     // Every Python of a torch build, and its abi3 cell, link the same objects.
     for (cells, set) in [
         ("cu126-", "kernel-cuda125-torch27-"),
@@ -844,4 +846,89 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
         text.contains("note: k/computed.cu: the #include at k/computed.cu:2"),
         "{text}"
     );
+}
+
+#[test]
+fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its_cuda_major() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu130-py313-torch211"];
+    assert_eq!(cell.claims, BTreeSet::from(["torch211".to_string()]));
+    assert!(!cell.stable_abi);
+    let tables: Vec<&str> = cell.symbols.iter().map(String::as_str).collect();
+    assert_eq!(
+        tables,
+        [
+            "symbols-cuda130",
+            "symbols-gcc-bullseye",
+            "symbols-torch211",
+            "symbols-torch214",
+            "symbols-torch215"
+        ]
+    );
+    let audit = &plan.nodes[&cell.audit];
+    // oldest first; the claimed one among them; CUDA 13's runtime and the baseline beside
+    assert!(
+        audit.script.contains(
+            "--torch 2.11.0=\"$torchSymbols0\" --torch 2.14.1=\"$torchSymbols1\" --torch \
+             2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 runtime='\"$withSymbols0\" --with \
+             'baseline system (bullseye)='\"$withSymbols1\" --claims 2.11.0 \"$@\""
+        ),
+        "{}",
+        audit.script
+    );
+    assert!(!audit.script.contains("--stable-abi"));
+    for (var, node) in [
+        ("torchSymbols0", "symbols-torch211"),
+        ("torchSymbols2", "symbols-torch215"),
+        ("withSymbols0", "symbols-cuda130"),
+        ("withSymbols1", "symbols-gcc-bullseye"),
+    ] {
+        assert_eq!(
+            audit.inputs[var],
+            Input::Node {
+                node: node.to_string()
+            }
+        );
+    }
+    // the tables: the driver runs `cuwheel symbols` on one toolchain directory
+    let torch = &plan.nodes["symbols-torch214"];
+    assert!(
+        torch
+            .script
+            .contains("\"$cuwheel\"/bin/cuwheel symbols \"$toolchain\"/lib -o \"$out\"")
+    );
+    assert_eq!(
+        torch.inputs["toolchain"],
+        Input::Toolchain {
+            toolchain: "torch214".into(),
+            output: Some("libs".into())
+        }
+    );
+    assert!(
+        plan.nodes["symbols-gcc-bullseye"]
+            .script
+            .contains("\"$toolchain\"/sysroot -o")
+    );
+    // CUDA 12 cells compare the CUDA 12 releases only
+    let cu126 = &plan.cells["cu126-py313"];
+    let script = &plan.nodes[&cu126.audit].script;
+    assert!(
+        script.contains("--torch 2.7.1=\"$torchSymbols0\" --torch 2.9.1=\"$torchSymbols1\" --with 'CUDA 12.5 runtime='"),
+        "{script}"
+    );
+    assert!(script.contains("--claims 2.7.1 "), "{script}");
+    // a cell's nodes include its tables, so `reproduce --check` rebuilds them too
+    assert!(cell.nodes().any(|n| n == "symbols-torch215"));
+    // `fetch --cell` fetches the releases the audit compares
+    let lock = demo_lock();
+    let artifacts =
+        cuwheel::fetch::select::artifacts_for_cells(&lock, &["cu130-py313-torch211".into()])
+            .unwrap();
+    let Toolchain::Torch {
+        artifacts: t215, ..
+    } = &lock.toolchains["torch215"]
+    else {
+        panic!("torch215 is a torch toolchain")
+    };
+    assert!(t215.iter().all(|a| artifacts.contains(a)), "{artifacts:?}");
 }

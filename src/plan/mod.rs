@@ -31,6 +31,7 @@ pub mod metadata;
 pub mod shell;
 pub mod sources;
 pub mod standard;
+pub mod symbols;
 pub mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,6 +59,7 @@ pub use wheel::WheelAssembly;
 
 use binding::flavour_plan;
 use cell::CellPlan;
+use symbols::AuditTables;
 use wheel::ModuleFile;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
@@ -91,6 +93,16 @@ pub struct PlanCell {
     pub nvcc: CudaVersion,
     /// The torch release the cell is built against (`2.7.1`).
     pub torch: String,
+    /// The lock's torch toolchains whose releases the wheel claims (its
+    /// audit fails unless it loads with each): the cell's own torch for
+    /// pybind11 and torch-library wheels; every locked release of its
+    /// range for a stable-ABI wheel.
+    pub claims: BTreeSet<String>,
+    /// The wheel claims torch's stable ABI (its flavour's
+    /// [`BindingFlavour::stable_abi`]).
+    pub stable_abi: bool,
+    /// The symbol-table nodes its audit reads ([`symbols`]).
+    pub symbols: BTreeSet<String>,
     /// What the wheel records of its origin (also in the wheel node's
     /// recipe): what `cuwheel reproduce` compares a wheel with.
     pub provenance: Provenance,
@@ -98,13 +110,15 @@ pub struct PlanCell {
 
 impl PlanCell {
     /// Every node the cell's wheel is made of: kernels, bindings, links,
-    /// the wheel and its audit.
+    /// the wheel, the symbol tables and its audit.
     pub fn nodes(&self) -> impl Iterator<Item = &str> {
         self.kernels
             .iter()
             .chain(&self.bindings)
             .chain(&self.links)
-            .chain([&self.wheel, &self.audit])
+            .chain([&self.wheel])
+            .chain(&self.symbols)
+            .chain([&self.audit])
             .map(String::as_str)
     }
 }
@@ -127,6 +141,9 @@ pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
         },
         nvcc: CudaVersion::new(13, 0),
         torch: "2.11.0".into(),
+        claims: ["torch211".to_string()].into(),
+        stable_abi: false,
+        symbols: BTreeSet::new(),
         provenance: Provenance::default(),
     }
 }
@@ -316,6 +333,9 @@ impl Plan {
                 platform: PlatformRule::default(),
                 nvcc: cp.nvcc(),
                 torch: String::new(),
+                claims: BTreeSet::from([cp.compilers.torch.clone()]),
+                stable_abi: cell.flavour.stable_abi(),
+                symbols: BTreeSet::new(),
                 provenance: Provenance::default(),
             };
             let mut own = Vec::new();
@@ -432,8 +452,14 @@ impl Plan {
                 most_compatible: release.platform.clone(),
             };
             let assembly = assembly(config, project, lock, cp, modules, &platform)?;
+            let tables =
+                AuditTables::new(lock, cp, &planned.claims, planned.stable_abi, lock_path)?;
             let wheel_node = assembly.wheel_node();
-            let audit_node = assembly.audit_node();
+            let audit_node = assembly.audit_node(&tables);
+            for node in tables.nodes {
+                planned.symbols.insert(node.name.clone());
+                nodes.entry(node.name.clone()).or_insert(node);
+            }
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
             planned.predicted_wheel_file = assembly.wheel_file.clone();

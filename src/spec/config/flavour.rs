@@ -33,6 +33,15 @@ impl BindingFlavour {
         }
     }
 
+    /// Whether a wheel of this flavour claims torch's stable ABI (one binary
+    /// for a range of torch releases): its audit then checks that it binds
+    /// to nothing of torch's beyond the stable C shim.
+    pub fn stable_abi(self) -> bool {
+        match self {
+            BindingFlavour::Pybind11 | BindingFlavour::TorchLibrary => false,
+        }
+    }
+
     /// Higher is more portable: a module whose bindings are of a more
     /// portable flavour than a wheel's can go into that wheel as it is
     /// (an abi3 module imports in any CPython ≥ 3.9).

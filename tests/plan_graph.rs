@@ -69,6 +69,7 @@ fn pybind11_sources(kernels: Vec<TranslationUnit>) -> ProjectSources {
                 vec![TranslationUnit::alone("b.cpp")],
             )]
             .into(),
+            flavour_kernels: Default::default(),
         }],
         ..ProjectSources::default()
     }
@@ -98,6 +99,7 @@ fn lock_for(config: &Config, torch_of: &dyn Fn(&str) -> &'static str) -> (Lock, 
             gcc: "gcc-bullseye".into(),
             python: cell.python.map(|p| format!("python{}", p.compact())),
             torch: torch_of(&cell.torch.label()).to_string(),
+            claims: Default::default(),
         };
         lock.cells.insert(cell.name().to_string(), entry);
     }

@@ -109,6 +109,7 @@ mod tests {
             gcc: "gcc".into(),
             python: python.map(str::to_owned),
             torch: "torch".into(),
+            claims: Default::default(),
         };
         Lock {
             version: crate::lock::format::LOCK_VERSION,

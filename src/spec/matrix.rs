@@ -518,6 +518,25 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
         cell.torch_in_name = torches_per_cuda[&cell.cuda].len() > 1;
     }
     product.sort();
+    let stable_only = config.flavours() == [BindingFlavour::TorchStable];
+    if product.is_empty() && problems.is_empty() && stable_only {
+        if let Some(last) = config.matrix.torch.last() {
+            let shown: Vec<String> = minors.iter().map(ToString::to_string).collect();
+            problems.push(MatrixProblem {
+                at: last.at.clone(),
+                problem: format!(
+                    "the project's bindings are torch-stable only, which needs torch \
+                     {STABLE_ABI_SINCE} or later (the first with a versioned stable ABI), and the \
+                     matrix's torches are {}",
+                    shown.join(", ")
+                ),
+                fix: format!(
+                    "add a torch >= {STABLE_ABI_SINCE} to the matrix, or give the modules \
+                     torch-library or pybind11 bindings"
+                ),
+            });
+        }
+    }
     if product.is_empty() && problems.is_empty() {
         let at = config
             .matrix

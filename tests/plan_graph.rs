@@ -69,6 +69,7 @@ fn pybind11_sources(kernels: Vec<TranslationUnit>) -> ProjectSources {
                 vec![TranslationUnit::alone("b.cpp")],
             )]
             .into(),
+            flavour_kernels: Default::default(),
         }],
         ..ProjectSources::default()
     }
@@ -98,6 +99,7 @@ fn lock_for(config: &Config, torch_of: &dyn Fn(&str) -> &'static str) -> (Lock, 
             gcc: "gcc-bullseye".into(),
             python: cell.python.map(|p| format!("python{}", p.compact())),
             torch: torch_of(&cell.torch.label()).to_string(),
+            claims: Default::default(),
         };
         lock.cells.insert(cell.name().to_string(), entry);
     }
@@ -134,16 +136,23 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
         for tu in ["axpby", "bias_gelu", "row_norm"] {
             expected.push(format!("kernel-{set}-{tu}"));
         }
+        // The torch-stable cell's own kernels (csrc/stable/*.cu), with its
+        // compiler set: torch 2.11's, the oldest of its range.
+        if set == "cuda130-torch211" {
+            for tu in ["axpby", "bias_gelu", "row_norm"] {
+                expected.push(format!("kernel-{set}-stable-{tu}"));
+            }
+        }
     }
     assert_eq!(kernel_names(&plan), expected);
     for (name, node) in &plan.nodes {
         assert_eq!(&node.name, name);
     }
-    assert_eq!(plan.cells.len(), 24);
-    // Beside the 15 kernels, each cell has its own binding, link, wheel and
+    assert_eq!(plan.cells.len(), 25);
+    // Beside the 18 kernels, each cell has its own binding, link, wheel and
     // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
     // toolkits, 1 sysroot).
-    assert_eq!(plan.nodes.len(), 15 + 24 * 4 + 9);
+    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9);
     // Every Python of a torch build, and its abi3 cell, link the same objects.
     for (cells, set) in [
         ("cu126-", "kernel-cuda125-torch27-"),
@@ -173,8 +182,84 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     assert_eq!(plan.cells["cu126-py313"].torch, "2.7.1");
     assert_eq!(
         plan.sharing().to_string(),
-        "3 kernels × 5 toolkits = 15 compiles serve 24 wheels; a per-cell build would do 72"
+        "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 75"
     );
+}
+
+#[test]
+fn the_stable_cell_builds_its_own_kernels_on_the_stable_abi_and_links_no_c10() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu13-stable"];
+    assert_eq!(cell.flavour, BindingFlavour::TorchStable);
+    // It claims every locked torch of CUDA 13 from 2.11 on; the others their own.
+    let claims: Vec<&str> = cell.claims.iter().map(String::as_str).collect();
+    assert_eq!(claims, ["torch211", "torch214", "torch215"]);
+    let claims: Vec<&str> = plan.cells["cu130-abi3-torch211"]
+        .claims
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(claims, ["torch211"]);
+    assert_eq!(plan.cells["cu126-py313"].flavour, BindingFlavour::Pybind11);
+    assert_eq!(cell.torch, "2.11.0");
+    assert_eq!(cell.nvcc.to_string(), "13.0");
+    assert!(
+        cell.predicted_wheel_file
+            .starts_with("demo_ext-0.1.0+cu13-cp39-abi3-"),
+        "{}",
+        cell.predicted_wheel_file
+    );
+    let target = "-DTORCH_TARGET_VERSION=0x020b000000000000";
+    // Its kernels: csrc/stable/*.cu with the stable-ABI defines, no Python.
+    let kernels: Vec<&str> = cell.kernels.iter().map(String::as_str).collect();
+    assert_eq!(
+        kernels,
+        [
+            "kernel-cuda130-torch211-stable-axpby",
+            "kernel-cuda130-torch211-stable-bias_gelu",
+            "kernel-cuda130-torch211-stable-row_norm"
+        ]
+    );
+    for kernel in &kernels {
+        let node = &plan.nodes[*kernel];
+        assert!(node.script.contains("-DTORCH_STABLE_ONLY"), "{kernel}");
+        assert!(node.script.contains(target), "{kernel}");
+        assert!(!node.script.contains("Py_LIMITED_API"), "{kernel}");
+        assert!(!node.inputs.contains_key("python"), "{kernel}");
+        match &node.inputs["source"] {
+            Input::Source { source } => assert!(source.starts_with("csrc/stable/"), "{source}"),
+            other => panic!("{kernel}: {other:?}"),
+        }
+    }
+    // The shared kernels never see the stable defines.
+    for (name, node) in &plan.nodes {
+        if name.starts_with("kernel-") && !name.contains("-stable-") {
+            assert!(!node.script.contains("TORCH_STABLE_ONLY"), "{name}");
+        }
+    }
+    // Its binding: the limited API and the stable ABI, once.
+    let bindings: Vec<&str> = cell.bindings.iter().map(String::as_str).collect();
+    assert_eq!(bindings, ["binding-cuda130-torch211-stable"]);
+    let binding = &plan.nodes[bindings[0]].script;
+    for define in ["-DPy_LIMITED_API=0x03090000", "-DTORCH_STABLE_ONLY", target] {
+        assert!(binding.contains(define), "{define}: {binding}");
+    }
+    assert!(binding.contains("csrc/stable/ops.cpp"), "{binding}");
+    // Its link: torch_cpu and torch_cuda as needed, never c10 or libtorch.
+    let links: Vec<&str> = cell.links.iter().map(String::as_str).collect();
+    assert_eq!(links, ["link-cu13-stable"]);
+    let link = &plan.nodes[links[0]].script;
+    assert!(
+        link.contains("-Wl,--as-needed -ltorch_cpu -ltorch_cuda"),
+        "{link}"
+    );
+    for lib in ["-lc10", "-ltorch ", "-ltorch_python"] {
+        assert!(!link.contains(lib), "{lib}: {link}");
+    }
+    assert!(link.contains("_C.abi3.so"), "{link}");
+    // The torch-library cell of the same compiler set links c10 as before.
+    let library = &plan.nodes["link-cu130-abi3-torch211"].script;
+    assert!(library.contains("-lc10 -ltorch -ltorch_cpu"), "{library}");
 }
 
 #[test]
@@ -442,7 +527,14 @@ fn a_source_outside_the_project_is_refused() {
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
     let text = plan_without_store(&demo_dir());
-    assert!(text.starts_with("cells (24):\n"), "{text}");
+    assert!(text.starts_with("cells (25):\n"), "{text}");
+    assert!(
+        text.contains(
+            "  cu13-stable  demo_ext-0.1.0+cu13-cp39-abi3-manylinux_2_28_x86_64.whl  \
+             (torch 2.11.0, nvcc 13.0)\n"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains(
             "  cu126-py313  demo_ext-0.1.0+pt27cu126-cp313-cp313-manylinux_2_28_x86_64.whl  \
@@ -460,7 +552,8 @@ fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     );
     assert!(
         text.ends_with(
-            "3 kernels × 5 toolkits = 15 compiles serve 24 wheels; a per-cell build would do 72\n"
+            "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
+             would do 75\n"
         ),
         "{text}"
     );
@@ -483,6 +576,8 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
         "csrc/kernels/axpby.cu",
         "csrc/bindings.cpp",
         "csrc/ops.cpp",
+        "csrc/stable/ops.cpp",
+        "csrc/stable/axpby.cu",
     ] {
         let to = dir.path().join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -694,7 +789,7 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
         assert_eq!(kernels, cell.kernels, "{name}");
         assert_eq!(
             link.script.contains("-ltorch_python"),
-            !name.contains("abi3"),
+            cell.flavour == BindingFlavour::Pybind11,
             "{name}: {}",
             link.script
         );

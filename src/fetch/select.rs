@@ -37,8 +37,14 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
     for cell in cells {
         let roles = &lock.cells[cell];
         toolchains.extend([roles.cuda.as_str(), &roles.gcc, &roles.torch]);
-        // the torch releases its audit's load check compares it with
-        let claims = BTreeSet::from([roles.torch.clone()]);
+        // the torch releases its wheel claims, and those its audit's load
+        // check compares it with
+        let claims = roles.claimed();
+        for claim in &claims {
+            if let Some((name, _)) = lock.toolchains.get_key_value(claim) {
+                toolchains.insert(name);
+            }
+        }
         let compared = compared_releases(lock, &roles.torch, &claims).unwrap_or_default();
         for release in compared {
             if let Some((name, _)) = lock.toolchains.get_key_value(&release.toolchain) {
@@ -119,6 +125,7 @@ mod tests {
             gcc: "gcc".into(),
             python: python.map(str::to_owned),
             torch: "torch".into(),
+            claims: Default::default(),
         };
         Lock {
             version: crate::lock::format::LOCK_VERSION,

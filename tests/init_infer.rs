@@ -131,12 +131,22 @@ fn per_op_modules_are_read_from_a_loop_over_globs_and_variants() {
         meta.urls["Download"],
         "https://example.org/tinyops/archive/0.4.1.tar.gz"
     );
-    // setup.cfg gives what setup() leaves out.
-    assert_eq!(
-        meta.classifiers[0],
-        "License :: OSI Approved :: MIT License"
-    );
+    // setup.cfg gives what setup() leaves out. Its License classifier names
+    // the license expression and is dropped (PEP 639 allows no License
+    // classifier beside an expression, and the config refuses one), saying so.
     assert_eq!(meta.license.as_deref(), Some("MIT"));
+    assert!(
+        !meta.classifiers.iter().any(|c| c.starts_with("License ::")),
+        "{:?}",
+        meta.classifiers
+    );
+    assert!(
+        inferred.assumptions.iter().any(|n| n
+            .text
+            .contains("dropped the classifier `License :: OSI Approved :: MIT License`")),
+        "{:?}",
+        inferred.assumptions
+    );
     assert_eq!(meta.license_files, ["LICENSE"]);
     assert!(
         matches!(&meta.readme, Some(cuwheel::init::model::Readme::File { path, content_type }) if path == "README.md" && content_type == "text/markdown")

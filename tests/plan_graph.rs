@@ -348,7 +348,6 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
         "--expt-relaxed-constexpr",
         "-fPIC",
         "-std=c++17",
-        "-DTORCH_API_INCLUDE_EXTENSION_H",
         "-DTORCH_EXTENSION_NAME=_C",
         "-D_GLIBCXX_USE_CXX11_ABI=1",
         "\"$gcc\"/bin/g++",
@@ -362,9 +361,27 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
     ] {
         assert!(words.contains(&flag), "{flag} missing from:\n{script}");
     }
-    for flag in ["PYBIND11", "Py_LIMITED_API"] {
+    // TORCH_API_INCLUDE_EXTENSION_H makes <torch/torch.h> include Python.h:
+    // not for kernels (torch-cluster's include <torch/torch.h>).
+    for flag in [
+        "PYBIND11",
+        "Py_LIMITED_API",
+        "TORCH_API_INCLUDE_EXTENSION_H",
+    ] {
         assert!(!script.contains(flag), "{flag} in:\n{script}");
     }
+    // pybind11 bindings only: under Py_LIMITED_API the pybind11 that
+    // <torch/torch.h> would then include does not compile.
+    let pybind11 = &plan.nodes["binding-cuda130-torch211-py313"].script;
+    assert!(
+        pybind11.contains("-DTORCH_API_INCLUDE_EXTENSION_H"),
+        "{pybind11}"
+    );
+    let abi3 = &plan.nodes["binding-cuda130-torch211-abi3"].script;
+    assert!(
+        abi3.contains("-DPy_LIMITED_API") && !abi3.contains("TORCH_API_INCLUDE_EXTENSION_H"),
+        "{abi3}"
+    );
     // CUDA 12.5's nvcc has neither --frandom-seed nor --compress-mode.
     let old = &plan.nodes["kernel-cuda125-torch27-bias_gelu"].script;
     assert!(

@@ -401,6 +401,36 @@ fn readme(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
 }
 
 fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
+    license_expression(setup, cfg, inferred);
+    if inferred.meta.license.is_some() {
+        drop_license_classifiers(setup, inferred);
+    }
+    license_files(root, inferred);
+}
+
+/// PEP 639: a license expression is the one statement of the license, and
+/// cuwheel refuses `License ::` classifiers beside it; init keeps the
+/// expression and drops them, saying so.
+fn drop_license_classifiers(setup: &Call, inferred: &mut Inferred) {
+    let (dropped, kept): (Vec<String>, Vec<String>) =
+        std::mem::take(&mut inferred.meta.classifiers)
+            .into_iter()
+            .partition(|c| c.starts_with("License ::"));
+    inferred.meta.classifiers = kept;
+    for classifier in dropped {
+        inferred.assumptions.push(super::python::Note {
+            at: setup.at.clone(),
+            text: format!(
+                "dropped the classifier `{classifier}`: project.license is the license \
+                 expression, and PEP 639 allows no License classifier beside one"
+            ),
+        });
+    }
+}
+
+/// `project.license` from setup()'s `license`, else from a License
+/// classifier that names one SPDX id.
+fn license_expression(setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
     let given = setup
         .arg("license", None)
         .and_then(Value::as_str)
@@ -436,7 +466,7 @@ fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
                 at: setup.at.clone(),
                 text: format!("license = \"{spdx}\" from the classifier `{classifier}`"),
             });
-            return license_files(root, inferred);
+            return;
         }
         inferred.find(
             "project.license",
@@ -444,7 +474,6 @@ fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
             "write license = \"<SPDX expression>\" (PEP 639), like \"MIT\" or \"BSD-3-Clause\"",
         );
     }
-    license_files(root, inferred);
 }
 
 /// `LICENSE*`, `COPYING*`, ... files at the root: shipped as license files.

@@ -209,6 +209,11 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         }
     }
 
+    let per_python_bundles: BTreeSet<String> = cells
+        .iter()
+        .filter(|cell| cell.python.is_some())
+        .map(|cell| cell.cuda.label())
+        .collect();
     for cell in cells {
         let name = cell.name().to_string();
         let bundle = cell.cuda.label();
@@ -246,6 +251,18 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
             }
             None => None,
         };
+        // An abi3 cell's binding compiles against some Python's headers
+        // (with Py_LIMITED_API): its bundle's lowest. Where no per-Python
+        // cell brings one into the bundle, the lock pins one itself.
+        let limited = match (&python, per_python_bundles.contains(&bundle)) {
+            (None, false) => {
+                let (version, request) = limited_api_headers(cell, sources)?;
+                let name = format!("python{}", version.compact());
+                toolchains.insert(name.clone(), request);
+                Some(name)
+            }
+            _ => None,
+        };
         let roles = CellToolchains {
             bundle: bundle.clone(),
             cuda,
@@ -258,6 +275,7 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
             .into_iter()
             .chain(roles.python.as_ref())
             .chain(&roles.claims)
+            .chain(limited.as_ref())
         {
             users
                 .entry(toolchain.clone())
@@ -305,6 +323,43 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
         version: version.version,
         suite: suite.clone(),
     })
+}
+
+/// The Python headers an abi3 cell's limited-API binding compiles against
+/// when no per-Python cell of its bundle brings any: those of the lowest
+/// Python (3.9 or later, not free-threaded) cuwheel has headers for, from
+/// the config's archives or Debian. Any of them serves
+/// `Py_LIMITED_API=0x03090000`, and a limited-API binding includes none of
+/// torch's Python headers, so they need not be of a Python torch has a
+/// wheel for.
+fn limited_api_headers(cell: &Cell, sources: &Sources<'_>) -> Result<(PythonAbi, Request)> {
+    let limited = PythonVersion::new(3, 9);
+    let mut candidates: BTreeSet<PythonAbi> = sources
+        .archives
+        .keys()
+        .copied()
+        .filter(|python| !python.free_threaded)
+        .collect();
+    candidates.extend(
+        sources
+            .debian
+            .python_suites
+            .keys()
+            .filter_map(|version| version.parse::<PythonVersion>().ok())
+            .map(PythonAbi::regular),
+    );
+    let lowest = candidates
+        .into_iter()
+        .find(|python| python.version >= limited)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "cell {} builds a cp39-abi3 binding, which compiles against one Python's \
+                 headers, but cuwheel has none of Python 3.9 or later: add an archive of them, \
+                 like [tool.cuwheel.matrix.python-headers.\"3.12\"] file = \"<archive>\"",
+                cell.name()
+            )
+        })?;
+    Ok((lowest, python_request(lowest, sources)?))
 }
 
 /// The nvcc toolchain, from where the facts say it comes from.

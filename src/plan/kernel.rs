@@ -6,11 +6,13 @@
 //! (CUDA where the module uses it, gcc, the torch headers), the TU and its
 //! headers — never Python — and whose script compiles `$out/<stem>.o`, so
 //! every Python's cell of a compiler set links the same object. The flags
-//! are torch's (see [`super::compile`]); torch's `PYBIND11_*` and
-//! `Py_LIMITED_API` defines are left out: they concern Python, differ
-//! between binding flavours, and would stop the object being shared. A
-//! flavour's kernel defines (the stable ABI's `TORCH_STABLE_ONLY` and
-//! `TORCH_TARGET_VERSION`) are passed: such objects are their own nodes.
+//! are torch's (see [`super::compile`]); torch's `PYBIND11_*`,
+//! `Py_LIMITED_API` and `TORCH_API_INCLUDE_EXTENSION_H` defines are left
+//! out: they concern Python (the last makes `<torch/torch.h>` include
+//! `torch/extension.h`, and so `Python.h`), differ between binding
+//! flavours, and would stop the object being shared. A flavour's kernel
+//! defines (the stable ABI's `TORCH_STABLE_ONLY` and `TORCH_TARGET_VERSION`)
+//! are passed: such objects are their own nodes.
 //!
 //! Before compiling, a dependency pass (`nvcc -M`, `g++ -M`) finds a kernel
 //! that reaches `Python.h` (directly, or through `torch/extension.h`) and

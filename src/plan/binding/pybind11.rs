@@ -16,8 +16,10 @@ impl FlavourPlan for Pybind11 {
         true
     }
 
+    /// torch's: `<torch/torch.h>` then includes `torch/extension.h`
+    /// (pybind11 and torch's Python bindings), as in a `BuildExtension` build.
     fn defines(&self, _: TorchVersion) -> Vec<String> {
-        Vec::new()
+        vec!["-DTORCH_API_INCLUDE_EXTENSION_H".to_string()]
     }
 
     fn torch_link(&self, cuda: bool) -> Vec<String> {

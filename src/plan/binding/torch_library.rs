@@ -25,6 +25,10 @@ impl FlavourPlan for TorchLibrary {
         false
     }
 
+    /// Without torch's `TORCH_API_INCLUDE_EXTENSION_H`, which makes
+    /// `<torch/torch.h>` include pybind11: pybind11 needs more than the
+    /// limited API, so a binding including `<torch/torch.h>` (torch-cluster's
+    /// do) would not compile with it.
     fn defines(&self, _: TorchVersion) -> Vec<String> {
         vec![format!("-DPy_LIMITED_API={LIMITED_API}")]
     }

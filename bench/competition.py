@@ -252,9 +252,9 @@ def bench_cuwheel(copy: Path, project: Project, cells: list[str] | None) -> dict
     for jobs in (CORES, 1):
         fresh_sources(copy, project)
         run = Run(f"cuwheel, max-jobs {jobs}" + (" (= cores)" if jobs == CORES else ""))
-        run.load_before = load()
+        run.load_before = load().split()[0]
         b = nix_build(targets, jobs, f"building the matrix with max-jobs {jobs}")
-        run.load_after = load()
+        run.load_after = load().split()[0]
         run.add(b.wall, b.cpu)
         compiles, deps = nvcc_calls([d for d in b.drvs if kind_of(Path(d).name[33:-4])
                                      in ("kernel", "binding")])
@@ -523,10 +523,10 @@ def bench_cpp(copy: Path, project: Project, cells: list[str]) -> list[Run]:
     bench = CppBench(copy, project)
     rows = []
     per_cell = Run("cpp_extension per cell")
-    per_cell.load_before = load()
+    per_cell.load_before = load().split()[0]
     for name in cells:
         bench.cell_build(name, project.cells[name], per_cell, ccache=False)
-    per_cell.load_after = load()
+    per_cell.load_after = load().split()[0]
     per_cell.detail = f"{len(cells)} full builds, {per_cell.extra['calls']} nvcc calls"
     rows.append(per_cell)
     progress(per_cell)
@@ -536,10 +536,10 @@ def bench_cpp(copy: Path, project: Project, cells: list[str]) -> list[Run]:
                              text=True), "installing ccache", "Install ccache.")
     shutil.rmtree(bench.base / "ccache", ignore_errors=True)
     cached = Run("cpp_extension per cell + shared ccache")
-    cached.load_before = load()
+    cached.load_before = load().split()[0]
     for name in cells:
         bench.cell_build(name, project.cells[name], cached, ccache=True)
-    cached.load_after = load()
+    cached.load_after = load().split()[0]
     e = cached.extra
     cached.detail = (f"{e['calls']} nvcc calls; ccache: {e.get('direct_cache_hit', 0)} direct + "
                      f"{e.get('preprocessed_cache_hit', 0)} preprocessed hits, "
@@ -548,7 +548,7 @@ def bench_cpp(copy: Path, project: Project, cells: list[str]) -> list[Run]:
     progress(cached)
 
     reuse = Run("gsplat-style object reuse")
-    reuse.load_before = load()
+    reuse.load_before = load().split()[0]
     objects: dict[str, dict] = {}
     kernel_phase = 0.0
     for name in cells:
@@ -559,7 +559,7 @@ def bench_cpp(copy: Path, project: Project, cells: list[str]) -> list[Run]:
             objects[key] = bench.kernels_once(key, cell, reuse)
             kernel_phase += reuse.wall - w0
         bench.binding_build(name, cell, objects[key], reuse)
-    reuse.load_after = load()
+    reuse.load_after = load().split()[0]
     reuse.detail = (f"kernels once for each of {len(objects)} toolkits ({kernel_phase:.1f} s), "
                     f"then {len(cells)} binding builds + links")
     rows.append(reuse)

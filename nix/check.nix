@@ -4,12 +4,14 @@
 # torch/extension.h) against the first Python's headers and links it with the kernel into an
 # extension module; every other Python's Python.h compiles. The gcc root's readelf verifies them.
 #
-# In:  the seeds, then { name, gcc, cuda, torch, pythons } (toolchain derivations).
+# In:  the seeds, then { name, gcc, cuda, torch, pythons } (toolchain derivations) and
+#      { gccMajor, cxxStandard } (the lock's: the gcc toolchain's GCC major, the C++ standard the
+#      torch headers require).
 # Out: libcuwheel_check.so, cuwheel_check.<python>.so and report.txt (NEEDED entries, exports,
 #      fat binary entries, Pythons compiled against).
-seeds: { name, gcc, cuda, torch, pythons }:
+seeds: { name, gcc, cuda, torch, pythons, gccMajor, cxxStandard }:
 import ./busybox-derivation.nix seeds {
-  inherit name gcc cuda pythons;
+  inherit name gcc cuda pythons gccMajor cxxStandard;
   torchHeaders = torch.headers;
   torchLibs = torch.libs;
   kernel = ./check/aten_scale.cu;

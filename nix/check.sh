@@ -1,9 +1,17 @@
-# Builder of check.nix. Inputs: $gcc, $cuda, $torchHeaders, $torchLibs, $pythons, $kernel, $binding.
+# Builder of check.nix. Inputs: $gcc, $gccMajor, $cuda, $torchHeaders, $torchLibs, $cxxStandard,
+# $pythons, $kernel, $binding.
 fail() { echo "cuwheel check $name: $1 (report: $out/report.txt, above)" >&2; exit 1; }
+# torch's standard; GCC 10 reports C++20 as 201709L, torch checks for 202002L (as
+# src/plan/standard.rs does for the cells).
+std="-std=$cxxStandard"
+cplusplus=""
+if [ "$cxxStandard" = c++20 ] && [ "$gccMajor" -lt 11 ]; then cplusplus="-U__cplusplus -D__cplusplus=202002L"; fi
+xcplusplus=""
+for d in $cplusplus; do xcplusplus="$xcplusplus -Xcompiler $d"; done
 cp "$kernel" aten_scale.cu
 cp "$binding" binding.cpp
 torch_flags="-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=cuwheel_check -D_GLIBCXX_USE_CXX11_ABI=1"
-"$cuda/bin/nvcc" -ccbin "$gcc/bin/g++" -std=c++17 -O2 \
+"$cuda/bin/nvcc" -ccbin "$gcc/bin/g++" $std $xcplusplus -O2 \
   -Xcompiler -fPIC \
   -Xcompiler "-ffile-prefix-map=$torchHeaders=torch/include" \
   -Xcompiler "-ffile-prefix-map=$cuda=cuda" \
@@ -25,11 +33,11 @@ for py in $pythons; do
   v=${inc##*/python}
   printf '#include <Python.h>\nstatic_assert(PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION == %s, "version");\n' \
     "$(echo "$v" | awk -F. '{print $1 * 100 + $2}')" > "python$v.cpp"
-  "$gcc/bin/g++" -std=c++17 -fsyntax-only -I"$inc" "python$v.cpp" || fail "Python.h of $v does not compile"
+  "$gcc/bin/g++" $std $cplusplus -fsyntax-only -I"$inc" "python$v.cpp" || fail "Python.h of $v does not compile"
   echo "PYTHON $v" >> pythons.txt
   if [ -z "$first" ]; then
     first=$v
-    "$gcc/bin/g++" -std=c++17 -O2 -fPIC -c binding.cpp -o binding.o \
+    "$gcc/bin/g++" $std $cplusplus -O2 -fPIC -c binding.cpp -o binding.o \
       "-ffile-prefix-map=$torchHeaders=torch/include" "-ffile-prefix-map=$py=python" \
       -isystem "$torchHeaders" -isystem "$torchHeaders/torch/csrc/api/include" -isystem "$inc" \
       $torch_flags

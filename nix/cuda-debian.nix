@@ -21,18 +21,20 @@ let
       "./usr/lib/x86_64-linux-gnu/libcudadevrt.a"
       "./usr/lib/x86_64-linux-gnu/stubs"
     ];
-    libcudart12 = [ "./usr/lib" ];
-    libnvvm4 = [ "./usr/lib" ];
     "libcu++-dev" = [ "./usr/include" ];
     libcub-dev = [ "./usr/include" ];
     libthrust-dev = [ "./usr/include" ];
   };
+  # The runtime and NVVM libraries, whatever their soname suffix (libcudart12, libcudart11.0,
+  # libnvvm4): their usr/lib.
+  libraries = p: builtins.match "libcudart[0-9.]+|libnvvm[0-9]+" p != null;
+  memberOf = p: if libraries p then [ "./usr/lib" ] else members.${p} or null;
   package = n: lockArtifacts.${n}.package or n;
   root = import ./debian-root.nix seeds {
     name = "${name}-root";
     debs = map artifact toolchain.artifacts;
     members = builtins.listToAttrs (builtins.concatMap
-      (n: if members ? ${package n} then [{ name = n; value = members.${package n}; }] else [ ])
+      (n: let m = memberOf (package n); in if m != null then [{ name = n; value = m; }] else [ ])
       toolchain.artifacts);
   };
 in

@@ -22,6 +22,7 @@ let
     };
     cuda-debian = name: toolchain: import ./cuda-debian.nix seeds artifact lock.artifacts { inherit name toolchain; };
     python-headers = name: toolchain: import ./python-headers.nix seeds artifact { inherit name toolchain; };
+    python-archive = name: toolchain: import ./python-headers.nix seeds artifact { inherit name toolchain; };
     torch = name: toolchain: import ./torch.nix seeds artifact { inherit name toolchain; };
     rust = name: toolchain: import ./rust.nix seeds artifact { inherit name toolchain; };
   };
@@ -44,11 +45,20 @@ let
 
   clash = builtins.filter (b: lock.toolchains ? ${b}) (builtins.attrNames lock.bundles);
 
-  # The bundle's member of one role: the toolchain whose kind is one of `roleKinds`.
+  # The bundle's members of one role: the toolchains whose kind is one of `roleKinds`.
+  members = b: roleKinds:
+    builtins.filter (n: builtins.elem (lock.toolchains.${n}.kind or "") roleKinds) lock.bundles.${b};
+  # The one member of a role.
   member = b: roleKinds:
-    let m = builtins.filter (n: builtins.elem (lock.toolchains.${n}.kind or "") roleKinds) lock.bundles.${b};
+    let m = members b roleKinds;
     in if builtins.length m == 1 then toolchainNamed (builtins.head m)
        else throw "cuwheel.lock: bundle '${b}' has ${toString (builtins.length m)} toolchains of kind ${builtins.concatStringsSep "/" roleKinds}, expected one";
+  # A bundle serves one CUDA but may hold several torch releases of it (torch 2.11 to 2.14 are
+  # all CUDA 13.0): the check compiles against the first by name.
+  firstName = b: roleKinds:
+    let m = members b roleKinds;
+    in if m != [ ] then builtins.head m
+       else throw "cuwheel.lock: bundle '${b}' has no toolchain of kind ${builtins.concatStringsSep "/" roleKinds}";
 in
 if clash != [ ] then throw "cuwheel.lock: ${builtins.concatStringsSep ", " clash} is both a toolchain and a bundle name"
 else {
@@ -56,9 +66,10 @@ else {
   checks = builtins.mapAttrs (b: _: import ./check.nix seeds {
     name = "toolchain-check-${b}";
     gcc = member b [ "gcc" ];
+    gccMajor = lock.toolchains.${firstName b [ "gcc" ]}.gcc;
     cuda = member b [ "cuda-wheels" "cuda-debian" ];
-    torch = member b [ "torch" ];
-    pythons = map toolchainNamed
-      (builtins.filter (n: (lock.toolchains.${n}.kind or "") == "python-headers") lock.bundles.${b});
+    torch = toolchainNamed (firstName b [ "torch" ]);
+    cxxStandard = lock.toolchains.${firstName b [ "torch" ]}.cxx-standard;
+    pythons = map toolchainNamed (members b [ "python-headers" "python-archive" ]);
   }) lock.bundles;
 }

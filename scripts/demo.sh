@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: from a fresh Debian/Ubuntu machine with cargo,
 # fetch the demo extension's (examples/demo-ext) pinned artifacts, print its
-# plan, and build its cu130-py313 wheel in the Nix sandbox — toolchains,
+# plan, and build its cu130-py313-torch211 wheel in the Nix sandbox — toolchains,
 # kernel objects, binding, link, wheel and audit — into result/.
 # Installs Nix (Debian's nix-bin) and Python's venv if they are missing,
 # saying so first. Safe to run again: every step skips what is done.
@@ -35,11 +35,14 @@ venv=target/demo-venv
 cargo build --release --locked --quiet
 cuwheel=target/release/cuwheel
 # cuwheel.lock is committed. Only what the one cell built below needs is
-# fetched. Debian drops superseded versions from its mirror; fetch then takes
-# them from another suite or Debian's snapshot archive, and where none serves
-# them any more the script re-pins just those and says so (docs/fetch.md).
+# fetched (the whole matrix is about 6.4 GB, and its cp312 cells need an
+# archive you supply: `--archives DIR`). Debian drops superseded versions
+# from its mirror; fetch then takes them from another suite or Debian's
+# snapshot archive, and where none serves them any more the script re-pins
+# just those and says so (docs/fetch.md).
+cell=cu130-py313-torch211
 bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
-  --cell cu130-py313
+  --cell "$cell"
 
 "$cuwheel" plan --project examples/demo-ext
 
@@ -49,8 +52,8 @@ nix=(nix --extra-experimental-features 'nix-command flakes'
   --max-jobs auto)
 # One cell: its toolchains, its three kernel objects, its binding, link, wheel
 # and audit. result/ holds the wheel beside audit.txt and audit.json.
-"${nix[@]}" build --print-build-logs .#wheels.cu130-py313 -o result
+"${nix[@]}" build --print-build-logs ".#wheels.$cell" -o result
 echo "demo: the audit of the wheel:"
 cat result/audit.txt
 echo "demo: done: $(ls result/*.whl)"
-echo "demo: every cell: nix build .#wheels.all; one: nix build .#wheels.cu130-abi3"
+echo "demo: every cell: nix build .#wheels.all; one: nix build .#wheels.cu126-py313 (fetch it first: cuwheel fetch --cell cu126-py313)"

@@ -8,7 +8,7 @@
 # Usage: fetch-or-repin.sh LABEL CUWHEEL PROJECT PYTHON [FETCH OPTION...]
 #   LABEL prefixes what this script says (demo, prepare); CUWHEEL is the
 #   binary; PYTHON the interpreter whose pip fetches and locks wheels; the
-#   options go to `cuwheel fetch` only (e.g. --cell cu130-py313).
+#   options go to `cuwheel fetch` only (e.g. --cell cu130-py313-torch211).
 set -euo pipefail
 label=$1 cuwheel=$2 project=$3 python=$4
 shift 4

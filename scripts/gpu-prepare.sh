@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # On the build machine: builds the demo's wheel cells named as arguments
-# (default cu130-abi3, the wheel the GPU machine's torch 2.11+cu130 loads)
+# (default cu130-abi3-torch211, the wheel the GPU machine's torch 2.11+cu130 loads)
 # in the Nix sandbox and copies their wheels, and nothing else, into
 # gpu-payload/ (git-ignored), for the device tool to carry: see
 # tests/gpu/README.md. Fails when the wheels together pass 60 MiB, since a
 # call carries at most 64 MiB, the working tree included.
 #
-# usage: bash scripts/gpu-prepare.sh [CELL...]   (e.g. cu130-abi3)
+# usage: bash scripts/gpu-prepare.sh [CELL...]   (e.g. cu130-abi3-torch211 cu130-py312-torch211)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,7 @@ payload=gpu-payload
 links=target/gpu-prepare # the out-links keep the built wheels from Nix's garbage collector
 limit_bytes=$((60 * 1024 * 1024))
 cells=("$@")
-[ ${#cells[@]} -gt 0 ] || cells=(cu130-abi3)
+[ ${#cells[@]} -gt 0 ] || cells=(cu130-abi3-torch211)
 
 command -v nix >/dev/null || die "nix is missing; bash scripts/demo.sh installs it and builds the toolchains"
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says;
@@ -32,7 +32,7 @@ rm -rf "$payload"
 mkdir -p "$payload" "$links"
 shopt -s nullglob
 for cell in "${cells[@]}"; do
-  [[ "$cell" =~ ^[A-Za-z0-9._-]+$ ]] || die "'$cell' is not a cell name (like cu130-abi3)"
+  [[ "$cell" =~ ^[A-Za-z0-9._-]+$ ]] || die "'$cell' is not a cell name (like cu130-abi3-torch211)"
   link=$links/$cell
   "${nix[@]}" build --print-build-logs ".#wheels.$cell" -o "$link" ||
     die "building .#wheels.$cell failed (see above); list the cells with: nix eval --json .#wheels --apply builtins.attrNames"

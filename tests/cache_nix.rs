@@ -4,7 +4,7 @@
 //!   rooted in a temporary directory and with pip, apt-get and cargo out of
 //!   reach, `cuwheel fetch --offline` fills it from the cache alone, and
 //!   `nix build` with the cache as its substituter builds a byte-identical
-//!   `cu130-py313` wheel, building only what is not in the cache;
+//!   `cu130-py313-torch211` wheel, building only what is not in the cache;
 //! - a cache signed by another key of the same name is refused, by cuwheel
 //!   (before copying anything) and by Nix (for a path that is not
 //!   content-addressed);
@@ -208,7 +208,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         "build",
         "--no-link",
         "--json",
-        &installable("wheels.cu130-py313"),
+        &installable("wheels.cu130-py313-torch211"),
     ]));
     let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
 

@@ -122,12 +122,22 @@ fn commands_that_print_end_quietly_on_a_closed_stdout() {
     let tree = tmp.path().join("tree");
     fs::create_dir_all(tree.join("tiny")).unwrap();
     fs::write(tree.join("tiny/__init__.py"), "").unwrap();
+    // One shared object, so the build can compute the platform tag.
+    run_ok(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-x", "c", "/dev/null", "-o"])
+            .arg(tree.join("tiny/_empty.so")),
+    );
     let recipe = WheelRecipe {
         metadata: cuwheel::wheel::CoreMetadata::new(
             cuwheel::wheel::ProjectName::new("tiny").unwrap(),
             cuwheel::wheel::Version::parse("1.0").unwrap(),
         ),
-        tag: "py3-none-any".into(),
+        tag: "py3-none".into(),
+        platform: cuwheel::wheel::PlatformRule {
+            least_compatible: "manylinux_2_17_x86_64".into(),
+            most_compatible: "manylinux_2_28_x86_64".into(),
+        },
         provenance: Provenance {
             sources: BTreeMap::new(),
             ..Provenance::default()

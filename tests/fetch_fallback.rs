@@ -461,11 +461,13 @@ fn old_lock() -> Lock {
         gcc: "gcc-bookworm".into(),
         python: Some(python.to_owned()),
         torch: "torch29".into(),
+        claims: Default::default(),
     };
     let mut lock = Lock {
         version: LOCK_VERSION,
         project: "fallback-ext".into(),
         config_sha256: String::new(),
+        facts: Default::default(),
         cells: [
             ("cu124-py311".to_owned(), cell("python311")),
             ("cu124-py313".to_owned(), cell("python313")),
@@ -597,6 +599,7 @@ fn old_lock() -> Lock {
             version: "2.9.1".into(),
             artifacts: [TORCH_WHEEL.to_owned()].into(),
             headers_nar_sha256: "0".repeat(64),
+            cxx_standard: "c++17".into(),
         },
     );
     let everyone: BTreeSet<String> = lock.cells.keys().cloned().collect();

@@ -1,5 +1,5 @@
 //! More than one machine, through a shared binary cache over HTTP:
-//! `cuwheel cache export --cell cu130-py313` writes a signed cache of what
+//! `cuwheel cache export --cell cu130-py313-torch211` writes a signed cache of what
 //! that cell's own derivations take as inputs (toolchains, kernel objects,
 //! seeds, the driver), `python3 -m http.server` serves it on loopback, and a
 //! second, empty store rooted in a temporary directory builds the cell's
@@ -24,7 +24,7 @@ use common::{
 use cuwheel::cache::Substituter;
 
 /// The cell `build_cell_from_cache` builds.
-const CELL: &str = "cu130-py313";
+const CELL: &str = "cu130-py313-torch211";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -375,9 +375,10 @@ fn per_op_config_has_one_table_per_module_and_shared_flags_on_top() {
 
 /// The demo without its [tool.cuwheel]: inferred from the tree alone, the
 /// config names the same module, kernels, bindings, include dirs, archs,
-/// baseline, matrix and packages. Its compile flags are the one thing the
-/// sources do not state (the plan adds -O2 and --expt-relaxed-constexpr
-/// itself), so they are compared as absent.
+/// baseline and packages. Its compile flags are the one thing the sources
+/// do not state (the plan adds -O2 and --expt-relaxed-constexpr itself), so
+/// they are compared as absent; its matrix is init's default, which the
+/// demo's (showing the reach of cuwheel's matrix) extends.
 #[test]
 fn the_demo_is_inferred_from_its_tree() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
@@ -401,8 +402,16 @@ fn the_demo_is_inferred_from_its_tree() {
     let expected = Spec::load(demo_dir.path()).unwrap().config;
     let shown = |c: &cuwheel::spec::Config| {
         format!(
-            "{} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
+            "{} {:?} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
             c.modules[0].name.value,
+            c.modules[0]
+                .flavour_kernels
+                .iter()
+                .map(|(f, k)| (
+                    f.to_string(),
+                    k.iter().map(|k| k.value.to_string()).collect::<Vec<_>>()
+                ))
+                .collect::<Vec<_>>(),
             c.modules[0]
                 .kernels
                 .iter()
@@ -424,16 +433,7 @@ fn the_demo_is_inferred_from_its_tree() {
                 .collect::<Vec<_>>(),
             c.cuda_archs,
             c.baseline,
-            (
-                &c.matrix.cuda,
-                &c.matrix.python,
-                &c.matrix.torch,
-                c.matrix
-                    .exclude
-                    .iter()
-                    .map(|e| e.value.to_string())
-                    .collect::<Vec<_>>()
-            ),
+            c.matrix.cuda.is_empty(),
             c.packages
                 .iter()
                 .map(|p| p.value.clone())
@@ -446,6 +446,14 @@ fn the_demo_is_inferred_from_its_tree() {
         )
     };
     assert_eq!(shown(&inferred), shown(&expected));
+    let torch: Vec<String> = inferred
+        .matrix
+        .torch
+        .iter()
+        .map(|t| t.value.to_string())
+        .collect();
+    assert_eq!(torch, ["2.11", "2.9"]);
+    assert!(inferred.matrix.exclude.is_empty());
     let (inferred, expected) = (&inferred.modules[0].compile, &expected.modules[0].compile);
     assert!(inferred.nvcc_flags.is_empty() && inferred.cxx_flags.is_empty());
     assert_eq!(expected.nvcc_flags, ["--expt-relaxed-constexpr"]);

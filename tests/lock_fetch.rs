@@ -2,10 +2,11 @@
 //! (pip, apt) and a real Nix store rooted in a temporary directory (no
 //! daemon needed).
 //!
-//! Network-heavy parts are few: one small matrix (CUDA 12.4 from Debian,
-//! torch 2.9, one Python) is locked, once per test run, with downloads kept
-//! in `$CUWHEEL_TEST_ENV/cache` so later runs reuse them; the fetch tests
-//! use only its two seeds' small artifacts (and cuwheel's own crates).
+//! Network-heavy parts are few: one small matrix (torch 2.9, whose cu128
+//! cells build with Debian's CUDA 12.4, one Python) is locked, once per test
+//! run, with downloads kept in `$CUWHEEL_TEST_ENV/cache` so later runs reuse
+//! them; the fetch tests use only its two seeds' small artifacts (and
+//! cuwheel's own crates).
 
 mod common;
 
@@ -34,10 +35,10 @@ baseline = "manylinux_2_31"
 pybind11 = ["csrc/bindings.cpp"]
 
 [tool.cuwheel.matrix]
-cuda = ["12.4"]
 python = ["3.11", "3.13"]
 torch = ["2.9"]
 exclude = [{ python = "3.11" }]
+nvcc = { cu128 = "12.4" }
 "#;
 
 /// A project directory with `pyproject` and the sources it names.
@@ -103,8 +104,23 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
     assert!(first == &second, "the second lock differs from the first");
 
     let lock = Lock::parse(first, Path::new("cuwheel.lock")).unwrap();
-    // The excluded cell is simply absent.
-    assert_eq!(lock.cells.keys().collect::<Vec<_>>(), ["cu124-py313"]);
+    // The excluded cell is simply absent; the cell serves torch 2.9's CUDA
+    // 12.8, read from its wheels, with the nvcc the matrix names.
+    assert_eq!(lock.cells.keys().collect::<Vec<_>>(), ["cu128-py313"]);
+    let torch = &lock.facts.torch[&"2.9".parse().unwrap()];
+    assert_eq!(torch.cuda.to_string(), "12.8");
+    assert!(
+        torch
+            .cuda_from
+            .starts_with("nvidia-cuda-runtime-cu12==12.8."),
+        "{}",
+        torch.cuda_from
+    );
+    assert_eq!(torch.platform, "manylinux_2_28_x86_64");
+    let pythons: Vec<String> = torch.wheels.keys().map(ToString::to_string).collect();
+    assert_eq!(pythons, ["3.11", "3.13"]);
+    assert!(lock.facts.toolkits.contains_key(&"12.4".parse().unwrap()));
+    assert!(lock.facts.toolkits.contains_key(&"13.0".parse().unwrap()));
     assert_eq!(
         lock.toolchains.keys().collect::<Vec<_>>(),
         ["cuda124", "gcc-bullseye", "python313", "torch29"]
@@ -123,7 +139,7 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
     for toolchain in lock.toolchains.values() {
         for artifact in toolchain.artifacts() {
             let used_by = &lock.artifacts[artifact].used_by;
-            assert!(used_by.contains("cu124-py313"), "{artifact}: {used_by:?}");
+            assert!(used_by.contains("cu128-py313"), "{artifact}: {used_by:?}");
         }
     }
     for (name, artifact) in &lock.artifacts {
@@ -213,38 +229,47 @@ fn neither_the_lock_nor_the_repository_names_a_registry_host() {
 }
 
 /// Each compatibility rule stops `cuwheel lock` with its message and
-/// source, before any network access (the cache directory is never even
-/// created) and without touching an existing lock.
+/// source, after reading only metadata through pip (torch's wheels, the
+/// toolkits listed) and before any download (cuwheel's cache directory is
+/// never even created), without touching an existing lock.
 #[test]
 fn impossible_cells_stop_lock_before_anything_is_fetched() {
     let cases = [
         (
-            TINY.replace("cuda = [\"12.4\"]", "cuda = [\"13.0\"]")
-                .replace("torch = [\"2.9\"]", "torch = [\"2.11\"]")
+            TINY.replace("torch = [\"2.9\"]", "torch = [\"2.11\"]")
                 .replace(
                     "python = [\"3.11\", \"3.13\"]",
                     "python = [\"3.9\", \"3.13\"]",
                 )
-                .replace("exclude = [{ python = \"3.11\" }]", ""),
-            "cell cu130-py39: rule torch-python: torch 2.11 has no wheels for Python 3.9",
-            "pytorch/pytorch RELEASE.md",
+                .replace(
+                    "exclude = [{ python = \"3.11\" }]\nnvcc = { cu128 = \"12.4\" }",
+                    "",
+                ),
+            "cell cu130-py39: rule torch-python: torch 2.11 (2.11.0) has no wheel for Python 3.9",
+            "the torch wheels and toolkits the package index and Debian offered",
         ),
         (
-            TINY.replace("torch = [\"2.9\"]", "torch = [\"2.11\"]"),
-            "rule toolkit-major: CUDA toolkit 12.4 cannot build for torch 2.11",
-            "the CUDA runtime that torch's Linux x86_64 wheels on PyPI are built for",
+            TINY.replace("cu128 = \"12.4\"", "cu128 = \"13.0\""),
+            "rule toolkit-major: nvcc 13.0 cannot build for torch 2.9, whose wheels use CUDA 12.8",
+            "the torch wheels and toolkits the package index and Debian offered",
         ),
         (
             TINY.replace("manylinux_2_31", "manylinux_2_41"),
-            "rule gcc-range: baseline manylinux_2_41 builds with GCC 14 (Debian trixie), but CUDA \
-             toolkit 12.4 accepts GCC 6 to 13",
+            "rule gcc-range: baseline manylinux_2_41 builds with GCC 14 (Debian trixie), but nvcc \
+             12.4 accepts GCC 6 to 13",
             "nixpkgs pkgs/development/cuda-modules/_cuda/db/bootstrap/nvcc.nix",
         ),
         (
-            TINY.replace("cuda = [\"12.4\"]", "cuda = [\"12.8\"]")
-                .replace("torch = [\"2.9\"]", "torch = [\"2.6\"]"),
-            "rule toolkit-minor: CUDA toolkit 12.8 is newer than the CUDA 12.4 that torch 2.6's",
-            "the CUDA runtime that torch's Linux x86_64 wheels on PyPI are built for",
+            TINY.replace("torch = [\"2.9\"]", "torch = [\"2.7\"]")
+                .replace("cu128 = \"12.4\"", "cu126 = \"13.0\""),
+            "rule toolkit-major: nvcc 13.0 cannot build for torch 2.7, whose wheels use CUDA 12.6",
+            "the torch wheels and toolkits the package index and Debian offered",
+        ),
+        (
+            TINY.replace("cuda-archs = [\"9.0\"]", "cuda-archs = [\"9.0\", \"12.0\"]"),
+            "rule cuda-archs: nvcc 12.4 cannot compile for 12.0 (tool.cuwheel.cuda-archs); it \
+             supports 5.0, 5.2",
+            "`nvcc --list-gpu-code` of each toolkit",
         ),
     ];
     for (pyproject, message, source) in cases {

@@ -6,7 +6,7 @@
 //! a dynamic version, dependencies, extras, readme, URLs and license files.
 //!
 //! - The plan (no Nix): what each key turns into, node by node.
-//! - One cell built by real Nix in the sandbox (`cu130-py311`, the kernels
+//! - One cell built by real Nix in the sandbox (`cu132-py311`, the kernels
 //!   at one arch), with the driver Nix builds from this checkout: the audit
 //!   passes (libgomp is what torch provides, no store or build path — the
 //!   device line info names only fixed paths), the wheel holds exactly the
@@ -32,8 +32,8 @@ use cuwheel::build::WheelRecipe;
 use cuwheel::plan::{Input, Plan};
 use cuwheel::wheel::WheelArchive;
 
-const CELL: &str = "cu130-py311";
-const WHEEL: &str = "multi_module-0.3.0+pt211cu130-cp311-cp311-manylinux_2_31_x86_64.whl";
+const CELL: &str = "cu132-py311";
+const WHEEL: &str = "multi_module-0.3.0+pt215cu132-cp311-cp311-manylinux_2_28_x86_64.whl";
 
 fn plan_of(project: &Path) -> Plan {
     serde_json::from_slice(&fs::read(write_plan(project)).unwrap()).unwrap()
@@ -67,31 +67,31 @@ fn every_key_of_the_fixture_reaches_the_plan() {
     assert_eq!(
         names,
         [
-            "audit-cu130-py311",
-            "audit-cu130-py313",
-            "binding-_cpu-torch211-abi3",
-            "binding-_cuda-cuda130-py311",
-            "binding-_cuda-cuda130-py313",
-            "kernel-cuda130-scale_cpu",
-            "kernel-cuda130-scale_cuda",
-            "kernel-torch211-scale_cpu",
-            "link-_cpu-torch211-abi3",
-            "link-_cuda-cu130-py311",
-            "link-_cuda-cu130-py313",
-            "wheel-cu130-py311",
-            "wheel-cu130-py313",
+            "audit-cu132-py311",
+            "audit-cu132-py313",
+            "binding-_cpu-torch215-abi3",
+            "binding-_cuda-cuda132-py311",
+            "binding-_cuda-cuda132-py313",
+            "kernel-cuda132-scale_cpu",
+            "kernel-cuda132-scale_cuda",
+            "kernel-torch215-scale_cpu",
+            "link-_cpu-torch215-abi3",
+            "link-_cuda-cu132-py311",
+            "link-_cuda-cu132-py313",
+            "wheel-cu132-py311",
+            "wheel-cu132-py313",
         ]
     );
     // The CPU-only module: compiled once for both Pythons (and any toolkit),
     // by g++ without CUDA, with its own and the top-level defines and flags.
     for cell in plan.cells.values() {
-        assert!(cell.links.contains("link-_cpu-torch211-abi3"), "{cell:?}");
+        assert!(cell.links.contains("link-_cpu-torch215-abi3"), "{cell:?}");
         assert!(
-            cell.kernels.contains("kernel-torch211-scale_cpu"),
+            cell.kernels.contains("kernel-torch215-scale_cpu"),
             "{cell:?}"
         );
     }
-    let cpu_kernel = &plan.nodes["kernel-torch211-scale_cpu"];
+    let cpu_kernel = &plan.nodes["kernel-torch215-scale_cpu"];
     assert!(
         !cpu_kernel.inputs.contains_key("cuda"),
         "{:?}",
@@ -112,11 +112,11 @@ fn every_key_of_the_fixture_reaches_the_plan() {
     }
     assert!(!cpu_kernel.script.contains("nvcc"), "{}", cpu_kernel.script);
     // The same C++ kernel in the CUDA module sees CUDA's headers and its defines.
-    let cuda_cpp = &plan.nodes["kernel-cuda130-scale_cpu"].script;
+    let cuda_cpp = &plan.nodes["kernel-cuda132-scale_cpu"].script;
     assert!(cuda_cpp.contains("-isystem \"$cuda\"/include") && cuda_cpp.contains("-DMM_CUDA"));
     assert!(!cuda_cpp.contains("-fopenmp"), "{cuda_cpp}");
     // Per-TU inputs: the header the kernels include, not the rest of csrc/include.
-    for kernel in ["kernel-torch211-scale_cpu", "kernel-cuda130-scale_cuda"] {
+    for kernel in ["kernel-torch215-scale_cpu", "kernel-cuda132-scale_cuda"] {
         let files: BTreeSet<String> = sources(&plan, kernel).into_values().collect();
         assert!(
             files.contains("csrc/include/mm/common.h"),
@@ -135,7 +135,7 @@ fn every_key_of_the_fixture_reaches_the_plan() {
         }
     }
     // -lineinfo: nvcc sees every input at a fixed path; so does the .cu binding.
-    for node in ["kernel-cuda130-scale_cuda", "binding-_cuda-cuda130-py311"] {
+    for node in ["kernel-cuda132-scale_cuda", "binding-_cuda-cuda132-py311"] {
         let script = &plan.nodes[node].script;
         assert!(script.contains("-lineinfo"), "{script}");
         assert!(
@@ -147,21 +147,21 @@ fn every_key_of_the_fixture_reaches_the_plan() {
             "{script}"
         );
     }
-    let binding = &plan.nodes["binding-_cuda-cuda130-py311"].script;
+    let binding = &plan.nodes["binding-_cuda-cuda132-py311"].script;
     assert!(binding.contains("nvcc_compile") && binding.contains("csrc/cuda_ops.cu"));
     assert!(
         binding.contains("/cuwheel/python/include/python3.11"),
         "{binding}"
     );
     // Linking: OpenMP, libgomp and -s for the CPU module only; no CUDA library there.
-    let cpu_link = &plan.nodes["link-_cpu-torch211-abi3"].script;
+    let cpu_link = &plan.nodes["link-_cpu-torch215-abi3"].script;
     let strips = |script: &str| script.split_whitespace().any(|w| w == "-s");
     for word in ["-fopenmp", "-lgomp"] {
         assert!(cpu_link.contains(word), "{word}: {cpu_link}");
     }
     assert!(strips(cpu_link), "{cpu_link}");
     assert!(!cpu_link.contains("cudart") && !cpu_link.contains("torch_python"));
-    let cuda_link = &plan.nodes["link-_cuda-cu130-py311"].script;
+    let cuda_link = &plan.nodes["link-_cuda-cu132-py311"].script;
     assert!(cuda_link.contains("-lcudart") && cuda_link.contains("-ltorch_python"));
     assert!(
         !cuda_link.contains("gomp") && !strips(cuda_link),
@@ -171,7 +171,7 @@ fn every_key_of_the_fixture_reaches_the_plan() {
     // The wheel: the dynamic version, METADATA from [project], the files selected.
     let recipe = recipe(&plan, CELL);
     let metadata = &recipe.metadata;
-    assert_eq!(metadata.version.to_string(), "0.3.0+pt211cu130");
+    assert_eq!(metadata.version.to_string(), "0.3.0+pt215cu132");
     assert_eq!(
         metadata.requires_dist,
         [
@@ -203,7 +203,7 @@ fn every_key_of_the_fixture_reaches_the_plan() {
         Some("cuwheel fixture <fixture@example.org>")
     );
     assert_eq!(metadata.author.as_deref(), Some("Ada"));
-    assert_eq!(plan.cells[CELL].wheel_file, WHEEL);
+    assert_eq!(plan.cells[CELL].predicted_wheel_file, WHEEL);
     let wheel_sources: BTreeSet<String> = sources(&plan, &plan.cells[CELL].wheel)
         .into_values()
         .collect();
@@ -264,7 +264,7 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
     // Exactly the selected files.
     let archive = WheelArchive::open(&wheel).unwrap();
     let names: BTreeSet<&str> = archive.members().iter().map(|m| m.name.as_str()).collect();
-    let dist_info = "multi_module-0.3.0+pt211cu130.dist-info";
+    let dist_info = "multi_module-0.3.0+pt215cu132.dist-info";
     let expected: BTreeSet<String> = [
         "multi_module/__init__.py",
         "multi_module/py.typed",
@@ -343,7 +343,7 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
     ).arg(&metadata_file));
     let parsed: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(parsed["metadata_version"], "2.4");
-    assert_eq!(parsed["version"], "0.3.0+pt211cu130");
+    assert_eq!(parsed["version"], "0.3.0+pt215cu132");
     assert_eq!(parsed["provides_extra"], serde_json::json!(["test"]));
     assert_eq!(parsed["license_expression"], "MIT");
     assert_eq!(

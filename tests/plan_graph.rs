@@ -23,7 +23,7 @@ fn demo_lock() -> Lock {
 
 fn demo_plan() -> Plan {
     let spec = Spec::load(&demo_dir()).unwrap();
-    let cells = spec.cells().unwrap();
+    let cells = spec.cells(&demo_lock().facts).unwrap();
     let project = sources::read(&spec).unwrap();
     // Each kernel includes its own device header, the shared one, and the
     // launch and ops headers: not the other kernels' device headers.
@@ -69,6 +69,7 @@ fn pybind11_sources(kernels: Vec<TranslationUnit>) -> ProjectSources {
                 vec![TranslationUnit::alone("b.cpp")],
             )]
             .into(),
+            flavour_kernels: Default::default(),
         }],
         ..ProjectSources::default()
     }
@@ -84,25 +85,25 @@ fn config(matrix: &str, extra: &str) -> Config {
     Config::parse(&text, Path::new("pyproject.toml")).unwrap()
 }
 
-/// The demo's lock with a cell entry for each of `cells` of `config`, taking
-/// the toolchains of the demo cell with the same CUDA and Python.
+/// The demo's lock with a cell entry for each of `cells` of `config` (its
+/// facts are the demo's), with the torch toolchain `torch_of` names.
 fn lock_for(config: &Config, torch_of: &dyn Fn(&str) -> &'static str) -> (Lock, Vec<matrix::Cell>) {
     let mut lock = demo_lock();
-    let cells = matrix::expand(config).cells;
-    let base = lock.cells.clone();
+    let expansion = matrix::expand(config, &lock.facts);
+    assert!(expansion.problems.is_empty(), "{:?}", expansion.problems);
     lock.cells.clear();
-    for cell in &cells {
-        let name = cell.name().to_string();
-        let demo = format!(
-            "{}-{}",
-            cell.cuda.label(),
-            cell.python.map_or("abi3".to_string(), |p| p.label())
-        );
-        let mut entry: CellToolchains = base[&demo].clone();
-        entry.torch = torch_of(&cell.torch.label()).to_string();
-        lock.cells.insert(name, entry);
+    for cell in &expansion.cells {
+        let entry = CellToolchains {
+            bundle: cell.cuda.label(),
+            cuda: format!("cuda{}", cell.nvcc.compact()),
+            gcc: "gcc-bullseye".into(),
+            python: cell.python.map(|p| format!("python{}", p.compact())),
+            torch: torch_of(&cell.torch.label()).to_string(),
+            claims: Default::default(),
+        };
+        lock.cells.insert(cell.name().to_string(), entry);
     }
-    (lock, cells)
+    (lock, expansion.cells)
 }
 
 fn plan_of(
@@ -122,46 +123,143 @@ fn plan_of(
 }
 
 #[test]
-fn the_demo_plans_one_kernel_object_per_tu_and_toolkit() {
+fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     let plan = demo_plan();
-    assert_eq!(
-        kernel_names(&plan),
-        [
-            "kernel-cuda124-axpby",
-            "kernel-cuda124-bias_gelu",
-            "kernel-cuda124-row_norm",
-            "kernel-cuda130-axpby",
-            "kernel-cuda130-bias_gelu",
-            "kernel-cuda130-row_norm",
-        ]
-    );
+    let mut expected = Vec::new();
+    for set in [
+        "cuda125-torch27",
+        "cuda125-torch29",
+        "cuda130-torch211",
+        "cuda130-torch214",
+        "cuda132",
+    ] {
+        for tu in ["axpby", "bias_gelu", "row_norm"] {
+            expected.push(format!("kernel-{set}-{tu}"));
+        }
+        // The torch-stable cell's own kernels (csrc/stable/*.cu), with its
+        // compiler set: torch 2.11's, the oldest of its range.
+        if set == "cuda130-torch211" {
+            for tu in ["axpby", "bias_gelu", "row_norm"] {
+                expected.push(format!("kernel-{set}-stable-{tu}"));
+            }
+        }
+    }
+    assert_eq!(kernel_names(&plan), expected);
     for (name, node) in &plan.nodes {
         assert_eq!(&node.name, name);
     }
-    assert_eq!(plan.cells.len(), 8);
-    // Beside the 6 kernels, each cell has its own binding, link, wheel and audit.
-    assert_eq!(plan.nodes.len(), 6 + 8 * 4);
-    // Every Python of a toolkit, and its abi3 cell, link the same objects.
-    for cuda in ["cu124", "cu130"] {
+    assert_eq!(plan.cells.len(), 25);
+    // Beside the 18 kernels, each cell has its own binding, link, wheel and
+    // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
+    // toolkits, 1 sysroot).
+    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9);
+    // Every Python of a torch build, and its abi3 cell, link the same objects.
+    for (cells, set) in [
+        ("cu126-", "kernel-cuda125-torch27-"),
+        ("cu128-", "kernel-cuda125-torch29-"),
+        ("-torch211", "kernel-cuda130-torch211-"),
+        ("-torch214", "kernel-cuda130-torch214-"),
+        ("cu132-", "kernel-cuda132-"),
+    ] {
         let sets: BTreeSet<&BTreeSet<String>> = plan
             .cells
             .iter()
-            .filter(|(cell, _)| cell.starts_with(cuda))
+            .filter(|(cell, _)| cell.contains(cells))
             .map(|(_, cell)| &cell.kernels)
             .collect();
-        assert_eq!(sets.len(), 1, "{cuda}: {sets:?}");
+        assert_eq!(sets.len(), 1, "{cells}: {sets:?}");
         let kernels = sets.into_iter().next().unwrap();
         assert_eq!(kernels.len(), 3);
-        let toolkit = format!("kernel-cuda{}-", &cuda[2..]);
-        assert!(
-            kernels.iter().all(|k| k.starts_with(&toolkit)),
-            "{kernels:?}"
-        );
+        assert!(kernels.iter().all(|k| k.starts_with(set)), "{kernels:?}");
     }
+    // The cells name the CUDA of torch's wheels; the nvcc is the newest
+    // available one not newer than it.
+    let nvcc = |cell: &str| plan.cells[cell].nvcc.to_string();
+    assert_eq!(nvcc("cu126-py313"), "12.5");
+    assert_eq!(nvcc("cu128-py313"), "12.5");
+    assert_eq!(nvcc("cu130-py313-torch214"), "13.0");
+    assert_eq!(nvcc("cu132-py313"), "13.2");
+    assert_eq!(plan.cells["cu126-py313"].torch, "2.7.1");
     assert_eq!(
         plan.sharing().to_string(),
-        "3 kernels × 2 toolkits = 6 compiles serve 8 wheels; a per-cell build would do 24"
+        "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 75"
     );
+}
+
+#[test]
+fn the_stable_cell_builds_its_own_kernels_on_the_stable_abi_and_links_no_c10() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu13-stable"];
+    assert_eq!(cell.flavour, BindingFlavour::TorchStable);
+    // It claims every locked torch of CUDA 13 from 2.11 on; the others their own.
+    let claims: Vec<&str> = cell.claims.iter().map(String::as_str).collect();
+    assert_eq!(claims, ["torch211", "torch214", "torch215"]);
+    let claims: Vec<&str> = plan.cells["cu130-abi3-torch211"]
+        .claims
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(claims, ["torch211"]);
+    assert_eq!(plan.cells["cu126-py313"].flavour, BindingFlavour::Pybind11);
+    assert_eq!(cell.torch, "2.11.0");
+    assert_eq!(cell.nvcc.to_string(), "13.0");
+    assert!(
+        cell.predicted_wheel_file
+            .starts_with("demo_ext-0.1.0+cu13-cp39-abi3-"),
+        "{}",
+        cell.predicted_wheel_file
+    );
+    let target = "-DTORCH_TARGET_VERSION=0x020b000000000000";
+    // Its kernels: csrc/stable/*.cu with the stable-ABI defines, no Python.
+    let kernels: Vec<&str> = cell.kernels.iter().map(String::as_str).collect();
+    assert_eq!(
+        kernels,
+        [
+            "kernel-cuda130-torch211-stable-axpby",
+            "kernel-cuda130-torch211-stable-bias_gelu",
+            "kernel-cuda130-torch211-stable-row_norm"
+        ]
+    );
+    for kernel in &kernels {
+        let node = &plan.nodes[*kernel];
+        assert!(node.script.contains("-DTORCH_STABLE_ONLY"), "{kernel}");
+        assert!(node.script.contains(target), "{kernel}");
+        assert!(!node.script.contains("Py_LIMITED_API"), "{kernel}");
+        assert!(!node.inputs.contains_key("python"), "{kernel}");
+        match &node.inputs["source"] {
+            Input::Source { source } => assert!(source.starts_with("csrc/stable/"), "{source}"),
+            other => panic!("{kernel}: {other:?}"),
+        }
+    }
+    // The shared kernels never see the stable defines.
+    for (name, node) in &plan.nodes {
+        if name.starts_with("kernel-") && !name.contains("-stable-") {
+            assert!(!node.script.contains("TORCH_STABLE_ONLY"), "{name}");
+        }
+    }
+    // Its binding: the limited API and the stable ABI, once.
+    let bindings: Vec<&str> = cell.bindings.iter().map(String::as_str).collect();
+    assert_eq!(bindings, ["binding-cuda130-torch211-stable"]);
+    let binding = &plan.nodes[bindings[0]].script;
+    for define in ["-DPy_LIMITED_API=0x03090000", "-DTORCH_STABLE_ONLY", target] {
+        assert!(binding.contains(define), "{define}: {binding}");
+    }
+    assert!(binding.contains("csrc/stable/ops.cpp"), "{binding}");
+    // Its link: torch_cpu and torch_cuda as needed, never c10 or libtorch.
+    let links: Vec<&str> = cell.links.iter().map(String::as_str).collect();
+    assert_eq!(links, ["link-cu13-stable"]);
+    let link = &plan.nodes[links[0]].script;
+    assert!(
+        link.contains("-Wl,--as-needed -ltorch_cpu -ltorch_cuda"),
+        "{link}"
+    );
+    for lib in ["-lc10", "-ltorch ", "-ltorch_python"] {
+        assert!(!link.contains(lib), "{lib}: {link}");
+    }
+    assert!(link.contains("_C.abi3.so"), "{link}");
+    // The torch-library cell of the same compiler set links c10 as before.
+    let library = &plan.nodes["link-cu130-abi3-torch211"].script;
+    assert!(library.contains("-lc10 -ltorch -ltorch_cpu"), "{library}");
 }
 
 #[test]
@@ -227,7 +325,7 @@ fn no_kernel_node_sees_python() {
 #[test]
 fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
     let plan = demo_plan();
-    let script = &plan.nodes["kernel-cuda130-bias_gelu"].script;
+    let script = &plan.nodes["kernel-cuda130-torch211-bias_gelu"].script;
     let words: Vec<&str> = script.split_whitespace().collect();
     let gencodes: Vec<&str> = words
         .iter()
@@ -267,8 +365,8 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
     for flag in ["PYBIND11", "Py_LIMITED_API"] {
         assert!(!script.contains(flag), "{flag} in:\n{script}");
     }
-    // CUDA 12.4's nvcc has neither --frandom-seed nor --compress-mode.
-    let old = &plan.nodes["kernel-cuda124-bias_gelu"].script;
+    // CUDA 12.5's nvcc has neither --frandom-seed nor --compress-mode.
+    let old = &plan.nodes["kernel-cuda125-torch27-bias_gelu"].script;
     assert!(
         !old.contains("--frandom-seed") && !old.contains("--compress-mode"),
         "{old}"
@@ -279,7 +377,7 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
 #[test]
 fn several_gencodes_compile_with_the_threads_nix_gives_the_build() {
     let plan = demo_plan();
-    let script = &plan.nodes["kernel-cuda130-bias_gelu"].script;
+    let script = &plan.nodes["kernel-cuda130-torch211-bias_gelu"].script;
     let compile = script
         .lines()
         .find(|l| l.contains(" -c -o "))
@@ -295,8 +393,7 @@ fn several_gencodes_compile_with_the_threads_nix_gives_the_build() {
         "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
         "",
     );
-    one.cuda_archs.truncate(1);
-    one.cuda_archs[0].ptx = false;
+    one.cuda_archs = cuwheel::spec::CudaArchs::uniform(vec!["8.0".parse().unwrap()]);
     let (lock, cells) = lock_for(&one, &|_| "torch211");
     let plan = plan_of(&one, &["k/a.cu"], &lock, &cells).unwrap();
     let script = &plan.nodes["kernel-cuda130-a"].script;
@@ -328,7 +425,7 @@ fn the_json_is_deterministic_sorted_and_reads_back() {
     let back: Plan = serde_json::from_str(&json).unwrap();
     assert_eq!(back, plan);
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let input = &value["nodes"]["kernel-cuda130-axpby"]["inputs"];
+    let input = &value["nodes"]["kernel-cuda130-torch211-axpby"]["inputs"];
     assert_eq!(
         input["torchHeaders"],
         serde_json::json!({"toolchain": "torch211", "output": "headers"})
@@ -341,7 +438,7 @@ fn the_json_is_deterministic_sorted_and_reads_back() {
     // Keys in sorted order, as printed.
     let at = |key: &str| json.find(&format!("\"{key}\"")).unwrap();
     assert!(at("cells") < at("nodes"));
-    assert!(at("kernel-cuda124-axpby") < at("kernel-cuda130-axpby"));
+    assert!(at("kernel-cuda125-torch27-axpby") < at("kernel-cuda130-torch211-axpby"));
 }
 
 #[test]
@@ -370,14 +467,14 @@ fn user_defines_and_flags_are_quoted_and_a_user_standard_replaces_cxx17() {
 #[test]
 fn names_stay_unique_across_torches_and_same_named_sources() {
     let config = config(
-        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\", \"2.9\"]",
+        "python = [\"3.13\"]\ntorch = [\"2.11\", \">=2.14,<=2.14\"]",
         "",
     );
     let (lock, cells) = lock_for(&config, &|torch| {
         if torch == "torch211" {
             "torch211"
         } else {
-            "torch29"
+            "torch214"
         }
     });
     let plan = plan_of(&config, &["k/a/x.cu", "k/b/x.cu", "k/y.cu"], &lock, &cells).unwrap();
@@ -387,9 +484,9 @@ fn names_stay_unique_across_torches_and_same_named_sources() {
             "kernel-cuda130-torch211-k-a-x",
             "kernel-cuda130-torch211-k-b-x",
             "kernel-cuda130-torch211-y",
-            "kernel-cuda130-torch29-k-a-x",
-            "kernel-cuda130-torch29-k-b-x",
-            "kernel-cuda130-torch29-y",
+            "kernel-cuda130-torch214-k-a-x",
+            "kernel-cuda130-torch214-k-b-x",
+            "kernel-cuda130-torch214-y",
         ]
     );
     assert_eq!(
@@ -430,16 +527,33 @@ fn a_source_outside_the_project_is_refused() {
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
     let text = plan_without_store(&demo_dir());
-    assert!(text.starts_with("cells (8):\n"), "{text}");
+    assert!(text.starts_with("cells (25):\n"), "{text}");
     assert!(
         text.contains(
-            "  kernel-cuda130-bias_gelu  shared by cu130-abi3 cu130-py311 cu130-py313 cu130-py314\n"
+            "  cu13-stable  demo_ext-0.1.0+cu13-cp39-abi3-manylinux_2_28_x86_64.whl  \
+             (torch 2.11.0, nvcc 13.0)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  cu126-py313  demo_ext-0.1.0+pt27cu126-cp313-cp313-manylinux_2_28_x86_64.whl  \
+             (torch 2.7.1, nvcc 12.5)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("wheel names are predicted"), "{text}");
+    assert!(
+        text.contains(
+            "  kernel-cuda132-bias_gelu  shared by cu132-abi3 cu132-py311 cu132-py312 \
+             cu132-py313 cu132-py314\n"
         ),
         "{text}"
     );
     assert!(
         text.ends_with(
-            "3 kernels × 2 toolkits = 6 compiles serve 8 wheels; a per-cell build would do 24\n"
+            "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
+             would do 75\n"
         ),
         "{text}"
     );
@@ -462,6 +576,8 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
         "csrc/kernels/axpby.cu",
         "csrc/bindings.cpp",
         "csrc/ops.cpp",
+        "csrc/stable/ops.cpp",
+        "csrc/stable/axpby.cu",
     ] {
         let to = dir.path().join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -601,13 +717,18 @@ fn headers_beside_a_tu_are_inputs_of_its_objects_only() {
 #[test]
 fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
     let plan = demo_plan();
-    let cell = &plan.cells["cu130-py313"];
-    assert_eq!(cell.bindings, ["binding-cuda130-py313".to_string()].into());
+    let cell = &plan.cells["cu130-py313-torch211"];
     assert_eq!(
-        cell.wheel_file,
-        "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
+        cell.bindings,
+        ["binding-cuda130-torch211-py313".to_string()].into()
     );
-    let binding = &plan.nodes["binding-cuda130-py313"];
+    assert_eq!(
+        cell.predicted_wheel_file,
+        "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_28_x86_64.whl"
+    );
+    assert_eq!(cell.platform.least_compatible, "manylinux_2_31_x86_64");
+    assert_eq!(cell.platform.most_compatible, "manylinux_2_28_x86_64");
+    let binding = &plan.nodes["binding-cuda130-torch211-py313"];
     assert_eq!(
         binding.inputs["python"],
         Input::Toolchain {
@@ -626,13 +747,16 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
         binding.script
     );
     // abi3: the limited API of 3.9, compiled against the bundle's oldest Python.
-    let abi3 = &plan.cells["cu130-abi3"];
+    let abi3 = &plan.cells["cu130-abi3-torch211"];
     assert_eq!(
-        abi3.wheel_file,
-        "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_31_x86_64.whl"
+        abi3.predicted_wheel_file,
+        "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_28_x86_64.whl"
     );
-    let binding = &plan.nodes["binding-cuda130-abi3"];
-    assert_eq!(abi3.bindings, ["binding-cuda130-abi3".to_string()].into());
+    let binding = &plan.nodes["binding-cuda130-torch211-abi3"];
+    assert_eq!(
+        abi3.bindings,
+        ["binding-cuda130-torch211-abi3".to_string()].into()
+    );
     assert!(
         binding.script.contains("-DPy_LIMITED_API=0x03090000"),
         "{}",
@@ -665,7 +789,7 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
         assert_eq!(kernels, cell.kernels, "{name}");
         assert_eq!(
             link.script.contains("-ltorch_python"),
-            !name.ends_with("abi3"),
+            cell.flavour == BindingFlavour::Pybind11,
             "{name}: {}",
             link.script
         );
@@ -687,20 +811,23 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
 #[test]
 fn the_recipe_pins_torch_and_records_the_provenance() {
     let plan = demo_plan();
-    let script = &plan.nodes["wheel-cu124-py311"].script;
+    let script = &plan.nodes["wheel-cu126-py312"].script;
     let start = script.find("<<'CUWHEEL_RECIPE'\n").unwrap() + "<<'CUWHEEL_RECIPE'\n".len();
     let end = script.find("CUWHEEL_RECIPE\n\"").unwrap();
     let recipe: cuwheel::build::WheelRecipe = serde_json::from_str(&script[start..end]).unwrap();
-    assert_eq!(recipe.metadata.version.to_string(), "0.1.0+pt29cu124");
-    assert_eq!(recipe.tag, "cp311-cp311-manylinux_2_31_x86_64");
-    assert_eq!(recipe.metadata.requires_dist, ["torch>=2.9,<2.10"]);
+    assert_eq!(recipe.metadata.version.to_string(), "0.1.0+pt27cu126");
+    assert_eq!(recipe.tag, "cp312-cp312");
+    assert_eq!(recipe.platform.most_compatible, "manylinux_2_28_x86_64");
+    assert_eq!(recipe.metadata.requires_dist, ["torch>=2.7,<2.8"]);
     assert_eq!(recipe.metadata.requires_python.as_deref(), Some(">=3.9"));
     assert_eq!(
         recipe.metadata.license_expression.as_deref(),
         Some("MIT OR Apache-2.0")
     );
     let p = &recipe.provenance;
-    assert_eq!(p.cell, "cu124-py311");
+    assert_eq!(p.cell, "cu126-py312");
+    // The nvcc is not the CUDA the cell serves, and the provenance says so.
+    assert_eq!(p.nvcc, "12.5");
     assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
     let pyproject = std::fs::read_to_string(demo_dir().join("pyproject.toml")).unwrap();
     assert_eq!(
@@ -732,9 +859,9 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
         artifacts,
         headers_nar_sha256,
         ..
-    } = &lock.toolchains["torch29"]
+    } = &lock.toolchains["torch27"]
     else {
-        panic!("torch29 is a torch toolchain");
+        panic!("torch27 is a torch toolchain");
     };
     let torch = &p.toolchains["torch"];
     assert_eq!(torch.headers_nar_sha256.as_ref(), Some(headers_nar_sha256));
@@ -749,7 +876,7 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     assert_eq!(p.seeds.len(), 2);
     assert_eq!(p.seeds["busybox"], lock.seeds["busybox"].nar_sha256);
     // The plan's cell carries the same provenance, for `cuwheel reproduce`.
-    assert_eq!(&plan.cells["cu124-py311"].provenance, p);
+    assert_eq!(&plan.cells["cu126-py312"].provenance, p);
 }
 
 #[test]
@@ -762,7 +889,7 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
             "[project]\nname = \"x\"\nversion = \"1.0\"\n\n[tool.cuwheel]\nmodule = \"x._C\"\n\
              kernels = [\"k/*.cu\"]\ncuda-archs = [\"9.0\"]\nbaseline = \"manylinux_2_31\"\n\
              include-dirs = [\"inc\"]\nbindings = [\"b.cpp\"]\nbinding = \"pybind11\"\n\n\
-             [tool.cuwheel.matrix]\ncuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]\n",
+             [tool.cuwheel.matrix]\npython = [\"3.13\"]\ntorch = [\"2.15\"]\n",
         ),
         ("k/named.cu", "#include <x/a.h>\n"),
         ("k/computed.cu", "#define H <x/a.h>\n#include H\n"),
@@ -789,10 +916,10 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
             })
             .collect()
     };
-    assert_eq!(inputs("kernel-cuda130-named"), ["inc/x/a.h", "k/named.cu"]);
-    assert_eq!(inputs("kernel-cuda130-computed"), ["inc", "k/computed.cu"]);
+    assert_eq!(inputs("kernel-cuda132-named"), ["inc/x/a.h", "k/named.cu"]);
+    assert_eq!(inputs("kernel-cuda132-computed"), ["inc", "k/computed.cu"]);
     assert!(
-        plan.nodes["kernel-cuda130-computed"]
+        plan.nodes["kernel-cuda132-computed"]
             .script
             .contains("cp -R \"$include0\"/. inc/\n")
     );
@@ -814,4 +941,89 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
         text.contains("note: k/computed.cu: the #include at k/computed.cu:2"),
         "{text}"
     );
+}
+
+#[test]
+fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its_cuda_major() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu130-py313-torch211"];
+    assert_eq!(cell.claims, BTreeSet::from(["torch211".to_string()]));
+    assert!(!cell.stable_abi);
+    let tables: Vec<&str> = cell.symbols.iter().map(String::as_str).collect();
+    assert_eq!(
+        tables,
+        [
+            "symbols-cuda130",
+            "symbols-gcc-bullseye",
+            "symbols-torch211",
+            "symbols-torch214",
+            "symbols-torch215"
+        ]
+    );
+    let audit = &plan.nodes[&cell.audit];
+    // oldest first; the claimed one among them; CUDA 13's runtime and the baseline beside
+    assert!(
+        audit.script.contains(
+            "--torch 2.11.0=\"$torchSymbols0\" --torch 2.14.1=\"$torchSymbols1\" --torch \
+             2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 runtime='\"$withSymbols0\" --with \
+             'baseline system (bullseye)='\"$withSymbols1\" --claims 2.11.0 \"$@\""
+        ),
+        "{}",
+        audit.script
+    );
+    assert!(!audit.script.contains("--stable-abi"));
+    for (var, node) in [
+        ("torchSymbols0", "symbols-torch211"),
+        ("torchSymbols2", "symbols-torch215"),
+        ("withSymbols0", "symbols-cuda130"),
+        ("withSymbols1", "symbols-gcc-bullseye"),
+    ] {
+        assert_eq!(
+            audit.inputs[var],
+            Input::Node {
+                node: node.to_string()
+            }
+        );
+    }
+    // the tables: the driver runs `cuwheel symbols` on one toolchain directory
+    let torch = &plan.nodes["symbols-torch214"];
+    assert!(
+        torch
+            .script
+            .contains("\"$cuwheel\"/bin/cuwheel symbols \"$toolchain\"/lib -o \"$out\"")
+    );
+    assert_eq!(
+        torch.inputs["toolchain"],
+        Input::Toolchain {
+            toolchain: "torch214".into(),
+            output: Some("libs".into())
+        }
+    );
+    assert!(
+        plan.nodes["symbols-gcc-bullseye"]
+            .script
+            .contains("\"$toolchain\"/sysroot -o")
+    );
+    // CUDA 12 cells compare the CUDA 12 releases only
+    let cu126 = &plan.cells["cu126-py313"];
+    let script = &plan.nodes[&cu126.audit].script;
+    assert!(
+        script.contains("--torch 2.7.1=\"$torchSymbols0\" --torch 2.9.1=\"$torchSymbols1\" --with 'CUDA 12.5 runtime='"),
+        "{script}"
+    );
+    assert!(script.contains("--claims 2.7.1 "), "{script}");
+    // a cell's nodes include its tables, so `reproduce --check` rebuilds them too
+    assert!(cell.nodes().any(|n| n == "symbols-torch215"));
+    // `fetch --cell` fetches the releases the audit compares
+    let lock = demo_lock();
+    let artifacts =
+        cuwheel::fetch::select::artifacts_for_cells(&lock, &["cu130-py313-torch211".into()])
+            .unwrap();
+    let Toolchain::Torch {
+        artifacts: t215, ..
+    } = &lock.toolchains["torch215"]
+    else {
+        panic!("torch215 is a torch toolchain")
+    };
+    assert!(t215.iter().all(|a| artifacts.contains(a)), "{artifacts:?}");
 }

@@ -1,5 +1,5 @@
 //! The plan's kernel objects built by real Nix in the sandbox: the demo's
-//! objects of both toolkits (CUDA 13.0 and 12.4) through the flake (the plan made by the Nix-built driver,
+//! objects of two toolkits (PyPI's CUDA 13.0 and Debian's 12.5) through the flake (the plan made by the Nix-built driver,
 //! import from derivation) hold exactly the configured SASS and PTX, name no
 //! store path and rebuild bit for bit; editing one `.cu` in a copy of the
 //! flake changes only that TU's derivations (and the plan's); a kernel — `.cu` or C++ — that
@@ -23,7 +23,9 @@ const DEMO_KERNELS: [&str; 3] = ["axpby", "bias_gelu", "row_norm"];
 
 #[test]
 fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
-    let attrs: Vec<String> = ["cuda130", "cuda124"]
+    // Two compiler sets: torch 2.11's (PyPI's CUDA 13.0) and torch 2.7's
+    // (Debian's CUDA 12.5).
+    let attrs: Vec<String> = ["cuda130-torch211", "cuda125-torch27"]
         .iter()
         .flat_map(|cuda| {
             DEMO_KERNELS
@@ -70,7 +72,7 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
         }
     }
     // Nix compares the rebuilt output with the one in the store: one TU per
-    // toolkit (12.4's nvcc has no --frandom-seed; the PID namespace and
+    // toolkit (12.5's nvcc has no --frandom-seed; the PID namespace and
     // -objtemp must suffice there).
     nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
 }
@@ -96,7 +98,7 @@ fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
 fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
     let flake = flake_copy();
     let (plan_before, before) = flake_drvs(flake.path());
-    assert_eq!(before.len(), 6, "{before:?}");
+    assert_eq!(before.len(), 15, "{before:?}");
     let tu = flake
         .path()
         .join("examples/demo-ext/csrc/kernels/row_norm.cu");
@@ -115,7 +117,13 @@ fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
         .collect();
     assert_eq!(
         changed,
-        ["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]
+        [
+            "kernel-cuda125-torch27-row_norm",
+            "kernel-cuda125-torch29-row_norm",
+            "kernel-cuda130-torch211-row_norm",
+            "kernel-cuda130-torch214-row_norm",
+            "kernel-cuda132-row_norm",
+        ]
     );
 }
 
@@ -141,7 +149,7 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
     let project = fixture_with_demo_lock("sibling-header", dir.path());
     let plan = write_plan(&project);
     let expr = format!(
-        "({}).kernel-cuda130-scale",
+        "({}).kernel-cuda132-scale",
         nodes_expr(&project, &plan, false)
     );
     let built = json(&nix_ok(&[
@@ -167,7 +175,7 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
         .filter(|(name, drv)| after[*name] != **drv)
         .map(|(name, _)| name.as_str())
         .collect();
-    assert_eq!(changed, ["kernel-cuda130-scale"]);
+    assert_eq!(changed, ["kernel-cuda132-scale"]);
 }
 
 #[test]
@@ -176,8 +184,8 @@ fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
     let project = fixture_with_demo_lock("python-h-kernel", dir.path());
     let plan = write_plan(&project);
     for (node, source) in [
-        ("kernel-cuda130-uses_extension", "csrc/uses_extension.cu"),
-        ("kernel-cuda130-extension_cpu", "csrc/cpu/extension_cpu.cpp"),
+        ("kernel-cuda132-uses_extension", "csrc/uses_extension.cu"),
+        ("kernel-cuda132-extension_cpu", "csrc/cpu/extension_cpu.cpp"),
     ] {
         let expr = format!("({}).{node}", nodes_expr(&project, &plan, false));
         let out = nix(&["build", "--impure", "--no-link", "--expr", &expr])

@@ -102,10 +102,12 @@ fi
 # flake's toolchains and the driver. `cuwheel fetch` skips what the store
 # already holds, so a warm run costs nothing; a pinned Debian package that no
 # suite nor Debian's snapshot archive serves any more is re-pinned, saying so.
+# The demo's CPython 3.12 headers are an archive no registry carries:
+# examples/demo-ext/archives (or $CUWHEEL_ARCHIVES) supplies it.
 echo "prepare: cuwheel fetch (examples/demo-ext/cuwheel.lock)"
 cargo build --release --locked --quiet --manifest-path "$repo/Cargo.toml"
 bash "$repo/scripts/fetch-or-repin.sh" prepare "${CARGO_TARGET_DIR:-$repo/target}/release/cuwheel" \
-  "$repo/examples/demo-ext" "$env_dir/venv/bin/python"
+  "$repo/examples/demo-ext" "$env_dir/venv/bin/python" --archives "$repo/examples/demo-ext/archives"
 
 touch "$env_dir/ready"
 echo "prepare: ready in $env_dir"

@@ -28,7 +28,7 @@ use common::flake::{installable, json, nix, nix_ok, project_flake, repo};
 use cuwheel::lock::format::{Lock, Source, Toolchain, store_name};
 use cuwheel::store::Hash;
 
-const CELL: &str = "cu130-py313";
+const CELL: &str = "cu130-py313-torch211";
 const KERNEL: &str = "kernel-cuda130-axpby";
 
 fn attr(flake: &Path, attr: &str) -> String {
@@ -272,6 +272,7 @@ fn re_pin(lock: &mut Lock, toolchain: &str, name: &str) -> String {
     let mut artifact = lock.artifacts.remove(name).unwrap();
     let version = match &mut artifact.source {
         Source::Debian { version, .. } | Source::Pypi { version, .. } => version,
+        Source::Archive { .. } => panic!("{name} is an archive the user supplies, not a release"),
     };
     let old = version.clone();
     version.push_str("+repin1");
@@ -299,7 +300,7 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
     let wheel = keep.path().join(the_wheel(&result).file_name().unwrap());
     fs::copy(the_wheel(&result), &wheel).unwrap();
     let drv = |cell: &str| eval_raw(&attr(dir, &format!("wheels.{cell}.drvPath")));
-    let (ours_before, py311_before) = (drv(CELL), drv("cu130-py311"));
+    let (ours_before, py311_before) = (drv(CELL), drv("cu130-py311-torch211"));
 
     // Python 3.11's headers: cu130-py311 and cu130-abi3 are built with them,
     // cu130-py313 is not.
@@ -313,7 +314,11 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
     lock.write(&lock_path).unwrap();
 
     assert_eq!(drv(CELL), ours_before, "{CELL}'s wheel derivation changed");
-    assert_ne!(drv("cu130-py311"), py311_before, "the re-pin had no effect");
+    assert_ne!(
+        drv("cu130-py311-torch211"),
+        py311_before,
+        "the re-pin had no effect"
+    );
     let out = cuwheel(&[
         "reproduce",
         "--no-check",
@@ -381,7 +386,7 @@ fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
     let app = build(&attr(dir, "packages.x86_64-linux.publish"));
     let closure = common::run_ok(Command::new("nix-store").arg("-qR").arg(&app));
     let closure = String::from_utf8(closure.stdout).unwrap();
-    for cell in [CELL, "cu130-abi3"] {
+    for cell in [CELL, "cu130-abi3-torch211"] {
         let drv = eval_raw(&attr(dir, &format!("wheels.{cell}.drvPath")));
         let out = eval_raw(&attr(dir, &format!("wheels.{cell}.outPath")));
         assert!(closure.contains(&drv), "{drv} not in the app's closure");

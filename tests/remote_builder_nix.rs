@@ -25,7 +25,7 @@ use common::flake::{installable, json, nix_ok, nix_ok_env, nix_ok_with};
 use common::sshd::Sshd;
 use common::{TempStore, run_ok};
 
-const KERNEL: &str = "kernels.kernel-cuda130-axpby";
+const KERNEL: &str = "kernels.kernel-cuda130-torch211-axpby";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

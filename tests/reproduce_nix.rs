@@ -1,5 +1,5 @@
-//! `cuwheel reproduce` (the real binary) on the demo's real `cu130-py313`
-//! wheel, rebuilt by real Nix through the repository's flake:
+//! `cuwheel reproduce` (the real binary) on the demo's real
+//! `cu130-py313-torch211` wheel, rebuilt by real Nix through the repository's flake:
 //! - the wheel Nix built reproduces identically after every derivation of
 //!   its cell was built again and compared (`nix-store --check`);
 //! - a copy with one byte of the extension module's `.text` flipped (and a
@@ -25,7 +25,7 @@ use cuwheel::store::Hash;
 use cuwheel::wheel::{WheelArchive, WheelBuilder, ZipTimestamp};
 use object::read::{Object, ObjectSection};
 
-const CELL: &str = "cu130-py313";
+const CELL: &str = "cu130-py313-torch211";
 
 /// The cell's wheel as the flake builds it.
 fn built_wheel() -> PathBuf {
@@ -120,13 +120,13 @@ fn the_built_wheel_reproduces_identically_with_every_derivation_built_again() {
         .find(|l| l.contains("nix-store --realise --check"))
         .unwrap_or_else(|| panic!("no check in:\n{stderr}"));
     for node in [
-        "kernel-cuda130-axpby",
-        "kernel-cuda130-bias_gelu",
-        "kernel-cuda130-row_norm",
-        "binding-cuda130-py313",
-        "link-cu130-py313",
-        "wheel-cu130-py313",
-        "audit-cu130-py313",
+        "kernel-cuda130-torch211-axpby",
+        "kernel-cuda130-torch211-bias_gelu",
+        "kernel-cuda130-torch211-row_norm",
+        "binding-cuda130-torch211-py313",
+        "link-cu130-py313-torch211",
+        "wheel-cu130-py313-torch211",
+        "audit-cu130-py313-torch211",
     ] {
         assert!(checked.contains(node), "{node} not checked: {checked}");
     }

@@ -1,15 +1,17 @@
 //! `Spec::load` and `Spec::cells` on project trees written to a temporary
-//! directory: the files the config names are really looked up, and the
-//! errors are the typed ones a caller can inspect.
+//! directory: the files the config names are really looked up, the cells
+//! come from the facts of the shipped demo's lock, and the errors are the
+//! typed ones a caller can inspect.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use cuwheel::spec::{CompatError, ConfigError, Rule, Spec};
+use cuwheel::lock::format::Lock;
+use cuwheel::spec::{BindingFlavour, CompatError, ConfigError, MatrixFacts, Rule, Spec};
 use tempfile::TempDir;
 
-/// The demo of issue 5: CUDA 13.0 with torch 2.11 and CUDA 12.4 with torch
-/// 2.9, three Pythons, both binding flavours.
+/// The demo's matrix: torch 2.7, 2.9, 2.11, 2.14 and 2.15, four Pythons
+/// (3.12 from an archive), both binding flavours.
 const DEMO: &str = r#"[project]
 name = "demo-ext"
 version = "0.1.0"
@@ -26,13 +28,12 @@ pybind11 = ["csrc/bindings.cpp"]
 torch-library = ["csrc/ops.cpp"]
 
 [tool.cuwheel.matrix]
-cuda = ["13.0", "12.4"]
-python = ["3.11", "3.13", "3.14"]
-torch = ["2.11", "2.9"]
-exclude = [
-  { cuda = "13.0", torch = "2.9" },
-  { cuda = "12.4", torch = "2.11" },
-]
+torch = ["2.7", "2.9", "2.11", ">=2.14,<=2.15"]
+python = ["3.11", "3.12", "3.13", "3.14"]
+exclude = [{ torch = "2.7", python = "3.14" }]
+
+[tool.cuwheel.matrix.python-headers."3.12"]
+file = "python3.12-headers.tar"
 "#;
 
 const DEMO_FILES: [&str; 6] = [
@@ -43,6 +44,12 @@ const DEMO_FILES: [&str; 6] = [
     "csrc/bindings.cpp",
     "csrc/ops.cpp",
 ];
+
+/// What the package index said when the demo was locked.
+fn demo_facts() -> MatrixFacts {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext/cuwheel.lock");
+    Lock::read(&lock).unwrap_or_else(|e| panic!("{e:#}")).facts
+}
 
 /// A project with `pyproject` and an empty file at each of `files`.
 fn project(pyproject: &str, files: &[&str]) -> TempDir {
@@ -59,6 +66,20 @@ fn project(pyproject: &str, files: &[&str]) -> TempDir {
 fn demo_with(old: &str, new: &str) -> String {
     assert!(DEMO.contains(old), "the demo has no {old:?}");
     DEMO.replacen(old, new, 1)
+}
+
+/// The torch-stable entry of the shipped demo.
+const STABLE_ENTRY: &str =
+    "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*.cu\"] }";
+
+/// The demo with a torch-stable `entry` in its bindings table, and its
+/// files with the stable sources.
+fn demo_with_stable(entry: &str) -> (String, Vec<&'static str>) {
+    let old = "torch-library = [\"csrc/ops.cpp\"]\n";
+    let text = demo_with(old, &format!("{old}{entry}\n"));
+    let mut files = DEMO_FILES.to_vec();
+    files.extend(["csrc/stable/ops.cpp", "csrc/stable/scale.cu"]);
+    (text, files)
 }
 
 fn config_error(root: &Path) -> ConfigError {
@@ -81,47 +102,77 @@ fn keys_and_problems(error: &ConfigError) -> Vec<(&str, &str)> {
 fn compat_error(pyproject: &str) -> CompatError {
     let root = project(pyproject, &DEMO_FILES);
     let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
-    spec.cells().expect_err("the matrix should be refused")
+    let error = spec
+        .cells(&demo_facts())
+        .expect_err("the matrix should be refused");
+    error
+        .downcast_ref::<CompatError>()
+        .unwrap_or_else(|| panic!("not a CompatError: {error:#}"))
+        .clone()
 }
 
 #[test]
-fn loads_the_demo_and_names_its_cells() {
+fn loads_the_demo_and_names_its_cells_for_the_torch_they_serve() {
     let root = project(DEMO, &DEMO_FILES);
     let spec = Spec::load(root.path()).unwrap_or_else(|e| panic!("{e:#}"));
     let expected: Vec<PathBuf> = DEMO_FILES[..3].iter().map(PathBuf::from).collect();
     assert_eq!(spec.kernel_sources, [expected]);
     assert_eq!(spec.pyproject, root.path().join("pyproject.toml"));
 
-    let cells = spec.cells().unwrap_or_else(|e| panic!("{e}"));
-    let names: Vec<String> = cells.iter().map(|cell| cell.to_string()).collect();
+    let cells = spec
+        .cells(&demo_facts())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let names: Vec<String> = cells
+        .iter()
+        .map(|cell| format!("{cell} {}", cell.nvcc))
+        .collect();
     assert_eq!(
         names,
         [
-            "cu124-abi3",
-            "cu124-py311",
-            "cu124-py313",
-            "cu124-py314",
-            "cu130-abi3",
-            "cu130-py311",
-            "cu130-py313",
-            "cu130-py314",
+            "cu126-abi3 12.5",
+            "cu126-py311 12.5",
+            "cu126-py312 12.5",
+            "cu126-py313 12.5",
+            "cu128-abi3 12.5",
+            "cu128-py311 12.5",
+            "cu128-py312 12.5",
+            "cu128-py313 12.5",
+            "cu128-py314 12.5",
+            "cu130-abi3-torch211 13.0",
+            "cu130-py311-torch211 13.0",
+            "cu130-py312-torch211 13.0",
+            "cu130-py313-torch211 13.0",
+            "cu130-py314-torch211 13.0",
+            "cu130-abi3-torch214 13.0",
+            "cu130-py311-torch214 13.0",
+            "cu130-py312-torch214 13.0",
+            "cu130-py313-torch214 13.0",
+            "cu130-py314-torch214 13.0",
+            "cu132-abi3 13.2",
+            "cu132-py311 13.2",
+            "cu132-py312 13.2",
+            "cu132-py313 13.2",
+            "cu132-py314 13.2",
         ]
     );
-    let cu130_py313 = cells[6];
-    let version = cu130_py313.wheel_version(&spec.config.version);
-    let tag = cu130_py313.wheel_tag(&spec.config.baseline);
+    let cu126_py313 = cells[3];
+    let version = cu126_py313.wheel_version(&spec.config.version);
     assert_eq!(
-        format!("{}-{version}-{tag}.whl", spec.config.name.wheel_form()),
-        "demo_ext-0.1.0+pt211cu130-cp313-cp313-manylinux_2_31_x86_64.whl"
+        format!(
+            "{}-{version}-{}",
+            spec.config.name.wheel_form(),
+            cu126_py313.interpreter_abi()
+        ),
+        "demo_ext-0.1.0+pt27cu126-cp313-cp313"
     );
-    let cu124_abi3 = cells[0];
+    let cu132_abi3 = cells[19];
     assert_eq!(
         format!(
             "{}-{}",
-            cu124_abi3.wheel_version(&spec.config.version),
-            cu124_abi3.wheel_tag(&spec.config.baseline)
+            cu132_abi3.wheel_version(&spec.config.version),
+            cu132_abi3.interpreter_abi()
         ),
-        "0.1.0+pt29cu124-cp39-abi3-manylinux_2_31_x86_64"
+        "0.1.0+pt215cu132-cp39-abi3"
     );
 }
 
@@ -136,21 +187,63 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
     let mut expected = kernels;
     expected.sort();
     assert_eq!(spec.kernel_sources, [expected]);
+    // torch-stable's own kernels, beside them.
+    let stable: Vec<String> = spec.flavour_kernel_sources[0][&BindingFlavour::TorchStable]
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        stable,
+        [
+            "csrc/stable/axpby.cu",
+            "csrc/stable/bias_gelu.cu",
+            "csrc/stable/row_norm.cu"
+        ]
+    );
+    let facts = demo_facts();
     let shipped: Vec<String> = spec
-        .cells()
+        .cells(&facts)
         .unwrap()
         .iter()
         .map(|c| c.to_string())
         .collect();
-    let template = project(DEMO, &DEMO_FILES);
+    let (text, files) = demo_with_stable(STABLE_ENTRY);
+    let template = project(&text, &files);
     let template: Vec<String> = Spec::load(template.path())
         .unwrap()
-        .cells()
+        .cells(&facts)
         .unwrap()
         .iter()
         .map(|c| c.to_string())
         .collect();
     assert_eq!(shipped, template);
+}
+
+#[test]
+fn a_flavours_kernel_patterns_are_checked_like_the_modules() {
+    let (text, files) = demo_with_stable(
+        "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stabel/*.cu\"] }",
+    );
+    let error = config_error(project(&text, &files).path());
+    assert_eq!(error.problems.len(), 1, "{error}");
+    let problem = &error.problems[0];
+    assert_eq!(
+        problem.at.key,
+        "tool.cuwheel.bindings.torch-stable.kernels[0]"
+    );
+    assert_eq!(problem.problem, "`csrc/stabel/*.cu` matches no file");
+
+    // A binding source may not also be a kernel of another list.
+    let (text, files) = demo_with_stable(
+        "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*\"] }",
+    );
+    let error = config_error(project(&text, &files).path());
+    assert!(
+        error
+            .to_string()
+            .contains("csrc/stable/ops.cpp is also matched by a kernel pattern"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -229,31 +322,38 @@ fn config_errors_come_before_any_file_lookup() {
 
 #[test]
 fn impossible_cells_name_their_rules() {
-    // Without the second exclude, CUDA 12.4 meets torch 2.11 (built for 13.0);
-    // and Python 3.9 has no torch 2.9 or 2.11 wheels.
-    let text = demo_with("  { cuda = \"12.4\", torch = \"2.11\" },\n", "")
-        .replace("\"3.11\", \"3.13\"", "\"3.9\", \"3.13\"");
+    // torch 2.7 has no cp314 wheel without the exclude, none of the torches
+    // has cp39 (3.9 is not even probed: the lock read the matrix's Pythons),
+    // and an nvcc of another major is named for cu128.
+    let text = demo_with(
+        "exclude = [{ torch = \"2.7\", python = \"3.14\" }]",
+        "nvcc = { cu128 = \"13.0\" }",
+    );
     let error = compat_error(&text);
     let rules: Vec<Rule> = error.violations.iter().map(|v| v.rule).collect();
-    assert_eq!(
-        rules,
-        [Rule::TorchPython, Rule::TorchPython, Rule::ToolkitMajor]
-    );
-    let toolkit_major = &error.violations[2];
+    assert_eq!(rules, [Rule::TorchPython, Rule::ToolkitMajor]);
+    let cells: Vec<String> = error.violations[0]
+        .cells
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(cells, ["cu126-py314"]);
+    let toolkit_major = &error.violations[1];
     let cells: Vec<String> = toolkit_major.cells.iter().map(|c| c.to_string()).collect();
     assert_eq!(
         cells,
         [
-            "cu124-abi3-torch211",
-            "cu124-py39-torch211",
-            "cu124-py313-torch211",
-            "cu124-py314-torch211"
+            "cu128-abi3",
+            "cu128-py311",
+            "cu128-py312",
+            "cu128-py313",
+            "cu128-py314"
         ]
     );
     let shown = error.to_string();
     assert!(
         shown.contains(
-            "rule toolkit-major: CUDA toolkit 12.4 cannot build for torch 2.11, whose PyPI wheels use CUDA 13.0"
+            "rule toolkit-major: nvcc 13.0 cannot build for torch 2.9, whose wheels use CUDA 12.8"
         ),
         "{shown}"
     );
@@ -261,15 +361,17 @@ fn impossible_cells_name_their_rules() {
 }
 
 #[test]
-fn a_gcc_14_baseline_rules_out_cuda_12_4() {
+fn a_gcc_14_baseline_rules_out_cuda_12_5() {
     let error = compat_error(&demo_with("manylinux_2_31", "manylinux_2_41"));
     assert_eq!(error.violations.len(), 1, "{error}");
     let violation = &error.violations[0];
     assert_eq!(violation.rule, Rule::GccRange);
     let cells: Vec<String> = violation.cells.iter().map(|c| c.to_string()).collect();
-    assert_eq!(
-        cells,
-        ["cu124-abi3", "cu124-py311", "cu124-py313", "cu124-py314"]
+    assert_eq!(cells.len(), 9, "{cells:?}");
+    assert!(
+        cells
+            .iter()
+            .all(|c| c.starts_with("cu126") || c.starts_with("cu128"))
     );
 }
 
@@ -392,4 +494,31 @@ fn module_files_that_cannot_work_are_named_before_any_build() {
         "matches csrc/cpu/c.cu, which is not a C++ (.cpp, .cc, .cxx) file: the module has cuda = false",
     );
     assert_eq!(found.len(), 6, "{found:#?}");
+}
+
+#[test]
+fn an_arch_newer_than_an_nvcc_is_refused_for_its_cells() {
+    let error = compat_error(&demo_with(
+        "[\"8.0\", \"9.0+PTX\"]",
+        "[\"8.0\", \"12.0+PTX\"]",
+    ));
+    assert_eq!(error.violations.len(), 1, "{error}");
+    let violation = &error.violations[0];
+    assert_eq!(violation.rule, Rule::CudaArchs);
+    assert!(
+        violation
+            .problem
+            .starts_with("nvcc 12.5 cannot compile for 12.0+PTX"),
+        "{violation}"
+    );
+    // A table gives CUDA 12 its own list.
+    let root = project(
+        &demo_with(
+            "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+            "cuda-archs = { default = [\"8.0\", \"12.0+PTX\"], \"12\" = [\"8.0\", \"9.0+PTX\"] }",
+        ),
+        &DEMO_FILES,
+    );
+    let spec = Spec::load(root.path()).unwrap();
+    assert_eq!(spec.cells(&demo_facts()).unwrap().len(), 24);
 }

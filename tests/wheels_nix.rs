@@ -1,9 +1,13 @@
 //! The demo's wheels built end to end by real Nix in the sandbox, through the
 //! flake (`wheels.<cell>`):
-//! - `cu130-py313`, `cu130-py311` and `cu130-abi3` pass `cuwheel audit`, hold
-//!   exactly the configured SASS and PTX, and real pip installs them;
-//! - an edited kernel rebuilds one object per toolkit and the relinks, and a
-//!   second Python builds no kernel object at all (from Nix's own output);
+//! - torch 2.11's `cu130-py311`, `cu130-py312` (its headers from the archive
+//!   the lock pins), `cu130-py313` and `cu130-abi3` pass `cuwheel audit`, hold
+//!   exactly the configured SASS and PTX, are tagged `manylinux_2_28` (what
+//!   their symbols prove, capped by torch's own tag), and real pip installs
+//!   them for a glibc 2.28 platform;
+//! - an edited kernel rebuilds one object per compiler set and the relinks,
+//!   and a second Python builds no kernel object at all (from Nix's own
+//!   output);
 //! - every derivation of two cells rebuilds bit for bit, and a second,
 //!   empty store builds a byte-identical wheel;
 //! - the abi3 audit fails the build of a copy calling outside the stable ABI.
@@ -24,7 +28,13 @@ use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
 use cuwheel::wheel::WheelArchive;
 
-const CELLS: [&str; 3] = ["cu130-py311", "cu130-py313", "cu130-abi3"];
+/// CI builds these cells of the demo (scripts/demo-matrix.sh builds the rest).
+const CELLS: [&str; 4] = [
+    "cu130-py311-torch211",
+    "cu130-py312-torch211",
+    "cu130-py313-torch211",
+    "cu130-abi3-torch211",
+];
 
 /// Builds the flake's `wheels.<cell>` of each cell: each cell's result.
 fn build_cells(cells: &[&str]) -> BTreeMap<String, PathBuf> {
@@ -112,13 +122,14 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
         let wheel = wheel_of(result);
         let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
         let tag = match cell.as_str() {
-            "cu130-py311" => "cp311-cp311",
-            "cu130-py313" => "cp313-cp313",
+            "cu130-py311-torch211" => "cp311-cp311",
+            "cu130-py312-torch211" => "cp312-cp312",
+            "cu130-py313-torch211" => "cp313-cp313",
             _ => "cp39-abi3",
         };
         assert_eq!(
             name,
-            format!("demo_ext-0.1.0+pt211cu130-{tag}-manylinux_2_31_x86_64.whl")
+            format!("demo_ext-0.1.0+pt211cu130-{tag}-manylinux_2_28_x86_64.whl")
         );
         // The audit the build ran, and the cargo-built driver's again.
         let report = fs::read_to_string(result.join("audit.txt")).unwrap();
@@ -146,16 +157,21 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
         assert_eq!(metadata.requires_dist, ["torch>=2.11,<2.12"]);
 
         // pip installs it: into a fresh venv of this machine's Python (3.11)
-        // where it fits, else for its own Python into a target directory.
+        // where it fits, else for its own Python, on a glibc 2.28 platform,
+        // into a target directory.
         let dir = tempfile::tempdir().unwrap();
-        let site = if cell == "cu130-py313" {
+        let own = [("cp312-cp312", "3.12"), ("cp313-cp313", "3.13")]
+            .into_iter()
+            .find(|(t, _)| *t == tag);
+        let site = if let Some((tag, version)) = own {
             let target = dir.path().join("target");
+            let abi = tag.split('-').next().unwrap();
             run_ok(
                 Command::new(env.python())
                     .args(["-m", "pip", "install", "--no-deps", "--no-index", "--quiet"])
-                    .args(["--only-binary=:all:", "--python-version", "3.13"])
-                    .args(["--implementation", "cp", "--abi", "cp313"])
-                    .args(["--platform", "manylinux_2_31_x86_64", "--target"])
+                    .args(["--only-binary=:all:", "--python-version", version])
+                    .args(["--implementation", "cp", "--abi", abi])
+                    .args(["--platform", "manylinux_2_28_x86_64", "--target"])
                     .arg(&target)
                     .arg(&wheel),
             );
@@ -176,12 +192,13 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     for node in [
-        "kernel-cuda130-axpby",
-        "binding-cuda130-py313",
-        "binding-cuda130-abi3",
-        "link-cu130-py311",
-        "wheel-cu130-abi3",
-        "audit-cu130-py313",
+        "kernel-cuda130-torch211-axpby",
+        "binding-cuda130-torch211-py312",
+        "binding-cuda130-torch211-py313",
+        "binding-cuda130-torch211-abi3",
+        "link-cu130-py311-torch211",
+        "wheel-cu130-abi3-torch211",
+        "audit-cu130-py313-torch211",
     ] {
         assert!(
             text.contains(&format!("  built     {node}  ")),
@@ -222,9 +239,15 @@ fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kern
         .filter(|(name, drv)| after[*name] != **drv)
         .map(|(name, _)| name.clone())
         .collect();
-    // One object per toolkit; every cell relinks, and so reassembles and
-    // re-audits; no binding changes.
-    let mut expected = set(&["kernel-cuda124-row_norm", "kernel-cuda130-row_norm"]);
+    // One object per compiler set (nvcc, gcc, torch: five in the demo);
+    // every cell relinks, and so reassembles and re-audits; no binding
+    // changes.
+    let mut expected: BTreeSet<String> = before
+        .keys()
+        .filter(|n| n.starts_with("kernel-") && n.ends_with("-row_norm"))
+        .cloned()
+        .collect();
+    assert_eq!(expected.len(), 5, "{expected:?}");
     for cell in after.keys().filter_map(|n| n.strip_prefix("link-")) {
         for kind in ["link", "wheel", "audit"] {
             expected.insert(format!("{kind}-{cell}"));
@@ -232,37 +255,37 @@ fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kern
     }
     assert_eq!(changed, expected);
 
-    // Now the bindings too: building cu130-py313 compiles that one kernel
-    // and that one binding, and links, assembles and audits.
+    // Now the bindings too: building cu130-py313-torch211 compiles that one
+    // kernel and that one binding, and links, assembles and audits.
     append(
         &demo.join("csrc/bindings.cpp"),
         &format!("\n// edit {nonce}\n"),
     );
-    let out = nix_ok(&["build", "--no-link", &attr("wheels.cu130-py313")]);
+    let out = nix_ok(&["build", "--no-link", &attr("wheels.cu130-py313-torch211")]);
     assert_eq!(
         drv_names(&stderr(&out), true),
         set(&[
             "cuwheel-plan.json",
-            "kernel-cuda130-row_norm",
-            "binding-cuda130-py313",
-            "link-cu130-py313",
-            "wheel-cu130-py313",
-            "audit-cu130-py313",
+            "kernel-cuda130-torch211-row_norm",
+            "binding-cuda130-torch211-py313",
+            "link-cu130-py313-torch211",
+            "wheel-cu130-py313-torch211",
+            "audit-cu130-py313-torch211",
         ]),
         "{}",
         stderr(&out)
     );
-    // After it, another Python of the toolkit needs no kernel object.
-    let out = nix_ok(&["build", "--dry-run", &attr("wheels.cu130-py311")]);
+    // After it, another Python of the torch build needs no kernel object.
+    let out = nix_ok(&["build", "--dry-run", &attr("wheels.cu130-py311-torch211")]);
     let text = stderr(&out);
     assert!(text.contains("will be built"), "{text}");
     assert_eq!(
         drv_names(&text, false),
         set(&[
-            "binding-cuda130-py311",
-            "link-cu130-py311",
-            "wheel-cu130-py311",
-            "audit-cu130-py311",
+            "binding-cuda130-torch211-py311",
+            "link-cu130-py311-torch211",
+            "wheel-cu130-py311-torch211",
+            "audit-cu130-py311-torch211",
         ]),
         "{text}"
     );
@@ -284,7 +307,7 @@ fn a_call_outside_the_stable_abi_fails_the_abi3_build() {
     let out = nix(&[
         "build",
         "--no-link",
-        &format!("{}#wheels.cu130-abi3", flake.path().display()),
+        &format!("{}#wheels.cu130-abi3-torch211", flake.path().display()),
     ])
     .output()
     .unwrap();
@@ -292,14 +315,14 @@ fn a_call_outside_the_stable_abi_fails_the_abi3_build() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("_PyObject_GetDictPtr"), "{text}");
     assert!(
-        text.contains("the audit of cell cu130-abi3 failed"),
+        text.contains("the audit of cell cu130-abi3-torch211 failed"),
         "{text}"
     );
 }
 
 #[test]
 fn two_cells_rebuild_bit_for_bit_and_a_second_store_builds_the_same_wheel() {
-    let cells = ["cu130-py313", "cu130-abi3"];
+    let cells = ["cu130-py313-torch211", "cu130-abi3-torch211"];
     let results = build_cells(&cells);
     // Every plan node of the two cells: kernels, bindings, links, wheels, audits.
     let plan: serde_json::Value = serde_json::from_slice(
@@ -340,7 +363,12 @@ fn two_cells_rebuild_bit_for_bit_and_a_second_store_builds_the_same_wheel() {
     let root = tempfile::tempdir().unwrap();
     let store = format!("local?root={}", root.path().display());
     let audit_drv = String::from_utf8(
-        nix_ok(&["eval", "--raw", &installable("wheels.cu130-py313.drvPath")]).stdout,
+        nix_ok(&[
+            "eval",
+            "--raw",
+            &installable("wheels.cu130-py313-torch211.drvPath"),
+        ])
+        .stdout,
     )
     .unwrap();
     let shown = json(&nix_ok(&["show-derivation", "--recursive", &audit_drv]));
@@ -364,15 +392,15 @@ fn two_cells_rebuild_bit_for_bit_and_a_second_store_builds_the_same_wheel() {
         "--json",
         "--store",
         &store,
-        &installable("wheels.cu130-py313"),
+        &installable("wheels.cu130-py313-torch211"),
     ]));
     let out = built[0]["outputs"]["out"].as_str().unwrap();
     assert_eq!(
         Path::new(out),
-        results["cu130-py313"],
+        results["cu130-py313-torch211"],
         "the same derivation"
     );
-    let first = wheel_of(&results["cu130-py313"]);
+    let first = wheel_of(&results["cu130-py313-torch211"]);
     let second = root
         .path()
         .join(out.trim_start_matches('/'))

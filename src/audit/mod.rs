@@ -46,9 +46,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-pub use context::{AuditContext, AuditOptions, ExtraInputs, LibrarySymbols};
+pub use context::{AuditContext, AuditOptions, ExtraInputs};
 pub use report::{
-    AuditReport, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict,
+    AuditReport, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict, TorchLoad,
 };
 
 use crate::wheel::{MemberDigest, WheelFile};
@@ -97,10 +97,31 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
         platform: checks::platform_verdict(&ctx),
         abi3_baseline: checks::abi3_baseline(&ctx),
         cuda_archs_expected: ctx.cuda_archs.expected.clone(),
+        torch_load: ctx.load_verdict().map(|verdict| TorchLoad {
+            claimed: verdict
+                .releases
+                .iter()
+                .filter(|r| options.extra.load.claimed.contains(&r.torch))
+                .map(|r| r.torch.clone())
+                .collect(),
+            releases: verdict.releases.clone(),
+        }),
         elf_files: members.iter().filter_map(|m| summary(&ctx, m)).collect(),
         findings,
         notes,
     })
+}
+
+/// The most compatible manylinux policy the ELF members of `wheel` allow,
+/// judged as [`audit_file`] judges them (`None` when it holds no readable
+/// ELF file): the platform tag a wheel of these members may carry at most.
+pub fn allowed_policy(
+    wheel: &WheelFile,
+    options: &AuditOptions,
+) -> Result<Option<&'static manylinux::ManylinuxPolicy>> {
+    let members = scan::scan_members(wheel)?;
+    let ctx = AuditContext::new(wheel, &members, Vec::new(), options);
+    Ok((!ctx.elfs.is_empty()).then(|| ctx.best_policy()))
 }
 
 /// What the report shows of one readable ELF member.

@@ -3,11 +3,13 @@
 //!
 //! In: a [`WheelRecipe`] (JSON the plan writes into the wheel node's script:
 //! the METADATA — name, version with the cell's label, requirements,
-//! description, license fields — the tag and the [`Provenance`]) and a
-//! directory tree laid out as the wheel's members, license files included
-//! under `<dist-info>/licenses/`.
+//! description, license fields — the interpreter and ABI tags, the bounds of
+//! the platform tag, and the [`Provenance`]) and a directory tree laid out as
+//! the wheel's members, license files included under `<dist-info>/licenses/`.
 //! Out: the `.whl`, written atomically by the deterministic writer, with the
-//! provenance as `.dist-info/cuwheel-provenance.json`.
+//! provenance as `.dist-info/cuwheel-provenance.json`. The platform tag is
+//! computed here, from the ELF members, by the audit's rule
+//! ([`PlatformRule`]), so the plan only predicts the file's name.
 
 pub mod provenance;
 
@@ -17,7 +19,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::archs::PROVENANCE_FILE;
-use crate::wheel::{CoreMetadata, TagSet, WheelBuilder, ZipTimestamp};
+use crate::audit::{AuditOptions, allowed_policy};
+use crate::wheel::{CoreMetadata, PlatformRule, TagSet, WheelBuilder, WheelFile, ZipTimestamp};
 pub use provenance::{Provenance, ToolchainIdentity};
 
 /// How one cell's wheel is named and described.
@@ -26,8 +29,10 @@ pub use provenance::{Provenance, ToolchainIdentity};
 pub struct WheelRecipe {
     /// METADATA, its version with the cell's local label (`0.1.0+pt211cu130`).
     pub metadata: CoreMetadata,
-    /// `cp313-cp313-manylinux_2_31_x86_64`.
+    /// The interpreter and ABI tags: `cp313-cp313`, `cp39-abi3`.
     pub tag: String,
+    /// The bounds of the platform tag the build computes.
+    pub platform: PlatformRule,
     pub provenance: Provenance,
 }
 
@@ -37,15 +42,34 @@ impl WheelRecipe {
         crate::json::canonical(self)
     }
 
-    fn tags(&self) -> Result<TagSet> {
-        TagSet::parse(&self.tag)
-            .with_context(|| format!("the recipe's tag `{}` is not a wheel tag", self.tag))
+    /// The full tag for `builder`'s members: the recipe's interpreter and
+    /// ABI, and the platform its rule chooses for their ELF files, judged by
+    /// the audit on the wheel as built so far (tagged `any`).
+    fn tags(&self, builder: &WheelBuilder, timestamp: ZipTimestamp) -> Result<TagSet> {
+        let draft = builder.to_bytes(timestamp)?;
+        let name = Path::new("draft").join(builder.filename().to_string());
+        let wheel = WheelFile::from_bytes(&name, &draft)?;
+        let platform = match allowed_policy(&wheel, &AuditOptions::default())? {
+            Some(allowed) => self
+                .platform
+                .choose(allowed)
+                .map_err(|problem| anyhow::anyhow!("cell {}: {problem}", self.provenance.cell))?,
+            None => anyhow::bail!(
+                "cell {}: the wheel holds no ELF file, so it has no platform to tag; the link \
+                 step must put the extension module into the tree",
+                self.provenance.cell
+            ),
+        };
+        let tag = format!("{}-{platform}", self.tag);
+        TagSet::parse(&tag).with_context(|| format!("the recipe's tag `{tag}` is not a wheel tag"))
     }
 
     /// Writes the wheel of `tree` (members at their paths) into `out_dir`,
     /// with the provenance file; returns the wheel's path.
     pub fn build(&self, tree: &Path, out_dir: &Path, timestamp: ZipTimestamp) -> Result<PathBuf> {
-        let mut wheel = WheelBuilder::new(self.metadata.clone(), self.tags()?, None);
+        let placeholder = TagSet::parse(&format!("{}-any", self.tag))
+            .with_context(|| format!("the recipe's tag `{}` is not python-abi", self.tag))?;
+        let mut wheel = WheelBuilder::new(self.metadata.clone(), placeholder, None);
         let licenses = Path::new(&wheel.filename().dist_info_dir()).join("licenses");
         for file in &self.metadata.license_files {
             let staged = tree.join(&licenses).join(file);
@@ -60,6 +84,8 @@ impl WheelRecipe {
         wheel
             .add_tree(tree, "")
             .with_context(|| format!("cannot add the files of {}", tree.display()))?;
+        let tags = self.tags(&wheel, timestamp)?;
+        wheel.set_tags(tags);
         let provenance = crate::json::canonical(&self.provenance);
         let member = format!("{}/{PROVENANCE_FILE}", wheel.filename().dist_info_dir());
         wheel.add_member(&member, provenance.into_bytes(), false)?;
@@ -87,7 +113,11 @@ mod tests {
         metadata.license_files = vec!["LICENSE".into()];
         WheelRecipe {
             metadata,
-            tag: "cp313-cp313-manylinux_2_31_x86_64".into(),
+            tag: "cp313-cp313".into(),
+            platform: PlatformRule {
+                least_compatible: "manylinux_2_31_x86_64".into(),
+                most_compatible: "manylinux_2_28_x86_64".into(),
+            },
             provenance: Provenance {
                 cell: "cu130-py313".into(),
                 cuda_archs: vec!["8.0".into(), "9.0+PTX".into()],
@@ -102,6 +132,7 @@ mod tests {
                     },
                 )]),
                 seeds: BTreeMap::from([("busybox".into(), "33".repeat(32))]),
+                nvcc: "13.0".into(),
                 cuwheel: "0.1.0".into(),
             },
         }
@@ -126,15 +157,18 @@ mod tests {
         );
     }
 
+    /// The wheel of a real module, tagged from its symbols, is in
+    /// tests/wheel_platform.rs (it needs a compiler). A license file METADATA
+    /// names but the tree lacks is refused; without any ELF file there is no
+    /// platform to tag. Either way nothing is written.
     #[test]
-    fn the_wheel_holds_the_tree_and_the_provenance() {
+    fn a_tree_without_its_license_or_a_module_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("tree");
         std::fs::create_dir_all(tree.join("demo_ext")).unwrap();
         std::fs::write(tree.join("demo_ext/__init__.py"), "").unwrap();
         let out = dir.path().join("out");
         let timestamp = ZipTimestamp::from_unix_seconds(0).unwrap();
-        // A license file METADATA names but the tree lacks is refused.
         let error = recipe().build(&tree, &out, timestamp).unwrap_err();
         assert!(
             error.to_string().contains("license file LICENSE"),
@@ -143,27 +177,14 @@ mod tests {
         let licenses = tree.join("demo_ext-0.1.0+pt211cu130.dist-info/licenses");
         std::fs::create_dir_all(&licenses).unwrap();
         std::fs::write(licenses.join("LICENSE"), "MIT License\n").unwrap();
-        let path = recipe()
-            .build(
-                &tree,
-                &dir.path().join("out"),
-                ZipTimestamp::from_unix_seconds(0).unwrap(),
-            )
-            .unwrap();
-        let wheel = crate::wheel::WheelArchive::open(&path).unwrap();
-        let names: Vec<&str> = wheel.members().iter().map(|m| m.name.as_str()).collect();
-        assert!(names.contains(&"demo_ext/__init__.py"), "{names:?}");
+        let err = recipe()
+            .build(&tree, &out, timestamp)
+            .unwrap_err()
+            .to_string();
         assert!(
-            names.contains(&"demo_ext-0.1.0+pt211cu130.dist-info/licenses/LICENSE"),
-            "{names:?}"
+            err.contains("cell cu130-py313: the wheel holds no ELF file"),
+            "{err}"
         );
-        assert_eq!(wheel.metadata().license_files, ["LICENSE"]);
-        let provenance = wheel
-            .member("demo_ext-0.1.0+pt211cu130.dist-info/cuwheel-provenance.json")
-            .expect("the provenance file");
-        let back: Provenance = serde_json::from_slice(&provenance.data).unwrap();
-        assert_eq!(back.cell, "cu130-py313");
-        assert_eq!(wheel.metadata().requires_dist, vec!["torch>=2.11,<2.12"]);
-        assert!(wheel.verify().is_empty(), "{:?}", wheel.verify());
+        assert!(!out.exists());
     }
 }

@@ -41,6 +41,9 @@ pub struct Provenance {
     /// The NAR sha256 of each seed (busybox, patchelf): every derivation of
     /// the cell runs on them.
     pub seeds: BTreeMap<String, String>,
+    /// The toolkit whose nvcc compiled the kernels (`12.4`), which need not
+    /// be the CUDA the cell's name serves (`cu126`).
+    pub nvcc: String,
     /// The driver's version.
     pub cuwheel: String,
 }
@@ -157,6 +160,7 @@ mod tests {
             version: crate::lock::format::LOCK_VERSION,
             project: "p".into(),
             config_sha256: "c".into(),
+            facts: Default::default(),
             cells: BTreeMap::new(),
             bundles: BTreeMap::new(),
             toolchains: BTreeMap::from([
@@ -182,6 +186,7 @@ mod tests {
                         version: "2.11.0".into(),
                         artifacts: set(&["torch.whl"]),
                         headers_nar_sha256: "hh".into(),
+                        cxx_standard: "c++17".into(),
                     },
                 ),
             ]),

@@ -350,18 +350,17 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::plan::PlanCell;
 
     fn plan(link: &str) -> Plan {
-        let cell = PlanCell {
-            kernels: ["kernel-cuda130-axpby".to_string()].into(),
-            bindings: ["binding-cuda130-py313".to_string()].into(),
-            links: [link.to_string()].into(),
-            wheel: "wheel-cu130-py313".into(),
-            audit: "audit-cu130-py313".into(),
-            wheel_file: "demo_ext-0.1.0-cp313-cp313-manylinux_2_31_x86_64.whl".into(),
-            provenance: Default::default(),
-        };
+        let cell = crate::plan::test_plan_cell(
+            &["kernel-cuda130-axpby"],
+            [
+                "binding-cuda130-py313",
+                link,
+                "wheel-cu130-py313",
+                "audit-cu130-py313",
+            ],
+        );
         Plan {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
             nodes: BTreeMap::new(),

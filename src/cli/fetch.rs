@@ -61,6 +61,10 @@ pub struct FetchArgs {
     /// Fetch only the project's lock, not what builds the driver (cuwheel's nix/driver.lock)
     #[arg(long)]
     no_driver: bool,
+    /// A directory holding archives the lock pins but no registry carries
+    /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
+    #[arg(long, value_name = "DIR")]
+    archives: Vec<PathBuf>,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
@@ -77,6 +81,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         cells: args.cells,
         debian_snapshot: args.debian_snapshot,
         project: Some(args.project),
+        archives: args.archives,
     };
     let driver_options = FetchOptions {
         cells: Vec::new(),

@@ -53,6 +53,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         &args.dir,
         cuwheel::lock::LockOptions {
             python: args.python,
+            ..Default::default()
         },
     )
     .context(

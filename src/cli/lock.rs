@@ -28,11 +28,17 @@ pub struct LockArgs {
     /// (`nix/driver.lock` of a cuwheel checkout)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["project", "refresh"])]
     driver: Option<PathBuf>,
+    /// A directory holding the Python header archives the config names by
+    /// `file` (no registry carries them); repeatable, searched before
+    /// $CUWHEEL_ARCHIVES
+    #[arg(long, value_name = "DIR")]
+    archives: Vec<PathBuf>,
 }
 
 pub fn run(args: LockArgs) -> Result<ExitCode> {
     let options = LockOptions {
         python: args.python,
+        archives: args.archives,
     };
     if let Some(path) = &args.driver {
         let lock = lock_driver(path, &options)?;

@@ -94,8 +94,14 @@ fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeSet<String>> {
 fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
     let mut text = format!("cells ({}):\n", plan.cells.len());
     for (name, cell) in &plan.cells {
-        text += &format!("  {name}  {}\n", cell.wheel_file);
+        text += &format!(
+            "  {name}  {}  (torch {}, nvcc {})\n",
+            cell.predicted_wheel_file, cell.torch, cell.nvcc
+        );
     }
+    text += "  (wheel names are predicted: each wheel's platform tag is computed from its linked \
+             module by the audit's rule — the most compatible tag its symbols prove, never more \
+             than its torch wheel's nor less than the baseline's)\n";
     // Which cells use each node.
     let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, cell) in &plan.cells {

@@ -77,7 +77,7 @@ fn other_suites(suite: &str) -> Vec<(Archive, String)> {
 fn pinned_suite(artifact: &Artifact) -> &str {
     match &artifact.source {
         Source::Debian { suite, .. } => suite,
-        Source::Pypi { .. } => "",
+        Source::Pypi { .. } | Source::Archive { .. } => "",
     }
 }
 
@@ -211,7 +211,7 @@ fn look(
         .iter()
         .filter_map(|&i| match &lost[i].artifact.source {
             Source::Debian { package, .. } => Some(package.as_str()),
-            Source::Pypi { .. } => None,
+            Source::Pypi { .. } | Source::Archive { .. } => None,
         })
         .collect();
     let index = apt.and_then(|apt| {
@@ -253,6 +253,7 @@ fn look(
             .into_iter()
             .map(|suite| (suite.to_owned(), apt.clone()))
             .collect(),
+        archives: Vec::new(),
     };
     let items: Vec<(&str, &StorePath)> = carried
         .iter()
@@ -300,6 +301,7 @@ impl VanishedFile {
                 package, version, ..
             } => (package.clone(), version.clone()),
             Source::Pypi { name, version } => (name.clone(), version.clone()),
+            Source::Archive { .. } => (lost.artifact.file.clone(), String::new()),
         };
         VanishedFile {
             name: lost.name.to_owned(),

@@ -71,6 +71,9 @@ pub struct FetchOptions {
     pub debian_snapshot: Option<String>,
     /// The project directory, named in the re-pin command of [`Vanished`].
     pub project: Option<PathBuf>,
+    /// Where the user supplies the archives no registry carries (Python
+    /// headers), besides `$CUWHEEL_ARCHIVES`.
+    pub archives: Vec<PathBuf>,
 }
 
 /// What a fetch did.
@@ -196,7 +199,8 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
         check_available_offline(&missing, &cached, options)?;
     }
     let pip = Pip::new(options.python.as_deref());
-    let (clients, unreadable) = prepare_clients(lock, &missing, &cached, &cache, &pip)?;
+    let (clients, unreadable) =
+        prepare_clients(lock, &missing, &cached, &cache, &pip, &options.archives)?;
     let session = Session {
         nix,
         cache: &cache,
@@ -538,6 +542,7 @@ fn prepare_clients(
     cached: &BTreeMap<String, PathBuf>,
     cache: &Cache,
     pip: &Pip,
+    archives: &[PathBuf],
 ) -> Result<(Clients, BTreeMap<String, String>)> {
     let mut suites = BTreeSet::new();
     for wanted in missing {
@@ -552,6 +557,7 @@ fn prepare_clients(
     let mut clients = Clients {
         pip: pip.clone(),
         apt: BTreeMap::new(),
+        archives: crate::lock::archive::archive_dirs(archives),
     };
     let mut unreadable = BTreeMap::new();
     if !suites.is_empty() {

@@ -146,6 +146,8 @@ impl Session<'_> {
         match &self.lock.artifacts[name].source {
             Source::Debian { suite, .. } => format!("Debian {suite}"),
             Source::Pypi { .. } => "PyPI".to_owned(),
+            Source::Archive { url: Some(url) } => url.clone(),
+            Source::Archive { url: None } => "the archives you supply".to_owned(),
         }
     }
 

@@ -122,7 +122,7 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         inferred.find(
             "tool.cuwheel.matrix.torch",
             format!("pyproject.toml's [build-system] requires `{torch}`: the project is built against that torch, but cuwheel's default torch list was written"),
-            "set matrix.torch (and matrix.cuda to the toolkits those torch builds use) to the torch versions the project supports",
+            "set matrix.torch to the torch versions the project supports (a list, or a range like \">=2.7,<2.8\")",
         );
     }
     let table = render::render(

@@ -20,16 +20,10 @@ use crate::spec::glob::Pattern;
 pub const DEFAULT_BASELINE: &str = "manylinux_2_31";
 /// The archs written when setup.py sets none.
 pub const DEFAULT_ARCHS: [&str; 2] = ["8.0", "9.0+PTX"];
-/// The matrix written: the demo's, which cuwheel's lock data covers.
-/// `python` is added only when a module has pybind11 bindings.
-const DEFAULT_MATRIX: &str = r#"cuda = ["13.0", "12.4"]
-torch = ["2.11", "2.9"]
-# torch 2.11 is built for CUDA 13, torch 2.9 for CUDA 12.8: pair each
-# toolkit with the torch whose CUDA major it shares.
-exclude = [
-  { cuda = "13.0", torch = "2.9" },
-  { cuda = "12.4", torch = "2.11" },
-]"#;
+/// The matrix written: two torch releases cuwheel's toolkits cover (torch
+/// 2.11 is CUDA 13.0, 2.9 CUDA 12.8; `cuwheel lock` reads each from its
+/// wheels). `python` is added only when a module has pybind11 bindings.
+const DEFAULT_MATRIX: &str = r#"torch = ["2.11", "2.9"]"#;
 const DEFAULT_PYTHONS: &str = r#"python = ["3.11", "3.13", "3.14"]"#;
 
 /// A compile key every module may set and the top level may give for all:
@@ -150,9 +144,23 @@ fn common_prefix(lists: &[&Vec<String>]) -> Vec<String> {
     first[..len].to_vec()
 }
 
+/// A flavour's value in the bindings table: its sources, or `{ sources,
+/// kernels }` when it has its own kernels.
+fn flavour_value(module: &Module, flavour: &Flavour, files: &[String], root: &Path) -> String {
+    match module.flavour_kernels.get(flavour) {
+        Some(kernels) => format!(
+            "{{ sources = {}, kernels = {} }}",
+            array(files),
+            array(&globbed(kernels, root))
+        ),
+        None => array(files),
+    }
+}
+
 /// The bindings of a module: `bindings = [...]` with `binding = "..."` for
 /// one flavour, or a table of alternatives.
-fn bindings_lines(bindings: &BTreeMap<Flavour, Vec<String>>, inline_table: bool) -> Vec<String> {
+fn bindings_lines(module: &Module, inline_table: bool, root: &Path) -> Vec<String> {
+    let bindings = &module.bindings;
     match bindings.len() {
         0 => Vec::new(),
         1 => {
@@ -165,7 +173,9 @@ fn bindings_lines(bindings: &BTreeMap<Flavour, Vec<String>>, inline_table: bool)
         _ if inline_table => {
             let parts: Vec<String> = bindings
                 .iter()
-                .map(|(f, files)| format!("{} = {}", f.as_str(), array(files)))
+                .map(|(f, files)| {
+                    format!("{} = {}", f.as_str(), flavour_value(module, f, files, root))
+                })
                 .collect();
             vec![format!("bindings = {{ {} }}", parts.join(", "))]
         }
@@ -180,7 +190,12 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             "# Written by `cuwheel init` from {origin}; review what it printed as not inferred."
         ),
     ];
-    let modules = &inferred.modules;
+    let placed: Vec<Module> = inferred
+        .modules
+        .iter()
+        .map(Module::with_own_kernels_placed)
+        .collect();
+    let modules = &placed;
     let single = match modules.as_slice() {
         [only] if shorthand_fits(only) => Some(only),
         _ => None,
@@ -194,7 +209,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             ));
         }
         if module.bindings.len() == 1 {
-            lines.extend(bindings_lines(&module.bindings, false));
+            lines.extend(bindings_lines(module, false, root));
         }
     }
     match inferred.archs.is_empty() {
@@ -271,7 +286,11 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             lines.push(String::new());
             lines.push("[tool.cuwheel.bindings]".into());
             for (flavour, files) in &module.bindings {
-                lines.push(format!("{} = {}", flavour.as_str(), array(files)));
+                lines.push(format!(
+                    "{} = {}",
+                    flavour.as_str(),
+                    flavour_value(module, flavour, files, root)
+                ));
             }
         }
     } else {
@@ -288,7 +307,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
                     array(&globbed(&module.kernels, root))
                 ));
             }
-            lines.extend(bindings_lines(&module.bindings, true));
+            lines.extend(bindings_lines(module, true, root));
             let rest = |key: &str, list: &Vec<String>| -> Option<String> {
                 let skip = if key == "nvcc-flags" && !module.cuda {
                     list.len()
@@ -317,7 +336,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
     }
     lines.push(String::new());
     lines.push("[tool.cuwheel.matrix]".into());
-    lines.push("# Not inferred: cuwheel's default matrix; name the CUDA, torch and Python versions to build.".into());
+    lines.push("# Not inferred: cuwheel's default matrix; name the torch releases (minors or ranges) and Pythons to build for.".into());
     let pybind = modules
         .iter()
         .any(|m| m.bindings.contains_key(&Flavour::Pybind11));

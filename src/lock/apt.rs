@@ -241,13 +241,31 @@ impl AptSuite {
                 .with_context(|| format!("cannot create {}", root.join(dir).display()))?;
         }
         let valid_until = if frozen { " check-valid-until=no" } else { "" };
-        let line = format!(
-            "deb [signed-by={}{valid_until}] {mirror} {suite} main contrib non-free\n",
-            keyring.display()
-        );
+        let base = super::debian::DebianData::embedded().suite_bases.get(suite);
+        let lines: String = base
+            .into_iter()
+            .chain([&suite.to_owned()])
+            .map(|suite| {
+                format!(
+                    "deb [signed-by={}{valid_until}] {mirror} {suite} main contrib non-free\n",
+                    keyring.display()
+                )
+            })
+            .collect();
         let list = root.join("etc/sources.list");
-        if fs::read_to_string(&list).ok().as_deref() != Some(&line) {
-            fs::write(&list, line).with_context(|| format!("cannot write {}", list.display()))?;
+        if fs::read_to_string(&list).ok().as_deref() != Some(&lines) {
+            fs::write(&list, lines).with_context(|| format!("cannot write {}", list.display()))?;
+        }
+        // A suite read over its base (experimental over sid) is pinned like
+        // the base, so that each package's newer version is the candidate
+        // `apt-cache dumpavail` prints (apt gives experimental priority 1).
+        let preferences = root.join("etc/preferences.d/cuwheel");
+        if base.is_some() {
+            let pin = format!("Package: *\nPin: release a={suite}\nPin-Priority: 500\n");
+            if fs::read_to_string(&preferences).ok().as_deref() != Some(&pin) {
+                fs::write(&preferences, pin)
+                    .with_context(|| format!("cannot write {}", preferences.display()))?;
+            }
         }
         Ok(AptSuite {
             suite: suite.to_owned(),

@@ -139,17 +139,22 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64)> {
     Ok((hash.to_hex(), size))
 }
 
-/// The registries' clients: pip, and apt for each suite already updated.
+/// The registries' clients: pip, and apt for each suite already updated;
+/// and, for archives no registry carries, the directories the user supplies
+/// them in (and curl for those with a URL).
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub pip: Pip,
     pub apt: BTreeMap<String, AptSuite>,
+    pub archives: Vec<PathBuf>,
 }
 
 impl Clients {
-    /// Downloads `file` from `source` into `dir` through its client; the
-    /// result is not checked yet.
-    pub fn download(&self, source: &Source, file: &str, dir: &Path) -> Result<PathBuf> {
+    /// Downloads the expected file from `source` into `dir` through its
+    /// client (a supplied archive: copies it from the user's directories);
+    /// the result is not checked yet.
+    pub fn download(&self, source: &Source, expected: &Expected, dir: &Path) -> Result<PathBuf> {
+        let file = expected.file;
         match source {
             Source::Pypi { name, version } => self.pip.download(name, version, file, dir),
             Source::Debian {
@@ -168,6 +173,29 @@ impl Clients {
                     "apt-get download {package}={version} did not write {file} in {}",
                     dir.display()
                 );
+                Ok(path)
+            }
+            Source::Archive { url: None } => {
+                let found =
+                    super::archive::find_supplied(file, Some(expected.sha256), &self.archives)?;
+                let path = dir.join(file);
+                fs::copy(&found, &path).with_context(|| {
+                    format!("cannot copy {} to {}", found.display(), path.display())
+                })?;
+                Ok(path)
+            }
+            Source::Archive { url: Some(url) } => {
+                let path = dir.join(file);
+                let mut curl = std::process::Command::new("curl");
+                curl.args(["-fsSL", "--retry", "2", "-o"])
+                    .arg(&path)
+                    .arg(url);
+                crate::process::checked_output(&mut curl, &format!("curl of {url}"), || {
+                    format!(
+                        "cannot run curl to fetch {url}: install curl, or download the \
+                             file yourself and name it with `file =` instead of `url =`"
+                    )
+                })?;
                 Ok(path)
             }
         }
@@ -201,7 +229,7 @@ impl Clients {
     ) -> Result<PathBuf> {
         let dir = cache.temp_dir()?;
         started(dir.path());
-        let path = self.download(source, expected.file, dir.path())?;
+        let path = self.download(source, expected, dir.path())?;
         expected.check(&path)?;
         cache.keep(&path, expected)
     }

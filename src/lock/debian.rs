@@ -511,6 +511,9 @@ pub struct DebianData {
     pub rust_suite: String,
     /// The suite of the busybox seed.
     pub busybox_suite: String,
+    /// A suite that is read over another one (experimental over sid).
+    #[serde(default)]
+    pub suite_bases: BTreeMap<String, String>,
 }
 
 impl DebianData {

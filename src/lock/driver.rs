@@ -100,6 +100,7 @@ impl DriverLock {
             version: self.version,
             project: "cuwheel".into(),
             config_sha256: String::new(),
+            facts: Default::default(),
             cells: BTreeMap::new(),
             bundles: BTreeMap::new(),
             toolchains: self.toolchains.clone(),

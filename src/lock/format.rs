@@ -11,8 +11,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// The format version this cuwheel reads and writes.
-pub const LOCK_VERSION: u32 = 2;
+use crate::spec::MatrixFacts;
+
+/// The format version this cuwheel reads and writes (2: each suite's index
+/// date; 3: the matrix's facts, cells named for the torch they serve,
+/// Python header archives, torch's C++ standard).
+pub const LOCK_VERSION: u32 = 3;
 /// The lock's file name, beside `pyproject.toml`.
 pub const LOCK_FILE: &str = "cuwheel.lock";
 /// The `used-by` entry of what builds cuwheel itself (in `nix/driver.lock`,
@@ -25,6 +29,9 @@ pub struct Lock {
     pub version: u32,
     pub project: String,
     pub config_sha256: String,
+    /// What the registries said about the matrix's torch releases and
+    /// toolkits: the cells are made from these.
+    pub facts: MatrixFacts,
     pub cells: BTreeMap<String, CellToolchains>,
     pub bundles: BTreeMap<String, BTreeSet<String>>,
     pub toolchains: BTreeMap<String, Toolchain>,
@@ -54,6 +61,22 @@ pub struct CellToolchains {
     /// `None` for an abi3 cell.
     pub python: Option<String>,
     pub torch: String,
+    /// For a torch-stable cell, the torch toolchains of every release its
+    /// wheel claims (its range, `torch` first among them); empty for the
+    /// others, whose wheel claims only `torch`.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub claims: BTreeSet<String>,
+}
+
+impl CellToolchains {
+    /// The torch toolchains whose releases the cell's wheel claims.
+    pub fn claimed(&self) -> BTreeSet<String> {
+        if self.claims.is_empty() {
+            BTreeSet::from([self.torch.clone()])
+        } else {
+            self.claims.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,11 +102,24 @@ pub enum Toolchain {
         suite: String,
         artifacts: BTreeSet<String>,
     },
+    /// Python headers from one archive: the directory holding `Python.h`
+    /// and the real `pyconfig.h`, as member paths.
+    PythonArchive {
+        /// `3.12` or `3.13t`.
+        version: String,
+        include: String,
+        pyconfig: String,
+        artifacts: BTreeSet<String>,
+    },
     Torch {
         version: String,
         artifacts: BTreeSet<String>,
         #[serde(rename = "headers-nar-sha256")]
         headers_nar_sha256: String,
+        /// The C++ standard its headers require (`c++17`, `c++20`), read
+        /// from their own check.
+        #[serde(rename = "cxx-standard")]
+        cxx_standard: String,
     },
     Rust {
         suite: String,
@@ -98,6 +134,7 @@ impl Toolchain {
             | Toolchain::CudaWheels { artifacts, .. }
             | Toolchain::CudaDebian { artifacts, .. }
             | Toolchain::PythonHeaders { artifacts, .. }
+            | Toolchain::PythonArchive { artifacts, .. }
             | Toolchain::Torch { artifacts, .. }
             | Toolchain::Rust { artifacts, .. } => artifacts,
         }
@@ -109,6 +146,7 @@ impl Toolchain {
             | Toolchain::CudaWheels { artifacts, .. }
             | Toolchain::CudaDebian { artifacts, .. }
             | Toolchain::PythonHeaders { artifacts, .. }
+            | Toolchain::PythonArchive { artifacts, .. }
             | Toolchain::Torch { artifacts, .. }
             | Toolchain::Rust { artifacts, .. } => artifacts,
         }
@@ -149,6 +187,12 @@ pub enum Source {
     Pypi {
         name: String,
         version: String,
+    },
+    /// A file no registry carries (Python headers): the user supplies it
+    /// (`cuwheel fetch --archives DIR`), or it is fetched from `url`.
+    Archive {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
     },
 }
 
@@ -249,12 +293,14 @@ mod tests {
                 version: "2.11.0".into(),
                 artifacts: ["t.whl".to_owned()].into(),
                 headers_nar_sha256: "cd".into(),
+                cxx_standard: "c++17".into(),
             },
         );
         Lock {
             version: LOCK_VERSION,
             project: "demo-ext".into(),
             config_sha256: "00".into(),
+            facts: MatrixFacts::default(),
             cells: [(
                 "cu130-abi3".to_owned(),
                 CellToolchains {
@@ -263,6 +309,7 @@ mod tests {
                     gcc: "gcc-bullseye".into(),
                     python: None,
                     torch: "torch211".into(),
+                    claims: Default::default(),
                 },
             )]
             .into(),
@@ -334,7 +381,7 @@ mod tests {
     fn other_versions_and_garbage_are_refused_with_advice() {
         let text = String::from_utf8(sample().to_bytes())
             .unwrap()
-            .replace("\"version\": 2\n", "\"version\": 9\n");
+            .replace("\"version\": 3\n", "\"version\": 9\n");
         let err = Lock::parse(text.as_bytes(), Path::new("x/cuwheel.lock")).unwrap_err();
         assert!(err.to_string().contains("format version 9"), "{err}");
         let err = Lock::parse(b"{", Path::new("x/cuwheel.lock")).unwrap_err();

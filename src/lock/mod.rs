@@ -4,18 +4,23 @@
 //! beside it, in the format of docs/lock-format.md, written atomically and
 //! byte-identical when nothing upstream changed.
 //!
-//! The stages: the spec is loaded and its cells checked against the
-//! compatibility table before any network access ([`crate::spec`]); [`plan`]
-//! names the toolchains (pure); [`apt`] reads each Debian suite's signed
-//! index and [`debian`] takes the dependency closures; [`pip`] resolves the
-//! PyPI wheels; the files whose contents the lock describes further (torch
-//! headers, seeds) or whose size pip does not report are downloaded through
-//! [`cache`] and measured by [`tree`]; [`format`] writes the result, with the
-//! date of each suite's index, where [`snapshot`] finds the pinned files
-//! after the mirror has dropped them. [`refresh`] re-pins only what the
-//! mirror dropped.
+//! The stages: the spec is loaded; [`torch`] reads each torch minor's facts
+//! (CUDA, wheels per Python, platform tag) from pip's resolution, and
+//! [`toolkits`] lists the toolkits a cell's nvcc may be — metadata only, no
+//! download — and the cells are checked against those facts and the
+//! compatibility table ([`crate::spec`]); [`plan`] names the toolchains
+//! (pure); [`apt`] reads each Debian suite's signed index and [`debian`]
+//! takes the dependency closures; [`pip`] resolves the PyPI wheels;
+//! [`archive`] finds and reads the Python header archives no registry
+//! carries; the files whose contents the lock describes further (torch
+//! headers, seeds, archives) or whose size pip does not report are
+//! downloaded through [`cache`] and measured by [`tree`]; [`format`] writes
+//! the result, with the date of each suite's index, where [`snapshot`] finds
+//! the pinned files after the mirror has dropped them. [`refresh`] re-pins
+//! only what the mirror dropped.
 
 pub mod apt;
+pub mod archive;
 pub mod cache;
 pub mod debian;
 pub mod driver;
@@ -25,6 +30,8 @@ pub mod pip;
 pub mod plan;
 pub mod refresh;
 pub mod snapshot;
+pub mod toolkits;
+pub mod torch;
 pub mod tree;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::spec::{CompatTable, Spec};
+use crate::spec::{CompatTable, HeaderArchive, MatrixFacts, Spec};
 use crate::wheel::WheelFilename;
 use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
@@ -56,29 +63,53 @@ const DRIVER_BASELINE: &str = "manylinux_2_31";
 pub struct LockOptions {
     /// The Python whose pip resolves PyPI (default: `python3` on PATH).
     pub python: Option<PathBuf>,
+    /// Where the user supplies archives no registry carries, besides
+    /// `$CUWHEEL_ARCHIVES`.
+    pub archives: Vec<PathBuf>,
+}
+
+/// Reads the matrix's facts through pip: each torch minor's wheels and
+/// CUDA, and the toolkits available. Only metadata moves.
+pub fn read_facts(spec: &Spec, pip: &Pip) -> Result<MatrixFacts> {
+    let baseline = &spec.config.baseline;
+    let torch = torch::probe(pip, &spec.config, baseline, &progress)?;
+    progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
+    let toolkits = toolkits::probe(
+        pip,
+        baseline,
+        PypiData::embedded(),
+        DebianData::embedded(),
+        CompatTable::embedded(),
+    )?;
+    Ok(MatrixFacts { torch, toolkits })
 }
 
 /// Locks the project in `project` and writes `project/cuwheel.lock`;
 /// returns the lock and its path.
 pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, PathBuf)> {
     let spec = Spec::load(project)?;
+    let pip = Pip::new(options.python.as_deref());
+    let facts = read_facts(&spec, &pip)?;
     // The compatibility check: an impossible cell ends here, before any
-    // network access and without touching an existing lock.
-    let cells = spec.cells()?;
+    // download and without touching an existing lock.
+    let cells = spec.cells(&facts)?;
     let compat = CompatTable::embedded();
-    let plan = plan::plan(
-        &cells,
-        &spec.config.baseline,
+    let debian = DebianData::embedded();
+    let sources = plan::Sources {
+        baseline: &spec.config.baseline,
+        facts: &facts,
+        archives: &spec.config.matrix.python_headers,
         compat,
-        DebianData::embedded(),
-        PypiData::embedded(),
-    )?;
+        debian,
+    };
+    let plan = plan::plan(&cells, &sources)?;
     let config_sha256 = config_sha256(&spec.pyproject)?;
     let resolved = resolve(&plan, spec.config.baseline, options)?;
     let lock = Lock {
         version: format::LOCK_VERSION,
         project: spec.config.name.to_string(),
         config_sha256,
+        facts,
         cells: plan.cells.clone(),
         bundles: plan.bundles.clone(),
         toolchains: resolved.toolchains,
@@ -143,6 +174,7 @@ fn resolve(
     let mut clients = Clients {
         pip: Pip::new(options.python.as_deref()),
         apt: BTreeMap::new(),
+        archives: archive::archive_dirs(&options.archives),
     };
     for suite in suites {
         progress(&format!("reading Debian {suite}'s package index"));
@@ -253,19 +285,44 @@ impl Resolver<'_> {
                 suite: suite.clone(),
                 artifacts: self.debian_closure("rust", suite, None, None, users)?,
             },
-            Request::Torch { version, python } => {
-                let requirement = format!("torch=={version}.*");
-                progress(&format!("resolving {requirement} (cp{})", python.compact()));
-                let target = Target::manylinux(*python, &self.baseline);
-                let wheel = self.only_wheel(&requirement, &target)?;
-                let (name, path) = self.pypi_artifact(&wheel, users)?;
-                progress(&format!("hashing the C++ headers of {}", wheel.file));
+            Request::Torch { version, wheel } => {
+                let resolved = pip::ResolvedWheel {
+                    name: "torch".to_owned(),
+                    version: wheel.version.clone(),
+                    file: wheel.file.clone(),
+                    sha256: wheel.sha256.clone(),
+                    requires_dist: Vec::new(),
+                };
+                let (name, path) = self.pypi_artifact(&resolved, users)?;
+                progress(&format!(
+                    "hashing the C++ headers of {} (torch {version})",
+                    wheel.file
+                ));
                 let dir = self.cache.temp_dir()?;
-                let headers = tree::torch_headers(&path, &dir.path().join("include"))?;
+                let include = dir.path().join("include");
+                let headers = tree::torch_headers(&path, &include)?;
+                let aten = include.join("ATen/ATen.h");
+                let aten = std::fs::read_to_string(&aten)
+                    .with_context(|| format!("{} has no torch/include/ATen/ATen.h", wheel.file))?;
                 Toolchain::Torch {
                     version: wheel.version.clone(),
                     artifacts: [name].into(),
                     headers_nar_sha256: headers.to_hex(),
+                    cxx_standard: torch::required_standard(&aten).to_owned(),
+                }
+            }
+            Request::PythonArchive { version, archive } => {
+                let (name, path) = self.archive_artifact(archive, users)?;
+                progress(&format!(
+                    "reading {} (Python {version}'s headers)",
+                    archive.file
+                ));
+                let layout = archive::inspect(&path, *version)?;
+                Toolchain::PythonArchive {
+                    version: version.to_string(),
+                    include: layout.include,
+                    pyconfig: layout.pyconfig,
+                    artifacts: [name].into(),
                 }
             }
             Request::CudaWheels {
@@ -273,10 +330,11 @@ impl Resolver<'_> {
                 runtime,
                 python,
             } => {
-                let data = &self.pypi.cuda_wheels[&version.to_string()];
-                progress(&format!("resolving {}", data.requirement));
+                let data = &self.pypi.cuda_wheels;
+                let requirement = data.requirement_for(*version);
+                progress(&format!("resolving {requirement}"));
                 let target = Target::manylinux(*python, &self.baseline);
-                let resolved = self.clients.pip.resolve(&data.requirement, &target, true)?;
+                let resolved = self.clients.pip.resolve(&requirement, &target, true)?;
                 let mut artifacts = BTreeSet::new();
                 for package in &data.packages {
                     let wheel = resolved.iter().find(|w| &w.name == package).with_context(
@@ -358,6 +416,67 @@ impl Resolver<'_> {
             source,
             file: wheel.file.clone(),
             sha256: wheel.sha256.clone(),
+            size,
+            used_by: users.clone(),
+        })?;
+        Ok((name, path))
+    }
+
+    /// A Python header archive: supplied by the user or fetched from its
+    /// URL, checked against the config's sha256 when it gives one (else
+    /// pinned by what arrived), kept in the cache; its store name and path.
+    fn archive_artifact(
+        &mut self,
+        archive: &HeaderArchive,
+        users: &BTreeSet<String>,
+    ) -> Result<(String, PathBuf)> {
+        let source = Source::Archive {
+            url: archive.url.clone(),
+        };
+        let sha256 = match &archive.sha256 {
+            Some(sha256) => sha256.clone(),
+            None => {
+                progress(&format!(
+                    "hashing {} (no sha256 in the config)",
+                    archive.file
+                ));
+                let dir = self.cache.temp_dir()?;
+                let unchecked = Expected {
+                    file: &archive.file,
+                    sha256: "",
+                    size: None,
+                };
+                let path = self.clients.download(&source, &unchecked, dir.path())?;
+                let (sha256, _) = cache::sha256_file(&path)?;
+                let expected = Expected {
+                    file: &archive.file,
+                    sha256: &sha256,
+                    size: None,
+                };
+                if self.cache.cached(&expected).is_none() {
+                    self.cache.keep(&path, &expected)?;
+                }
+                sha256
+            }
+        };
+        let expected = Expected {
+            file: &archive.file,
+            sha256: &sha256,
+            size: None,
+        };
+        let path = self
+            .clients
+            .obtain(self.cache, &source, &expected, || {
+                progress(&format!("getting {}", archive.file));
+            })
+            .with_context(|| format!("the Python header archive {}", archive.file))?;
+        let size = std::fs::metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let name = self.add(Artifact {
+            source,
+            file: archive.file.clone(),
+            sha256,
             size,
             used_by: users.clone(),
         })?;

@@ -68,7 +68,7 @@ pub fn listed(index: &Index, artifact: &Artifact) -> bool {
         } => index
             .get(package)
             .is_some_and(|p| &p.version == version && p.sha256 == artifact.sha256),
-        Source::Pypi { .. } => false,
+        Source::Pypi { .. } | Source::Archive { .. } => false,
     }
 }
 

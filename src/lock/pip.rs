@@ -1,7 +1,8 @@
 //! pip, as cuwheel's only way to PyPI: its resolver picks the files
-//! (`pip install --dry-run --report`, which names each file and its sha256
-//! without downloading it) and its downloader fetches one pinned file
-//! (`pip download --no-deps`). The user's pip configuration (index, proxy,
+//! (`pip install --dry-run --report`, which names each file, its sha256 and
+//! its metadata without downloading it), its index listing names the
+//! releases (`pip index versions`), and its downloader fetches one pinned
+//! file (`pip download --no-deps`). The user's pip configuration (index, proxy,
 //! credentials) applies; cuwheel never sees or stores a URL, only the file's
 //! base name.
 //!
@@ -16,7 +17,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use crate::process::checked_output;
-use crate::spec::{Baseline, PythonVersion};
+use crate::spec::{Baseline, PythonAbi, PythonVersion};
 use crate::wheel::WheelFilename;
 use crate::wheel::pep503::normalize_name;
 
@@ -30,12 +31,17 @@ pub struct ResolvedWheel {
     pub file: String,
     /// Hex.
     pub sha256: String,
+    /// Its metadata's `Requires-Dist`, as written.
+    pub requires_dist: Vec<String>,
 }
 
 /// What a resolution is for: the interpreter and platforms wheels must suit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     pub python: PythonVersion,
+    /// `cp313t` for a free-threaded interpreter; `None` takes pip's ABIs
+    /// for the version (`cp313`, `abi3`, `none`).
+    pub abi: Option<String>,
     /// Platform tags, most specific first.
     pub platforms: Vec<String>,
 }
@@ -58,7 +64,20 @@ impl Target {
                 platforms.push(format!("{alias}_x86_64"));
             }
         }
-        Target { python, platforms }
+        Target {
+            python,
+            abi: None,
+            platforms,
+        }
+    }
+
+    /// [`Target::manylinux`] for one CPython build, free-threaded ones by
+    /// their ABI tag (and `none`, for pure wheels among dependencies).
+    pub fn for_abi(python: PythonAbi, baseline: &Baseline) -> Target {
+        Target {
+            abi: python.free_threaded.then(|| python.abi_tag()),
+            ..Target::manylinux(python.version, baseline)
+        }
     }
 
     fn args(&self) -> Vec<String> {
@@ -69,6 +88,14 @@ impl Target {
             "--python-version".to_owned(),
             self.python.to_string(),
         ];
+        if let Some(abi) = &self.abi {
+            args.extend([
+                "--abi".to_owned(),
+                abi.clone(),
+                "--abi".to_owned(),
+                "none".to_owned(),
+            ]);
+        }
         for platform in &self.platforms {
             args.extend(["--platform".to_owned(), platform.clone()]);
         }
@@ -91,6 +118,8 @@ struct ReportItem {
 struct ReportMetadata {
     name: String,
     version: String,
+    #[serde(default)]
+    requires_dist: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -154,9 +183,30 @@ pub fn parse_report(json: &str) -> Result<Vec<ResolvedWheel>> {
                 version: item.metadata.version,
                 file,
                 sha256,
+                requires_dist: item.metadata.requires_dist,
             })
         })
         .collect()
+}
+
+/// The versions `pip index versions` lists, newest first: its line
+/// `Available versions: 2.15.0, 2.14.1, …`. pip marks the command
+/// experimental, so anything else is an error naming what pip printed.
+pub fn parse_index_versions(output: &str) -> Result<Vec<String>> {
+    let line = output
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Available versions:"))
+        .with_context(|| {
+            format!(
+                "`pip index versions` printed no `Available versions:` line (pip's output changed?);                  it printed:\n{}",
+                output.trim()
+            )
+        })?;
+    Ok(line
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 /// The `pip download` target options that select exactly `file`: its Python,
@@ -219,6 +269,33 @@ impl Pip {
         target: &Target,
         with_deps: bool,
     ) -> Result<Vec<ResolvedWheel>> {
+        match self.resolve_if_any(requirement, target, with_deps)? {
+            Some(resolved) => Ok(resolved),
+            None => bail!(
+                "pip finds nothing that satisfies {requirement} for Python {}{} on {}: check the \
+                 version, and that your pip configuration points at an index that has it",
+                target.python,
+                target
+                    .abi
+                    .as_ref()
+                    .map(|abi| format!(" ({abi})"))
+                    .unwrap_or_default(),
+                target
+                    .platforms
+                    .first()
+                    .map_or("any platform", String::as_str)
+            ),
+        }
+    }
+
+    /// [`Pip::resolve`], or `None` when no release satisfies `requirement`
+    /// for `target` (pip's "No matching distribution found").
+    pub fn resolve_if_any(
+        &self,
+        requirement: &str,
+        target: &Target,
+        with_deps: bool,
+    ) -> Result<Option<Vec<ResolvedWheel>>> {
         let dir = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
         let report = dir.path().join("report.json");
         let mut cmd = self.command();
@@ -239,16 +316,51 @@ impl Pip {
             cmd.arg("--no-deps");
         }
         cmd.arg(requirement);
-        self.run(
-            cmd,
-            &format!(
-                "pip's resolution of {requirement} for Python {}",
-                target.python
-            ),
-        )?;
+        let what = format!(
+            "pip's resolution of {requirement} for Python {}",
+            target.python
+        );
+        let output = cmd.output().with_context(|| self.cannot_start(&what))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if stderr.contains("No matching distribution found") {
+                return Ok(None);
+            }
+            bail!("{what} failed ({}):\n{}", output.status, stderr.trim_end());
+        }
         let json = std::fs::read_to_string(&report)
             .with_context(|| format!("pip wrote no report at {}", report.display()))?;
-        parse_report(&json).with_context(|| format!("in pip's report for {requirement}"))
+        parse_report(&json)
+            .map(Some)
+            .with_context(|| format!("in pip's report for {requirement}"))
+    }
+
+    /// The releases of `package` with a file for `target`, newest first;
+    /// empty when there is none.
+    pub fn index_versions(&self, package: &str, target: &Target) -> Result<Vec<String>> {
+        let mut cmd = self.command();
+        cmd.args(["index", "versions", package]).args(target.args());
+        let output = cmd.output().with_context(|| {
+            format!(
+                "cannot run {} -m pip index versions: install Python 3 with pip 21.2 or later, \
+                 or name an interpreter that has it with --python",
+                self.python.display()
+            )
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            if stderr.contains("No matching distribution found") {
+                return Ok(Vec::new());
+            }
+            bail!(
+                "pip's listing of {package} for Python {} failed ({}):\n{}",
+                target.python,
+                output.status,
+                stderr.trim()
+            );
+        }
+        parse_index_versions(&String::from_utf8_lossy(&output.stdout))
+            .with_context(|| format!("in pip's listing of {package}"))
     }
 
     /// `pip download --no-deps name==version` of exactly `file` into `dir`;
@@ -285,14 +397,16 @@ impl Pip {
     }
 
     fn run(&self, mut cmd: Command, what: &str) -> Result<()> {
-        checked_output(&mut cmd, what, || {
-            format!(
-                "cannot run {} -m pip for {what}: install Python 3 with pip 22.2 or later, or \
-                 name an interpreter that has it with --python",
-                self.python.display()
-            )
-        })?;
+        checked_output(&mut cmd, what, || self.cannot_start(what))?;
         Ok(())
+    }
+
+    fn cannot_start(&self, what: &str) -> String {
+        format!(
+            "cannot run {} -m pip for {what}: install Python 3 with pip 22.2 or later, or \
+             name an interpreter that has it with --python",
+            self.python.display()
+        )
     }
 }
 
@@ -306,7 +420,7 @@ mod tests {
             {"metadata": {"name": "Nvidia_Cuda_Nvcc", "version": "13.0.88"},
              "download_info": {"url": "https://index.example/p/nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl#sha256=ab",
                                "archive_info": {"hash": "sha256=ab", "hashes": {"sha256": "ab"}}}},
-            {"metadata": {"name": "torch", "version": "2.11.0"},
+            {"metadata": {"name": "torch", "version": "2.11.0", "requires_dist": ["filelock"]},
              "download_info": {"url": "file:///wheels/torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl",
                                "archive_info": {"hash": "sha256=cd"}}}
         ]}"#;
@@ -319,12 +433,14 @@ mod tests {
                     version: "13.0.88".into(),
                     file: "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl".into(),
                     sha256: "ab".into(),
+                    requires_dist: vec![],
                 },
                 ResolvedWheel {
                     name: "torch".into(),
                     version: "2.11.0".into(),
                     file: "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl".into(),
                     sha256: "cd".into(),
+                    requires_dist: vec!["filelock".into()],
                 },
             ]
         );
@@ -359,6 +475,32 @@ mod tests {
                 "manylinux1_x86_64"
             ]
         );
+    }
+
+    #[test]
+    fn free_threaded_targets_name_their_abi() {
+        let baseline: Baseline = "manylinux_2_31".parse().unwrap();
+        let target = Target::for_abi("3.13t".parse().unwrap(), &baseline);
+        let args = target.args().join(" ");
+        assert!(
+            args.contains("--python-version 3.13 --abi cp313t --abi none"),
+            "{args}"
+        );
+        let regular = Target::for_abi("3.13".parse().unwrap(), &baseline);
+        assert!(!regular.args().join(" ").contains("--abi"));
+    }
+
+    #[test]
+    fn index_listings_are_read_strictly() {
+        let out = "torch (2.15.0)\nAvailable versions: 2.15.0, 2.14.1, 2.7.0\n";
+        assert_eq!(
+            parse_index_versions(out).unwrap(),
+            ["2.15.0", "2.14.1", "2.7.0"]
+        );
+        let err = parse_index_versions("something else")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("something else"), "{err}");
     }
 
     #[test]

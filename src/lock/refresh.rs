@@ -97,7 +97,9 @@ fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>
             gcc: None,
             python: None,
         },
-        Toolchain::CudaWheels { .. } | Toolchain::Torch { .. } => return Ok(None),
+        Toolchain::CudaWheels { .. }
+        | Toolchain::Torch { .. }
+        | Toolchain::PythonArchive { .. } => return Ok(None),
     }))
 }
 
@@ -127,7 +129,7 @@ fn versions<'a>(lock_artifacts: impl Iterator<Item = &'a Artifact>) -> BTreeMap<
             Source::Debian {
                 package, version, ..
             } => Some((package.clone(), version.clone())),
-            Source::Pypi { .. } => None,
+            Source::Pypi { .. } | Source::Archive { .. } => None,
         })
         .collect()
 }
@@ -309,6 +311,7 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
         let clients = Clients {
             pip: Pip::new(options.python.as_deref()),
             apt: [(suite.clone(), apt.clone())].into(),
+            archives: Vec::new(),
         };
         let expected = Expected {
             file: &fresh.file,

@@ -5,13 +5,15 @@
 //! In: a [`Cell`] and the [`Lock`]. Out: a [`CellPlan`], or a [`PlanError`]
 //! naming the cell and saying to lock again.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::lock::format::{Lock, Toolchain};
 use crate::plan::PlanError;
 use crate::plan::compile::PythonHeaders;
 use crate::plan::compilers::{Compilers, Cuda};
-use crate::spec::{Cell, PythonVersion};
+use crate::plan::standard::CxxStandard;
+use crate::spec::{Cell, CudaVersion, PythonAbi};
 
 /// What a cell is built with, from the lock.
 pub struct CellPlan<'a> {
@@ -22,6 +24,8 @@ pub struct CellPlan<'a> {
     /// The headers of the bundle's oldest Python: a limited-API binding
     /// uses only the stable ABI, so any Python's headers serve.
     pub limited: Option<PythonHeaders>,
+    /// The torch toolchains whose releases the wheel claims.
+    pub claims: BTreeSet<String>,
     bundle: String,
 }
 
@@ -51,20 +55,24 @@ impl<'a> CellPlan<'a> {
             }
             _ => return Err(bad(&locked.cuda, "CUDA")),
         };
-        if !matches!(
-            lock.toolchains.get(&locked.gcc),
-            Some(Toolchain::Gcc { .. })
-        ) {
-            return Err(bad(&locked.gcc, "gcc"));
-        }
-        if !matches!(
-            lock.toolchains.get(&locked.torch),
-            Some(Toolchain::Torch { .. })
-        ) {
-            return Err(bad(&locked.torch, "torch"));
+        let gcc_major = match lock.toolchains.get(&locked.gcc) {
+            Some(Toolchain::Gcc { gcc, .. }) => gcc.parse().map_err(|_| bad(&locked.gcc, "gcc"))?,
+            _ => return Err(bad(&locked.gcc, "gcc")),
+        };
+        let standard = match lock.toolchains.get(&locked.torch) {
+            Some(Toolchain::Torch { cxx_standard, .. }) => cxx_standard.clone(),
+            _ => return Err(bad(&locked.torch, "torch")),
+        };
+        let claims = locked.claimed();
+        for torch in &claims {
+            if !matches!(lock.toolchains.get(torch), Some(Toolchain::Torch { .. })) {
+                return Err(bad(torch, "torch"));
+            }
         }
         let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
-            Some(Toolchain::PythonHeaders { version, .. }) => version.parse::<PythonVersion>().ok(),
+            Some(
+                Toolchain::PythonHeaders { version, .. } | Toolchain::PythonArchive { version, .. },
+            ) => version.parse::<PythonAbi>().ok(),
             _ => None,
         };
         let python = match &locked.python {
@@ -80,6 +88,8 @@ impl<'a> CellPlan<'a> {
             .into_iter()
             .flatten()
             .filter_map(|t| python_version(t).map(|v| (v, t.clone())))
+            // A free-threaded build has no limited API before 3.15.
+            .filter(|(v, _)| !v.free_threaded)
             .min()
             .map(|(version, toolchain)| PythonHeaders { toolchain, version });
         Ok(CellPlan {
@@ -91,11 +101,25 @@ impl<'a> CellPlan<'a> {
                 }),
                 gcc: locked.gcc.clone(),
                 torch: locked.torch.clone(),
+                cxx: CxxStandard {
+                    standard,
+                    gcc_major,
+                },
             },
             python,
             limited,
+            claims,
             bundle: locked.bundle.clone(),
         })
+    }
+
+    /// The toolkit whose nvcc compiles the cell's CUDA code.
+    pub fn nvcc(&self) -> CudaVersion {
+        self.compilers
+            .cuda
+            .as_ref()
+            .map(|cuda| cuda.version)
+            .expect("a cell always has a CUDA toolkit")
     }
 
     /// The Python headers a binding compiles against: the cell's own for a

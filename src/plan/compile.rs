@@ -10,10 +10,10 @@
 //! project path.
 //!
 //! Flags (pytorch `torch/utils/cpp_extension.py`): for nvcc
-//! `COMMON_NVCC_FLAGS`, `-Xcompiler -fPIC`, `-std=c++17` unless the config
+//! `COMMON_NVCC_FLAGS`, `-Xcompiler -fPIC`, `-std=` of torch's standard ([`super::standard`]) unless the config
 //! sets a standard, `-ccbin`; for g++ `-fPIC`, `-O2` (what setuptools takes
 //! from Python's own flags; the config's `cxx-flags` come after it and
-//! win), `-std=c++17`; for both the include directories (relative: every
+//! win), torch's `-std=`; for both the include directories (relative: every
 //! project file is staged at its project path), torch's two include
 //! directories (and CUDA's and Python's where they apply),
 //! `TORCH_API_INCLUDE_EXTENSION_H`, `TORCH_EXTENSION_NAME` and an explicit
@@ -39,7 +39,7 @@ use crate::plan::includes::TranslationUnit;
 use crate::plan::lineinfo::Roots;
 use crate::plan::shell::{quote, var_then};
 use crate::plan::{Input, slash_path};
-use crate::spec::{CudaArch, Module, PythonVersion};
+use crate::spec::{CudaArch, Module, PythonAbi};
 
 /// The fatbin compression mode pinned where nvcc has `--compress-mode`.
 pub const COMPRESS_MODE: &str = "balance";
@@ -57,7 +57,7 @@ const COMMON_NVCC_DEFINES: [&str; 4] = [
 pub struct PythonHeaders {
     /// The lock's toolchain name.
     pub toolchain: String,
-    pub version: PythonVersion,
+    pub version: PythonAbi,
 }
 
 /// One module's compile with one compiler set.
@@ -161,7 +161,10 @@ impl Compile<'_> {
         self.python.map(|python| {
             format!(
                 "-isystem {}",
-                roots.word("python", &format!("/include/python{}", python.version))
+                roots.word(
+                    "python",
+                    &format!("/include/{}", python.version.include_dir())
+                )
             )
         })
     }
@@ -186,7 +189,9 @@ impl Compile<'_> {
             .iter()
             .any(|f| f.starts_with("-std"))
         {
-            flags.push("-std=c++17".into());
+            let cxx = &self.compilers.cxx;
+            flags.push(cxx.std_flag());
+            flags.extend(cxx.host_defines().iter().map(|d| format!("-Xcompiler {d}")));
         }
         flags.extend(self.defines());
         flags.extend(module.compile.nvcc_flags.iter().map(|f| quote(f)));
@@ -220,7 +225,9 @@ impl Compile<'_> {
             .iter()
             .any(|f| f.starts_with("-std"))
         {
-            flags.push("-std=c++17".into());
+            let cxx = &self.compilers.cxx;
+            flags.push(cxx.std_flag());
+            flags.extend(cxx.host_defines());
         }
         flags.extend(self.include_dirs());
         for dir in ["", "/torch/csrc/api/include"] {

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::plan::standard::CxxStandard;
 use crate::spec::CudaVersion;
 use crate::store::path::sanitize_name;
 
@@ -20,6 +21,9 @@ pub struct Compilers {
     pub cuda: Option<Cuda>,
     pub gcc: String,
     pub torch: String,
+    /// The C++ standard torch's headers require, for that gcc (set by the
+    /// torch and gcc, so it never tells sets apart by itself).
+    pub cxx: CxxStandard,
 }
 
 /// A CUDA toolkit of the lock.
@@ -85,6 +89,10 @@ mod tests {
             }),
             gcc: gcc.to_string(),
             torch: torch.to_string(),
+            cxx: CxxStandard {
+                standard: "c++17".into(),
+                gcc_major: 10,
+            },
         }
     }
 

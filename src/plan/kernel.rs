@@ -8,7 +8,9 @@
 //! every Python's cell of a compiler set links the same object. The flags
 //! are torch's (see [`super::compile`]); torch's `PYBIND11_*` and
 //! `Py_LIMITED_API` defines are left out: they concern Python, differ
-//! between binding flavours, and would stop the object being shared.
+//! between binding flavours, and would stop the object being shared. A
+//! flavour's kernel defines (the stable ABI's `TORCH_STABLE_ONLY` and
+//! `TORCH_TARGET_VERSION`) are passed: such objects are their own nodes.
 //!
 //! Before compiling, a dependency pass (`nvcc -M`, `g++ -M`) finds a kernel
 //! that reaches `Python.h` (directly, or through `torch/extension.h`) and
@@ -43,6 +45,8 @@ pub struct KernelObject {
     /// The object's file name without `.o`.
     pub stem: String,
     pub compilers: Compilers,
+    /// The flavour's kernel defines (empty for shared kernels).
+    pub defines: Vec<String>,
 }
 
 impl KernelObject {
@@ -57,7 +61,7 @@ impl KernelObject {
             compilers: &self.compilers,
             archs,
             python: None,
-            flavour_defines: Vec::new(),
+            flavour_defines: self.defines.clone(),
         };
         let (inputs, files) = compile.inputs(&[&self.source], SOURCE_VAR);
         Node {

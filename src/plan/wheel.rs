@@ -5,10 +5,12 @@
 //! files, the license files and the recipe (METADATA, tag, provenance).
 //! Out: two [`Node`]s — `wheel-<cell>` stages the members at their wheel
 //! paths (license files under `.dist-info/licenses/`) and writes
-//! `$out/<wheel file>` with `cuwheel build-wheel`;
-//! `audit-<cell>` copies that wheel beside `audit.txt` and `audit.json` and
+//! `$out/<wheel file>` with `cuwheel build-wheel`, which computes the
+//! platform tag from the linked modules (so the file name here is a
+//! prediction); `audit-<cell>` copies that one wheel beside `audit.txt` and `audit.json` and
 //! fails when `cuwheel audit` does, so a wheel that fails is never a build
-//! result.
+//! result. The audit's load check reads the symbol tables of
+//! [`super::symbols`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +18,7 @@ use std::path::PathBuf;
 use crate::build::WheelRecipe;
 use crate::plan::compile::stage_files;
 use crate::plan::shell::quote;
+use crate::plan::symbols::AuditTables;
 use crate::plan::{Input, Node, slash_path};
 use crate::spec::PackageFile;
 
@@ -47,7 +50,8 @@ pub struct WheelAssembly {
     pub license_files: Vec<PathBuf>,
     /// `demo_ext-0.1.0+pt211cu130.dist-info`.
     pub dist_info: String,
-    /// The wheel's file name, as the recipe's name, version and tag give it.
+    /// The wheel's file name as predicted (the build computes the platform
+    /// tag: [`crate::wheel::PlatformRule`]).
     pub wheel_file: String,
     pub recipe: WheelRecipe,
 }
@@ -91,7 +95,8 @@ impl WheelAssembly {
             );
         }
         let mut s = format!(
-            "# wheel-{}: {} assembled by the driver from the modules, the package and license files.\n",
+            "# wheel-{}: {} (predicted; the driver tags it from the modules' symbols), assembled by \
+             the driver from the modules, the package and license files.\n",
             self.cell, self.wheel_file
         );
         s += "# Written by `cuwheel plan`.\n";
@@ -114,8 +119,9 @@ impl WheelAssembly {
         }
     }
 
-    pub fn audit_node(&self) -> Node {
-        let inputs = BTreeMap::from([
+    /// The audit node; `tables` are its load check's symbol tables.
+    pub fn audit_node(&self, tables: &AuditTables) -> Node {
+        let mut inputs = BTreeMap::from([
             (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
             (
                 "wheel".to_string(),
@@ -124,24 +130,33 @@ impl WheelAssembly {
                 },
             ),
         ]);
-        let file = quote(&self.wheel_file);
+        inputs.extend(tables.inputs());
         let failed = quote(&format!(
             "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
              what the report names, or run `cuwheel audit` on the wheel for details.",
+            self.cell
+        ));
+        let not_one = quote(&format!(
+            "cuwheel: wheel-{} did not write exactly one .whl",
             self.cell
         ));
         let s = format!(
             "# audit-{cell}: the wheel of cell {cell} beside its audit report; fails when the \
              audit does.\n\
              # Written by `cuwheel plan`.\n\
+             set -- \"$wheel\"/*.whl\n\
+             if [ \"$#\" != 1 ] || [ ! -f \"$1\" ]; then echo {not_one} >&2; exit 1; fi\n\
+             file=\"${{1##*/}}\"\n\
              mkdir -p \"$out\"\n\
-             cp \"$wheel\"/{file} \"$out\"/{file}\n\
+             cp \"$1\" \"$out/$file\"\n\
+             audit() {{ \"${DRIVER_VAR}\"/bin/cuwheel audit {arguments} \"$@\"; }}\n\
              status=0\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit \"$out\"/{file} > \"$out\"/audit.txt || status=$?\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit --json \"$out\"/{file} > \"$out\"/audit.json || true\n\
+             audit \"$out/$file\" > \"$out\"/audit.txt || status=$?\n\
+             audit --json \"$out/$file\" > \"$out\"/audit.json || true\n\
              cat \"$out\"/audit.txt\n\
              if [ \"$status\" != 0 ]; then echo {failed} >&2; exit 1; fi\n",
             cell = self.cell,
+            arguments = tables.arguments(),
         );
         Node {
             name: format!("{AUDIT_PREFIX}{}", self.cell),

@@ -291,20 +291,22 @@ mod tests {
             sources,
             toolchains: BTreeMap::from([("cuda".to_string(), cuda)]),
             seeds: BTreeMap::from([("busybox".to_string(), sha('b'))]),
+            nvcc: "13.0".into(),
             cuwheel: "0.1.0".into(),
         }
     }
 
     fn checkout(provenance: Provenance) -> Checkout {
-        let cell = PlanCell {
-            kernels: BTreeSet::new(),
-            bindings: ["binding-cuda130-py313".to_string()].into(),
-            links: ["link-cu130-py313".to_string()].into(),
-            wheel: "wheel-cu130-py313".into(),
-            audit: "audit-cu130-py313".into(),
-            wheel_file: "w.whl".into(),
-            provenance,
-        };
+        let mut cell = crate::plan::test_plan_cell(
+            &[],
+            [
+                "binding-cuda130-py313",
+                "link-cu130-py313",
+                "wheel-cu130-py313",
+                "audit-cu130-py313",
+            ],
+        );
+        cell.provenance = provenance;
         Checkout {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
         }

@@ -18,7 +18,7 @@ pub mod elf;
 pub mod rebuild;
 pub mod text;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -202,15 +202,19 @@ pub fn reproduce(
             });
         }
     };
-    let built_path = result.join(&cell.wheel_file);
-    let built_bytes = std::fs::read(&built_path).with_context(|| {
+    let built_path = built_wheel(&result).with_context(|| {
         format!(
-            "cannot read {}: the flake {flake} built a result without the plan's wheel; is it the \
-             flake of the project in {}? Pass it with --flake",
-            built_path.display(),
+            "the flake {flake} built a result without the cell's wheel; is it the flake of the \
+             project in {}? Pass it with --flake",
             project.display()
         )
     })?;
+    let built_bytes = std::fs::read(&built_path)
+        .with_context(|| format!("cannot read {}", built_path.display()))?;
+    let built_name = built_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let built = WheelArchive::from_bytes(&built_path, &built_bytes)?;
     let diff = diff::diff(
         &WheelBytes {
@@ -219,7 +223,7 @@ pub fn reproduce(
             members: given.members(),
         },
         &WheelBytes {
-            file_name: &cell.wheel_file,
+            file_name: &built_name,
             bytes: &built_bytes,
             members: built.members(),
         },
@@ -238,6 +242,20 @@ pub fn reproduce(
             diff,
         }
     })
+}
+
+/// The one wheel in a cell's result directory (the plan only predicts its
+/// name: the build tags it from the module).
+fn built_wheel(result: &Path) -> Result<PathBuf> {
+    let mut wheels: Vec<PathBuf> = std::fs::read_dir(result)
+        .with_context(|| format!("cannot list {}", result.display()))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "whl"))
+        .collect();
+    match (wheels.pop(), wheels.is_empty()) {
+        (Some(wheel), true) => Ok(wheel),
+        _ => bail!("{} does not hold exactly one .whl", result.display()),
+    }
 }
 
 fn read_provenance(wheel: &WheelArchive) -> Result<Provenance> {

@@ -150,15 +150,10 @@ mod tests {
 
     #[test]
     fn a_cells_nodes_are_kernels_then_the_rest() {
-        let cell = PlanCell {
-            kernels: ["kernel-b".to_string(), "kernel-a".to_string()].into(),
-            bindings: ["binding".to_string()].into(),
-            links: ["link".to_string()].into(),
-            wheel: "wheel".into(),
-            audit: "audit".into(),
-            wheel_file: "w.whl".into(),
-            provenance: Default::default(),
-        };
+        let cell = crate::plan::test_plan_cell(
+            &["kernel-b", "kernel-a"],
+            ["binding", "link", "wheel", "audit"],
+        );
         assert_eq!(
             nodes_of(&cell),
             ["kernel-a", "kernel-b", "binding", "link", "wheel", "audit"]

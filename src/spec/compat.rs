@@ -1,20 +1,26 @@
 //! Which cells can be built at all: the compatibility rules and their data.
 //!
-//! In: the matrix's [`Cell`]s and the baseline. Out: nothing, or every
-//! [`Violation`] at once — each naming its [`Rule`], the cells it affects,
-//! the values involved, the source of the fact it rests on and how to fix
-//! the config. The facts live in `data/compatibility.toml` (compiled in),
-//! one table per kind with its sources, read by a small engine here.
+//! In: the matrix's [`Cell`]s, the lock's [`MatrixFacts`], the baseline and
+//! the `cuda-archs`. Out: nothing, or every [`Violation`] at once — each
+//! naming its [`Rule`], the cells it affects, the values involved, the
+//! source of the fact it rests on and how to fix the config. Facts about
+//! torch come from the lock (read from the torch wheels); what no artifact
+//! states lives in `data/compatibility.toml` (compiled in): each toolkit's
+//! host GCC bounds and GPU archs, and each baseline's Debian suite.
 //!
 //! The rules, by their stable names:
-//! - `known-version`: every torch, CUDA toolkit, Python and baseline named is
+//! - `known-version`: the baseline, and every toolkit the facts offer, are
 //!   in the table (an unknown one cannot be checked, so it is refused);
-//! - `torch-python`: the cell's Python is one torch has wheels for;
-//! - `toolkit-major`: the toolkit's major version is that of the CUDA runtime
-//!   torch's PyPI wheels use (torch's own extension build refuses otherwise);
-//! - `toolkit-minor`: the toolkit's minor version is at most torch's, so the
+//! - `torch-python`: torch has a wheel for the cell's Python;
+//! - `toolkit-available`: the cell's nvcc is one cuwheel can fetch — by
+//!   default the newest of torch's CUDA major not newer than torch's CUDA;
+//! - `toolkit-major`: the nvcc's major version is that of torch's CUDA
+//!   (torch's own extension build refuses otherwise);
+//! - `toolkit-minor`: the nvcc's minor version is at most torch's, so the
 //!   extension needs no newer runtime than torch loads;
-//! - `gcc-range`: the baseline's GCC is in the range the toolkit's nvcc accepts.
+//! - `gcc-range`: the baseline's GCC is in the range the nvcc accepts;
+//! - `cuda-archs`: the nvcc compiles for every arch its `cuda-archs` list
+//!   names.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,18 +29,22 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use crate::spec::archs::CudaArchs;
+use crate::spec::facts::{MatrixFacts, ToolkitOrigin};
 use crate::spec::matrix::{Cell, CellName};
-use crate::spec::target::Baseline;
-use crate::spec::version::{CudaVersion, PythonVersion, TorchVersion};
+use crate::spec::target::{Baseline, CudaArch};
+use crate::spec::version::CudaVersion;
 
 const EMBEDDED: &str = include_str!("data/compatibility.toml");
 const DATA_FILE: &str = "src/spec/data/compatibility.toml";
+/// Where the facts of a lock come from, quoted by the rules that use them.
+const LOCK_FACTS: &str = "the torch wheels and toolkits the package index and Debian offered at \
+                          `cuwheel lock`, recorded in cuwheel.lock's `facts`";
 
 /// The facts the rules check against.
 #[derive(Debug, Clone)]
 pub struct CompatTable {
     pub sources: Sources,
-    torch: BTreeMap<TorchVersion, TorchRelease>,
     toolkits: BTreeMap<CudaVersion, Toolkit>,
     baselines: BTreeMap<Baseline, BaselineSuite>,
 }
@@ -43,26 +53,32 @@ pub struct CompatTable {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Sources {
-    pub torch_python: String,
-    pub torch_cuda: String,
     pub toolkit_gcc: String,
+    pub toolkit_archs: String,
     pub baseline_suite: String,
 }
 
-/// A torch release series as published on PyPI.
+/// A CUDA toolkit's accepted host GCC majors (inclusive) and GPU archs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TorchRelease {
-    /// The CPython versions it has wheels for, ascending.
-    pub python: Vec<PythonVersion>,
-    /// The CUDA runtime its default Linux wheel is built for.
-    pub cuda: CudaVersion,
-}
-
-/// A CUDA toolkit's accepted host GCC majors, inclusive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Toolkit {
     pub gcc_min: u32,
     pub gcc_max: u32,
+    /// `(major, minor)` of every SASS target its nvcc compiles for.
+    pub archs: Vec<(u32, u32)>,
+}
+
+impl Toolkit {
+    pub fn supports(&self, arch: &CudaArch) -> bool {
+        self.archs.contains(&(arch.major, arch.minor))
+    }
+
+    fn archs_shown(&self) -> String {
+        join(
+            self.archs
+                .iter()
+                .map(|(major, minor)| format!("{major}.{minor}")),
+        )
+    }
 }
 
 /// The Debian suite that builds a baseline's wheels.
@@ -78,17 +94,8 @@ pub struct BaselineSuite {
 #[serde(deny_unknown_fields)]
 struct DataFile {
     sources: Sources,
-    torch: Vec<TorchRow>,
     toolkit: Vec<ToolkitRow>,
     baseline: Vec<BaselineRow>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TorchRow {
-    version: TorchVersion,
-    python: Vec<PythonVersion>,
-    cuda: CudaVersion,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +103,7 @@ struct TorchRow {
 struct ToolkitRow {
     version: CudaVersion,
     gcc: (u32, u32),
+    archs: Vec<CudaArch>,
 }
 
 #[derive(Deserialize)]
@@ -112,9 +120,11 @@ struct BaselineRow {
 pub enum Rule {
     KnownVersion,
     TorchPython,
+    ToolkitAvailable,
     ToolkitMajor,
     ToolkitMinor,
     GccRange,
+    CudaArchs,
 }
 
 impl Rule {
@@ -122,9 +132,11 @@ impl Rule {
         match self {
             Rule::KnownVersion => "known-version",
             Rule::TorchPython => "torch-python",
+            Rule::ToolkitAvailable => "toolkit-available",
             Rule::ToolkitMajor => "toolkit-major",
             Rule::ToolkitMinor => "toolkit-minor",
             Rule::GccRange => "gcc-range",
+            Rule::CudaArchs => "cuda-archs",
         }
     }
 }
@@ -192,6 +204,13 @@ impl fmt::Display for CompatError {
 /// One finding for one cell, before cells with the same finding are grouped.
 type Finding = (Rule, String, String, String);
 
+/// What the rules judge a matrix's cells with.
+pub struct Matrix<'a> {
+    pub facts: &'a MatrixFacts,
+    pub baseline: &'a Baseline,
+    pub archs: &'a CudaArchs,
+}
+
 impl CompatTable {
     /// The table compiled into cuwheel.
     pub fn embedded() -> &'static CompatTable {
@@ -207,34 +226,25 @@ impl CompatTable {
     /// Reads and checks a table in the format of `data/compatibility.toml`.
     pub fn parse(text: &str) -> Result<CompatTable, String> {
         let file: DataFile = toml::from_str(text).map_err(|error| error.to_string())?;
-        let mut torch = BTreeMap::new();
-        for row in file.torch {
-            let mut python = row.python;
-            python.sort();
-            if python.is_empty() || python.windows(2).any(|pair| pair[0] == pair[1]) {
-                return Err(format!(
-                    "torch {}: python must list distinct versions",
-                    row.version
-                ));
-            }
-            let release = TorchRelease {
-                python,
-                cuda: row.cuda,
-            };
-            if torch.insert(row.version, release).is_some() {
-                return Err(format!("torch {} is listed twice", row.version));
-            }
-        }
         let mut toolkits = BTreeMap::new();
         for row in file.toolkit {
             let (gcc_min, gcc_max) = row.gcc;
             if gcc_min > gcc_max {
                 return Err(format!("toolkit {}: gcc range is reversed", row.version));
             }
-            if toolkits
-                .insert(row.version, Toolkit { gcc_min, gcc_max })
-                .is_some()
-            {
+            if row.archs.is_empty() || row.archs.iter().any(|arch| arch.ptx) {
+                return Err(format!(
+                    "toolkit {}: archs must list SASS targets like \"8.0\"",
+                    row.version
+                ));
+            }
+            let archs = row.archs.iter().map(|a| (a.major, a.minor)).collect();
+            let toolkit = Toolkit {
+                gcc_min,
+                gcc_max,
+                archs,
+            };
+            if toolkits.insert(row.version, toolkit).is_some() {
                 return Err(format!("toolkit {} is listed twice", row.version));
             }
         }
@@ -258,18 +268,18 @@ impl CompatTable {
         }
         Ok(CompatTable {
             sources: file.sources,
-            torch,
             toolkits,
             baselines,
         })
     }
 
-    pub fn torch(&self, version: &TorchVersion) -> Option<&TorchRelease> {
-        self.torch.get(version)
-    }
-
     pub fn toolkit(&self, version: &CudaVersion) -> Option<&Toolkit> {
         self.toolkits.get(version)
+    }
+
+    /// Every toolkit the table knows, oldest first.
+    pub fn toolkits(&self) -> impl Iterator<Item = (&CudaVersion, &Toolkit)> {
+        self.toolkits.iter()
     }
 
     pub fn baseline(&self, baseline: &Baseline) -> Option<&BaselineSuite> {
@@ -278,10 +288,10 @@ impl CompatTable {
 
     /// Checks every cell and returns every violation, cells with the same
     /// finding grouped, ordered by rule and then by message.
-    pub fn check(&self, cells: &[Cell], baseline: &Baseline) -> Result<(), Vec<Violation>> {
+    pub fn check(&self, cells: &[Cell], matrix: &Matrix<'_>) -> Result<(), Vec<Violation>> {
         let mut grouped: BTreeMap<Finding, Vec<CellName>> = BTreeMap::new();
         for cell in cells {
-            for finding in self.findings(cell, baseline) {
+            for finding in self.findings(cell, matrix) {
                 grouped.entry(finding).or_default().push(cell.name());
             }
         }
@@ -303,165 +313,178 @@ impl CompatTable {
             .collect())
     }
 
-    fn findings(&self, cell: &Cell, baseline: &Baseline) -> Vec<Finding> {
+    fn findings(&self, cell: &Cell, matrix: &Matrix<'_>) -> Vec<Finding> {
         let mut findings = Vec::new();
-        let torch = self.torch(&cell.torch);
-        let toolkit = self.toolkit(&cell.cuda);
-        let suite = self.baseline(baseline);
-        if torch.is_none() {
-            let known = join(self.torch.keys());
-            findings.push(unknown(
-                "torch",
-                &cell.torch,
-                &known,
-                "tool.cuwheel.matrix.torch",
-            ));
-        }
-        if toolkit.is_none() {
-            let known = join(self.toolkits.keys());
-            findings.push(unknown(
-                "CUDA toolkit",
-                &cell.cuda,
-                &known,
-                "tool.cuwheel.matrix.cuda",
-            ));
-        }
+        let suite = self.baseline(matrix.baseline);
         if suite.is_none() {
-            let known = join(self.baselines.keys());
-            findings.push(unknown(
-                "baseline",
-                baseline,
-                &known,
-                "tool.cuwheel.baseline",
+            findings.push((
+                Rule::KnownVersion,
+                format!(
+                    "baseline {} is not in cuwheel's compatibility table, which knows {}",
+                    matrix.baseline,
+                    join(self.baselines.keys())
+                ),
+                DATA_FILE.to_string(),
+                format!(
+                    "use a known baseline in tool.cuwheel.baseline, or add it with the sources \
+                     of its facts to {DATA_FILE}"
+                ),
             ));
         }
-        if let Some(python) = cell.python {
-            let pythons = self.all_pythons();
-            if !pythons.contains(&python) {
-                findings.push(unknown(
-                    "Python",
-                    &python,
-                    &join(&pythons),
-                    "tool.cuwheel.matrix.python",
-                ));
-            } else if let Some(release) = torch.filter(|release| !release.python.contains(&python))
-            {
-                findings.push(self.torch_python(cell.torch, release, python));
-            }
+        findings.extend(self.torch_python(cell, matrix.facts));
+        if let Some(finding) = self.toolkit_choice(cell, matrix.facts) {
+            findings.push(finding);
+            return findings;
         }
-        if let Some(release) = torch {
-            findings.extend(self.toolkit_version(cell.cuda, cell.torch, release.cuda));
-        }
-        if let (Some(toolkit), Some(suite)) = (toolkit, suite) {
+        let Some(toolkit) = self.toolkit(&cell.nvcc) else {
+            findings.push((
+                Rule::KnownVersion,
+                format!(
+                    "the lock offers CUDA toolkit {}, which cuwheel's compatibility table does \
+                     not know (it knows {})",
+                    cell.nvcc,
+                    join(self.toolkits.keys())
+                ),
+                DATA_FILE.to_string(),
+                "run `cuwheel lock` again with this cuwheel, which offers only toolkits it knows"
+                    .to_string(),
+            ));
+            return findings;
+        };
+        if let Some(suite) = suite {
             if !(toolkit.gcc_min..=toolkit.gcc_max).contains(&suite.gcc) {
-                findings.push(self.gcc_range(cell.cuda, toolkit, baseline, suite));
+                findings.push(self.gcc_range(cell.nvcc, toolkit, matrix.baseline, suite));
             }
         }
+        findings.extend(self.cuda_archs(cell.nvcc, toolkit, matrix.archs));
         findings
     }
 
-    fn all_pythons(&self) -> Vec<PythonVersion> {
-        let mut pythons: Vec<PythonVersion> = self
-            .torch
-            .values()
-            .flat_map(|release| release.python.iter().copied())
-            .collect();
-        pythons.sort();
-        pythons.dedup();
-        pythons
-    }
-
-    fn torch_python(
-        &self,
-        version: TorchVersion,
-        release: &TorchRelease,
-        python: PythonVersion,
-    ) -> Finding {
-        let supported = join(&release.python);
-        let other_torches: Vec<TorchVersion> = self
+    fn torch_python(&self, cell: &Cell, facts: &MatrixFacts) -> Option<Finding> {
+        let python = cell.python?;
+        let release = facts.torch.get(&cell.torch)?;
+        if release.wheels.contains_key(&python) {
+            return None;
+        }
+        if !release.missing.contains(&python) {
+            return Some((
+                Rule::TorchPython,
+                format!(
+                    "the lock did not resolve torch {} for Python {python}: it was written for \
+                     another list of Pythons",
+                    cell.torch
+                ),
+                LOCK_FACTS.to_string(),
+                "run `cuwheel lock` again".to_string(),
+            ));
+        }
+        let supported = join(release.wheels.keys());
+        let others: Vec<String> = facts
             .torch
             .iter()
-            .filter(|(_, other)| other.python.contains(&python))
-            .map(|(version, _)| *version)
+            .filter(|(_, other)| other.wheels.contains_key(&python))
+            .map(|(version, _)| version.to_string())
             .collect();
         let mut fix = format!(
-            "exclude the cells with {{ python = \"{python}\", torch = \"{version}\" }} in \
-             tool.cuwheel.matrix.exclude, or drop Python {python}"
+            "exclude the cells with {{ torch = \"{}\", python = \"{python}\" }} in \
+             tool.cuwheel.matrix.exclude, or drop Python {python}",
+            cell.torch
         );
-        if !other_torches.is_empty() {
+        if !others.is_empty() {
             fix += &format!(
                 ", or use a torch with Python {python} wheels: {}",
-                join(&other_torches)
+                others.join(", ")
             );
         }
-        (
+        Some((
             Rule::TorchPython,
             format!(
-                "torch {version} has no wheels for Python {python}; it supports Python {supported}"
+                "torch {} ({}) has no wheel for Python {python}; of the matrix's Pythons it has \
+                 wheels for {}",
+                cell.torch,
+                release.version,
+                if supported.is_empty() {
+                    "none".to_string()
+                } else {
+                    supported
+                }
             ),
-            self.sources.torch_python.clone(),
+            LOCK_FACTS.to_string(),
             fix,
-        )
+        ))
     }
 
-    /// `toolkit-major` and `toolkit-minor`.
-    fn toolkit_version(
-        &self,
-        toolkit: CudaVersion,
-        torch: TorchVersion,
-        runtime: CudaVersion,
-    ) -> Option<Finding> {
-        let (rule, problem) = if toolkit.major != runtime.major {
+    /// `toolkit-available`, `toolkit-major` and `toolkit-minor`.
+    fn toolkit_choice(&self, cell: &Cell, facts: &MatrixFacts) -> Option<Finding> {
+        let (served, nvcc, torch) = (cell.cuda, cell.nvcc, cell.torch);
+        let available = || {
+            join(facts.toolkits.iter().map(|(version, origin)| match origin {
+                ToolkitOrigin::Pypi { .. } => format!("{version} (PyPI)"),
+                ToolkitOrigin::Debian { suite } => format!("{version} (Debian {suite})"),
+            }))
+        };
+        let fitting: Vec<String> = facts
+            .toolkits
+            .keys()
+            .filter(|t| t.major == served.major && t.minor <= served.minor)
+            .map(ToString::to_string)
+            .collect();
+        let label = served.label();
+        let (rule, problem) = if nvcc.major != served.major {
             (
                 Rule::ToolkitMajor,
                 format!(
-                    "CUDA toolkit {toolkit} cannot build for torch {torch}, whose PyPI wheels use \
-                     CUDA {runtime}: the toolkit's major version must be {}",
-                    runtime.major
+                    "nvcc {nvcc} cannot build for torch {torch}, whose wheels use CUDA {served}: \
+                     the toolkit's major version must be {}",
+                    served.major
                 ),
             )
-        } else if toolkit.minor > runtime.minor {
+        } else if nvcc.minor > served.minor {
             (
                 Rule::ToolkitMinor,
                 format!(
-                    "CUDA toolkit {toolkit} is newer than the CUDA {runtime} that torch {torch}'s \
-                     PyPI wheels use, so the extension could need a CUDA runtime torch does not load"
+                    "nvcc {nvcc} is newer than the CUDA {served} that torch {torch}'s wheels use, \
+                     so the extension could need a CUDA runtime torch does not load"
                 ),
             )
+        } else if !facts.toolkits.contains_key(&nvcc) {
+            let problem = if fitting.is_empty() {
+                format!(
+                    "no CUDA toolkit cuwheel can fetch builds for torch {torch}'s CUDA {served}: \
+                     that needs a {}.x toolkit no newer than {served}; the lock offers {}",
+                    served.major,
+                    available()
+                )
+            } else {
+                format!(
+                    "nvcc {nvcc} is not a toolkit cuwheel can fetch; the lock offers {}",
+                    available()
+                )
+            };
+            (Rule::ToolkitAvailable, problem)
         } else {
             return None;
         };
-        let torches: Vec<TorchVersion> = self
-            .torch
-            .iter()
-            .filter(|(_, release)| {
-                release.cuda.major == toolkit.major && release.cuda.minor >= toolkit.minor
-            })
-            .map(|(version, _)| *version)
-            .collect();
-        let toolkits: Vec<CudaVersion> = self
-            .toolkits
-            .keys()
-            .filter(|candidate| {
-                candidate.major == runtime.major && candidate.minor <= runtime.minor
-            })
-            .copied()
-            .collect();
-        let mut fix = format!(
-            "exclude the cells with {{ cuda = \"{toolkit}\", torch = \"{torch}\" }} in tool.cuwheel.matrix.exclude"
-        );
-        if !torches.is_empty() {
-            fix += &format!(", pair CUDA {toolkit} with torch {}", join(&torches));
-        }
-        if !toolkits.is_empty() {
-            fix += &format!(", or build torch {torch} with CUDA {}", join(&toolkits));
-        }
-        Some((rule, problem, self.sources.torch_cuda.clone(), fix))
+        let fix = if fitting.is_empty() {
+            format!(
+                "exclude the cells with {{ cuda = \"{served}\" }} in tool.cuwheel.matrix.exclude \
+                 (CUDA {served}'s toolkits come from PyPI for 13.x and later, and from Debian's \
+                 suites named in src/lock/data/debian.toml)"
+            )
+        } else {
+            format!(
+                "name one of {} in tool.cuwheel.matrix.nvcc.{label}, or remove that entry to \
+                 take the newest",
+                fitting.join(", ")
+            )
+        };
+        let source = format!("{LOCK_FACTS}; CUDA's minor-version compatibility");
+        Some((rule, problem, source, fix))
     }
 
     fn gcc_range(
         &self,
-        cuda: CudaVersion,
+        nvcc: CudaVersion,
         toolkit: &Toolkit,
         baseline: &Baseline,
         suite: &BaselineSuite,
@@ -472,9 +495,9 @@ impl CompatTable {
             .filter(|(_, other)| (toolkit.gcc_min..=toolkit.gcc_max).contains(&other.gcc))
             .map(|(name, other)| format!("{name} (GCC {})", other.gcc))
             .collect();
-        let mut fix = format!(
-            "exclude CUDA {cuda} with {{ cuda = \"{cuda}\" }} in tool.cuwheel.matrix.exclude"
-        );
+        let mut fix = "exclude the cells, or name another nvcc for them in \
+                       tool.cuwheel.matrix.nvcc"
+            .to_string();
         if !fitting.is_empty() {
             fix += &format!(
                 ", or pick a baseline whose GCC it accepts: {}",
@@ -484,7 +507,7 @@ impl CompatTable {
         (
             Rule::GccRange,
             format!(
-                "baseline {baseline} builds with GCC {} (Debian {}), but CUDA toolkit {cuda} accepts \
+                "baseline {baseline} builds with GCC {} (Debian {}), but nvcc {nvcc} accepts \
                  GCC {} to {}",
                 suite.gcc, suite.debian, toolkit.gcc_min, toolkit.gcc_max
             ),
@@ -495,18 +518,60 @@ impl CompatTable {
             fix,
         )
     }
-}
 
-/// A `known-version` finding for `value`, one of `what`, named at `key`.
-fn unknown(what: &str, value: &dyn fmt::Display, known: &str, key: &str) -> Finding {
-    (
-        Rule::KnownVersion,
-        format!("{what} {value} is not in cuwheel's compatibility table, which knows {known}"),
-        DATA_FILE.to_string(),
-        format!(
-            "use a known {what} in {key}, or add {what} {value} with the sources of its facts to {DATA_FILE}"
-        ),
-    )
+    fn cuda_archs(
+        &self,
+        nvcc: CudaVersion,
+        toolkit: &Toolkit,
+        archs: &CudaArchs,
+    ) -> Option<Finding> {
+        let key = archs.key_for(nvcc);
+        let Some(list) = archs.for_toolkit(nvcc) else {
+            return Some((
+                Rule::CudaArchs,
+                format!("no cuda-archs list covers nvcc {nvcc}"),
+                DATA_FILE.to_string(),
+                format!(
+                    "add \"{nvcc}\" = [...] or \"{}\" = [...] or default = [...] to \
+                     [tool.cuwheel.cuda-archs]; nvcc {nvcc} compiles for {}",
+                    nvcc.major,
+                    toolkit.archs_shown()
+                ),
+            ));
+        };
+        let unsupported: Vec<String> = list
+            .iter()
+            .filter(|arch| !toolkit.supports(arch))
+            .map(ToString::to_string)
+            .collect();
+        if unsupported.is_empty() {
+            return None;
+        }
+        let newer: Vec<String> = self
+            .toolkits
+            .iter()
+            .filter(|(_, other)| list.iter().all(|arch| other.supports(arch)))
+            .map(|(version, _)| version.to_string())
+            .collect();
+        let mut fix = format!(
+            "remove {} from {key}, or give nvcc {nvcc} its own list in [tool.cuwheel.cuda-archs] \
+             (\"{nvcc}\" = [...])",
+            unsupported.join(", ")
+        );
+        if !newer.is_empty() {
+            fix += &format!("; the whole list builds with nvcc {}", newer.join(", "));
+        }
+        Some((
+            Rule::CudaArchs,
+            format!(
+                "nvcc {nvcc} cannot compile for {} ({key}); it supports {}",
+                unsupported.join(", "),
+                toolkit.archs_shown()
+            ),
+            self.sources.toolkit_archs.clone(),
+            fix,
+        ))
+    }
 }
 
 /// `a, b, c`: how messages list the values a key may take.
@@ -519,311 +584,5 @@ pub(crate) fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> Stri
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::spec::matrix::test_cell as cell;
-
-    fn baseline(name: &str) -> Baseline {
-        name.parse().unwrap()
-    }
-
-    fn violations(cells: &[Cell], baseline_name: &str) -> Vec<Violation> {
-        CompatTable::embedded()
-            .check(cells, &baseline(baseline_name))
-            .expect_err("the cells should be refused")
-    }
-
-    fn only_violation(cells: &[Cell], baseline_name: &str) -> Violation {
-        let mut found = violations(cells, baseline_name);
-        assert_eq!(found.len(), 1, "{found:#?}");
-        found.remove(0)
-    }
-
-    #[test]
-    fn embedded_table_holds_the_sourced_facts() {
-        let table = CompatTable::embedded();
-        let torch = |v: &str| table.torch(&v.parse().unwrap()).unwrap().clone();
-        let cuda = |v: &str| v.parse::<CudaVersion>().unwrap();
-        let python = |v: &str| v.parse::<PythonVersion>().unwrap();
-        assert_eq!(torch("2.6").cuda, cuda("12.4"));
-        assert_eq!(torch("2.7").cuda, cuda("12.6"));
-        assert_eq!(torch("2.9").cuda, cuda("12.8"));
-        assert_eq!(torch("2.10").cuda, cuda("12.8"));
-        assert_eq!(torch("2.11").cuda, cuda("13.0"));
-        assert_eq!(torch("2.8").python.first(), Some(&python("3.9")));
-        assert_eq!(torch("2.11").python.first(), Some(&python("3.10")));
-        assert_eq!(torch("2.11").python.last(), Some(&python("3.14")));
-        let gcc = |v: &str| {
-            let toolkit = table.toolkit(&v.parse().unwrap()).unwrap();
-            (toolkit.gcc_min, toolkit.gcc_max)
-        };
-        assert_eq!(gcc("12.4"), (6, 13));
-        assert_eq!(gcc("12.6"), (6, 13));
-        assert_eq!(gcc("12.8"), (6, 14));
-        assert_eq!(gcc("12.9"), (6, 14));
-        assert_eq!(gcc("13.0"), (6, 15));
-        let suite = |name: &str| table.baseline(&baseline(name)).unwrap().clone();
-        assert_eq!(
-            (
-                suite("manylinux_2_31").debian.as_str(),
-                suite("manylinux_2_31").gcc
-            ),
-            ("bullseye", 10)
-        );
-        assert_eq!(
-            (
-                suite("manylinux_2_36").debian.as_str(),
-                suite("manylinux_2_36").gcc
-            ),
-            ("bookworm", 12)
-        );
-        assert_eq!(
-            (
-                suite("manylinux_2_41").debian.as_str(),
-                suite("manylinux_2_41").gcc
-            ),
-            ("trixie", 14)
-        );
-        assert!(table.sources.torch_python.contains("RELEASE.md"));
-        assert!(table.sources.toolkit_gcc.contains("nvcc.nix"));
-    }
-
-    #[test]
-    fn issue_5_demo_cells_are_compatible() {
-        let cells = [
-            cell("12.4", None, "2.9"),
-            cell("12.4", Some("3.11"), "2.9"),
-            cell("12.4", Some("3.13"), "2.9"),
-            cell("12.4", Some("3.14"), "2.9"),
-            cell("13.0", None, "2.11"),
-            cell("13.0", Some("3.11"), "2.11"),
-            cell("13.0", Some("3.13"), "2.11"),
-            cell("13.0", Some("3.14"), "2.11"),
-        ];
-        assert_eq!(
-            CompatTable::embedded().check(&cells, &baseline("manylinux_2_31")),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn torch_python_refuses_torch_2_11_with_python_3_9() {
-        let violation = only_violation(&[cell("13.0", Some("3.9"), "2.11")], "manylinux_2_31");
-        assert_eq!(violation.rule, Rule::TorchPython);
-        assert_eq!(
-            violation.to_string(),
-            "cell cu130-py39: rule torch-python: torch 2.11 has no wheels for Python 3.9; it supports \
-             Python 3.10, 3.11, 3.12, 3.13, 3.14 (source: pytorch/pytorch RELEASE.md, release \
-             compatibility matrix; Python support changed in PRs #143538, #164471, #182849)\n    \
-             fix: exclude the cells with { python = \"3.9\", torch = \"2.11\" } in \
-             tool.cuwheel.matrix.exclude, or drop Python 3.9, or use a torch with Python 3.9 wheels: \
-             2.6, 2.7, 2.8"
-        );
-    }
-
-    #[test]
-    fn toolkit_major_refuses_a_cuda_12_toolkit_for_a_cu130_torch() {
-        let violation = only_violation(&[cell("12.4", Some("3.13"), "2.11")], "manylinux_2_31");
-        assert_eq!(violation.rule, Rule::ToolkitMajor);
-        let shown = violation.to_string();
-        assert!(
-            shown.starts_with(
-                "cell cu124-py313: rule toolkit-major: CUDA toolkit 12.4 cannot build for torch 2.11, \
-                 whose PyPI wheels use CUDA 13.0: the toolkit's major version must be 13 (source: the \
-                 CUDA runtime that torch's Linux x86_64 wheels on PyPI are built for"
-            ),
-            "{shown}"
-        );
-        assert!(
-            violation
-                .fix
-                .contains("{ cuda = \"12.4\", torch = \"2.11\" } in tool.cuwheel.matrix.exclude"),
-            "{shown}"
-        );
-        assert!(
-            violation
-                .fix
-                .contains("pair CUDA 12.4 with torch 2.6, 2.7, 2.8, 2.9, 2.10"),
-            "{shown}"
-        );
-        assert!(
-            violation.fix.contains("or build torch 2.11 with CUDA 13.0"),
-            "{shown}"
-        );
-        // The other way round: a 13.0 toolkit for torch 2.9 (cu128).
-        let violation = only_violation(&[cell("13.0", None, "2.9")], "manylinux_2_31");
-        assert_eq!(violation.rule, Rule::ToolkitMajor);
-        assert!(
-            violation
-                .fix
-                .contains("or build torch 2.9 with CUDA 12.4, 12.6, 12.8"),
-            "{violation}"
-        );
-    }
-
-    #[test]
-    fn toolkit_minor_refuses_a_toolkit_newer_than_torchs_runtime() {
-        let violation = only_violation(&[cell("12.8", Some("3.11"), "2.6")], "manylinux_2_31");
-        assert_eq!(violation.rule, Rule::ToolkitMinor);
-        assert!(
-            violation
-                .problem
-                .starts_with("CUDA toolkit 12.8 is newer than the CUDA 12.4 that torch 2.6's"),
-            "{violation}"
-        );
-        assert!(
-            violation
-                .fix
-                .contains("pair CUDA 12.8 with torch 2.8, 2.9, 2.10"),
-            "{violation}"
-        );
-        assert!(
-            violation.fix.contains("or build torch 2.6 with CUDA 12.4"),
-            "{violation}"
-        );
-        // Older toolkits are fine: 12.4 builds for torch 2.9's 12.8.
-        assert_eq!(
-            CompatTable::embedded().check(
-                &[cell("12.4", Some("3.11"), "2.9")],
-                &baseline("manylinux_2_31")
-            ),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn gcc_range_refuses_gcc_14_with_cuda_12_4() {
-        let violation = only_violation(&[cell("12.4", Some("3.13"), "2.9")], "manylinux_2_41");
-        assert_eq!(violation.rule, Rule::GccRange);
-        assert_eq!(
-            violation.problem,
-            "baseline manylinux_2_41 builds with GCC 14 (Debian trixie), but CUDA toolkit 12.4 accepts GCC 6 to 13"
-        );
-        assert!(violation.source.contains("nvcc.nix"), "{violation}");
-        assert!(violation.source.contains("release notes"), "{violation}");
-        assert_eq!(
-            violation.fix,
-            "exclude CUDA 12.4 with { cuda = \"12.4\" } in tool.cuwheel.matrix.exclude, or pick a baseline \
-             whose GCC it accepts: manylinux_2_28 (GCC 8), manylinux_2_31 (GCC 10), manylinux_2_36 (GCC 12)"
-        );
-        // GCC 14 is within CUDA 12.8's range.
-        assert_eq!(
-            CompatTable::embedded().check(
-                &[cell("12.8", Some("3.13"), "2.9")],
-                &baseline("manylinux_2_41")
-            ),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn known_version_refuses_what_the_table_does_not_know() {
-        let found = violations(&[cell("11.8", Some("3.8"), "2.12")], "manylinux_2_17");
-        let problems: Vec<(Rule, &str)> =
-            found.iter().map(|v| (v.rule, v.problem.as_str())).collect();
-        assert_eq!(
-            problems,
-            [
-                (
-                    Rule::KnownVersion,
-                    "CUDA toolkit 11.8 is not in cuwheel's compatibility table, which knows 12.4, 12.6, 12.8, 12.9, 13.0"
-                ),
-                (
-                    Rule::KnownVersion,
-                    "Python 3.8 is not in cuwheel's compatibility table, which knows 3.9, 3.10, 3.11, 3.12, 3.13, 3.14"
-                ),
-                (
-                    Rule::KnownVersion,
-                    "baseline manylinux_2_17 is not in cuwheel's compatibility table, which knows manylinux_2_28, manylinux_2_31, manylinux_2_36, manylinux_2_41"
-                ),
-                (
-                    Rule::KnownVersion,
-                    "torch 2.12 is not in cuwheel's compatibility table, which knows 2.6, 2.7, 2.8, 2.9, 2.10, 2.11"
-                ),
-            ]
-        );
-        assert!(found.iter().all(|v| v.source == DATA_FILE));
-        assert!(
-            found[3].fix.contains("tool.cuwheel.matrix.torch"),
-            "{}",
-            found[3]
-        );
-    }
-
-    #[test]
-    fn collects_every_impossible_cell_and_groups_equal_findings() {
-        let mut cells = Vec::new();
-        for cuda in ["12.4", "13.0"] {
-            for python in ["3.9", "3.13"] {
-                cells.push(cell(cuda, Some(python), "2.11"));
-            }
-        }
-        let found = violations(&cells, "manylinux_2_31");
-        let summary: Vec<(Rule, Vec<String>)> = found
-            .iter()
-            .map(|v| (v.rule, v.cells.iter().map(|c| c.to_string()).collect()))
-            .collect();
-        assert_eq!(
-            summary,
-            [
-                (
-                    Rule::TorchPython,
-                    vec!["cu124-py39".to_string(), "cu130-py39".to_string()]
-                ),
-                (
-                    Rule::ToolkitMajor,
-                    vec!["cu124-py39".to_string(), "cu124-py313".to_string()]
-                ),
-            ]
-        );
-        let error = CompatError {
-            file: PathBuf::from("demo/pyproject.toml"),
-            violations: found,
-        };
-        let shown = error.to_string();
-        assert!(
-            shown.starts_with("demo/pyproject.toml: 3 cells of [tool.cuwheel.matrix] cannot be built\n  cells cu124-py39, cu130-py39: rule torch-python:"),
-            "{shown}"
-        );
-        assert!(
-            shown.contains("\n  cells cu124-py39, cu124-py313: rule toolkit-major:"),
-            "{shown}"
-        );
-        assert!(shown.contains("\n      fix: exclude"), "{shown}");
-    }
-
-    #[test]
-    fn abi3_cells_skip_the_python_rule() {
-        assert_eq!(
-            CompatTable::embedded()
-                .check(&[cell("13.0", None, "2.11")], &baseline("manylinux_2_31")),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn inconsistent_tables_are_refused() {
-        let base = EMBEDDED;
-        let twice = format!("{base}\n[[toolkit]]\nversion = \"12.4\"\ngcc = [6, 13]\n");
-        assert_eq!(
-            CompatTable::parse(&twice).unwrap_err(),
-            "toolkit 12.4 is listed twice"
-        );
-        let reversed = base.replace("gcc = [6, 15]", "gcc = [15, 6]");
-        assert_eq!(
-            CompatTable::parse(&reversed).unwrap_err(),
-            "toolkit 13.0: gcc range is reversed"
-        );
-        let glibc = base.replace("glibc = \"2.31\"", "glibc = \"2.30\"");
-        assert_eq!(
-            CompatTable::parse(&glibc).unwrap_err(),
-            "baseline manylinux_2_31: glibc 2.30 is not 2.31"
-        );
-        let unknown = base.replace("[sources]", "[sources]\nextra = \"x\"");
-        assert!(
-            CompatTable::parse(&unknown)
-                .unwrap_err()
-                .contains("unknown field `extra`")
-        );
-    }
-}
+#[path = "compat_tests.rs"]
+mod tests;

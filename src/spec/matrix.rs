@@ -1,62 +1,132 @@
 //! The build matrix: which cells a config asks for, and what each is called.
 //!
-//! In: a [`Config`]. Out: its [`Cell`]s — the product of `cuda` × `torch` ×
-//! (each `python` for pybind11 bindings, one abi3 build for torch-library
-//! bindings), minus the excludes, sorted by CUDA, torch, then abi3 before the
-//! Pythons in numeric order — and each cell's names: the cell name
-//! (`cu130-py313`), the wheel's local version label (`+pt211cu130`) and tags
-//! (`cp313-cp313-manylinux_2_31_x86_64`, `cp39-abi3-…`). [`CellName`] parses
-//! a cell name back.
+//! In: a [`Config`] and the [`MatrixFacts`] of its lock (each torch minor's
+//! CUDA and wheels, the toolkits available). Out: its [`Cell`]s — every
+//! torch minor the `torch` list resolves to × (each `python` for pybind11
+//! bindings, one abi3 build for torch-library bindings), kept to the `cuda`
+//! list when there is one, minus the excludes, sorted by CUDA, torch, then
+//! abi3 before the Pythons in numeric order — with each cell's nvcc, and the
+//! problems of the config that only the facts reveal.
 //!
-//! The torch suffix (`cu124-py311-torch29`) is added to every cell of a CUDA
-//! version that is paired with more than one torch after the excludes, and
-//! only there: counting per CUDA rather than over the whole matrix keeps the
-//! usual layout — one torch per toolkit, as in the demo (13.0 with 2.11, 12.4
-//! with 2.9) — at the short names `cu130-py313`, `cu124-abi3`, while names
+//! A cell serves a torch build: in `cu126-py313`, `cu126` is the CUDA of the
+//! torch wheel the cell's wheel is for (torch 2.7's), what a user matches
+//! with `pip install torch` or PyTorch's own `cu126` index — not necessarily
+//! the nvcc that compiles it. The nvcc is the newest available toolkit of
+//! the same CUDA major with a minor at most torch's
+//! ([`MatrixFacts::default_nvcc`]), unless `nvcc = { cu126 = "12.4" }` names
+//! one; the compatibility check ([`compat`](super::compat)) then checks it.
+//!
+//! The torch suffix (`cu130-py313-torch211`) is added to every cell of a
+//! CUDA that more than one torch serves after the excludes, and only there:
+//! one torch per CUDA keeps the short names (`cu126-py313`), while names
 //! that would collide always carry it. Adding or removing an exclude can
-//! therefore rename the cells of one CUDA version.
+//! therefore rename the cells of one CUDA.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
 use crate::spec::config::{BindingFlavour, Config};
-use crate::spec::target::Baseline;
+use crate::spec::document::Location;
+use crate::spec::facts::MatrixFacts;
+use crate::spec::python::PythonAbi;
 use crate::spec::version::{CudaVersion, PythonVersion, TorchVersion};
-use crate::wheel::{Tag, Version};
+use crate::wheel::Version;
 
 /// The oldest Python an abi3 cell's wheel is tagged for (`cp39-abi3`), as
 /// torch's `py_limited_api` builds use (`Py_LIMITED_API=0x03090000`).
 pub const ABI3_PYTHON: PythonVersion = PythonVersion::new(3, 9);
 
+/// The first torch whose stable ABI is versioned by `TORCH_TARGET_VERSION`
+/// (pytorch `docs/source/notes/libtorch_stable_abi.md`: "torch 2.10 is the
+/// first release that enforces this versioning"): the oldest torch a
+/// torch-stable cell serves.
+pub const STABLE_ABI_SINCE: TorchVersion = TorchVersion::new(2, 10);
+
 /// One wheel to build. Field order is the sort order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Cell {
+    /// The CUDA of the torch build the wheel serves (its `cuXYZ`).
     pub cuda: CudaVersion,
+    /// The torch the cell is built against; for a torch-stable cell the
+    /// oldest of its range, its `TORCH_TARGET_VERSION`.
     pub torch: TorchVersion,
-    /// `None` for the torch-library flavour's abi3 wheel.
-    pub python: Option<PythonVersion>,
+    /// `None` for the abi3 wheels (torch-library, torch-stable).
+    pub python: Option<PythonAbi>,
     pub flavour: BindingFlavour,
+    /// The toolkit whose nvcc compiles the kernels.
+    pub nvcc: CudaVersion,
     /// Whether the name ends in `-torch…` (see the module documentation).
     pub torch_in_name: bool,
 }
 
 impl Cell {
     pub fn name(&self) -> CellName {
+        if self.is_stable() {
+            return CellName {
+                cuda: CudaVersion::new(self.cuda.major, 0),
+                python: None,
+                torch: None,
+                stable: true,
+            };
+        }
         CellName {
             cuda: self.cuda,
             python: self.python,
             torch: self.torch_in_name.then_some(self.torch),
+            stable: false,
         }
     }
 
-    /// `pt211cu130`: the local version label of the cell's wheel, as
-    /// PyTorch's own extension wheels write it.
+    /// Whether the cell is a torch-stable wheel, serving a range of torches.
+    pub fn is_stable(&self) -> bool {
+        self.flavour == BindingFlavour::TorchStable
+    }
+
+    /// `pt27cu126`: the local version label of the cell's wheel, as
+    /// PyTorch's own extension wheels write it; `cu13` for a torch-stable
+    /// wheel, which serves every torch of its CUDA major from its target on.
     pub fn local_label(&self) -> String {
+        if self.is_stable() {
+            return format!("cu{}", self.cuda.major);
+        }
         format!("{}{}", self.torch.local_label(), self.cuda.label())
     }
 
-    /// The project's version with the cell's local label: `0.1.0+pt211cu130`.
+    /// The torch minors of `facts` whose releases the wheel claims to load
+    /// in: the cell's torch, or for a torch-stable cell every torch of the
+    /// facts with its CUDA major from its torch on.
+    pub fn claimed_torches(&self, facts: &MatrixFacts) -> BTreeSet<TorchVersion> {
+        if !self.is_stable() {
+            return BTreeSet::from([self.torch]);
+        }
+        facts
+            .torch
+            .iter()
+            .filter(|(torch, release)| {
+                release.cuda.major == self.cuda.major && **torch >= self.torch
+            })
+            .map(|(torch, _)| *torch)
+            .collect()
+    }
+
+    /// The wheel's torch requirement: `torch>=2.11,<2.12` (torch's C++ ABI
+    /// holds within one minor release), or `torch>=2.11` for torch-stable.
+    pub fn torch_requirement(&self) -> String {
+        let torch = self.torch;
+        if self.is_stable() {
+            return format!("torch>={}.{}", torch.major, torch.minor);
+        }
+        format!(
+            "torch>={}.{},<{}.{}",
+            torch.major,
+            torch.minor,
+            torch.major,
+            torch.minor + 1
+        )
+    }
+
+    /// The project's version with the cell's local label: `0.1.0+pt27cu126`.
     pub fn wheel_version(&self, project: &Version) -> Version {
         let text = format!("{}+{}", project.without_local(), self.local_label());
         // A public version plus an alphanumeric label is always a version.
@@ -65,24 +135,24 @@ impl Cell {
 
     /// `cp313`, or `cp39` for abi3.
     pub fn python_tag(&self) -> String {
-        self.python.unwrap_or(ABI3_PYTHON).cpython_tag()
+        match self.python {
+            Some(python) => python.interpreter_tag(),
+            None => ABI3_PYTHON.cpython_tag(),
+        }
     }
 
-    /// `cp313`, or `abi3`.
+    /// `cp313`, `cp313t`, or `abi3`.
     pub fn abi_tag(&self) -> String {
         match self.python {
-            Some(python) => python.cpython_tag(),
+            Some(python) => python.abi_tag(),
             None => "abi3".to_string(),
         }
     }
 
-    /// The wheel's one tag: `cp313-cp313-manylinux_2_31_x86_64`.
-    pub fn wheel_tag(&self, baseline: &Baseline) -> Tag {
-        Tag {
-            python: self.python_tag(),
-            abi: self.abi_tag(),
-            platform: baseline.platform_tag(),
-        }
+    /// `cp313-cp313`: the wheel's tag without its platform, which the
+    /// wheel's build computes from the linked module.
+    pub fn interpreter_abi(&self) -> String {
+        format!("{}-{}", self.python_tag(), self.abi_tag())
     }
 }
 
@@ -93,11 +163,13 @@ impl fmt::Display for Cell {
 }
 
 /// A cell for unit tests: pybind11 when it has a Python, torch-library (abi3)
-/// when not; never carrying the torch suffix.
+/// when not; built with nvcc `cuda`, serving it; never carrying the torch
+/// suffix.
 #[cfg(test)]
 pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
     Cell {
         cuda: cuda.parse().unwrap(),
+        nvcc: cuda.parse().unwrap(),
         torch: torch.parse().unwrap(),
         python: python.map(|python| python.parse().unwrap()),
         flavour: match python {
@@ -108,18 +180,52 @@ pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
     }
 }
 
-/// A cell's name: `cu130-py313`, `cu130-abi3`, `cu124-py311-torch29`.
+/// A config for unit tests: the demo's `[tool.cuwheel]` with `bindings`
+/// (the body of `[tool.cuwheel.bindings]`) and `matrix` (the body of
+/// `[tool.cuwheel.matrix]`, and any tables after it).
+#[cfg(test)]
+pub(crate) fn test_config(matrix: &str, bindings: &str) -> Config {
+    let text = format!(
+        r#"
+[project]
+name = "demo-ext"
+version = "0.1.0"
+
+[tool.cuwheel]
+module = "demo_ext._C"
+kernels = ["csrc/kernels/*.cu"]
+cuda-archs = ["8.0", "9.0+PTX"]
+baseline = "manylinux_2_31"
+
+[tool.cuwheel.bindings]
+{bindings}
+
+[tool.cuwheel.matrix]
+{matrix}
+"#
+    );
+    Config::parse(&text, std::path::Path::new("pyproject.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A cell's name: `cu130-py313`, `cu130-py313t`, `cu130-abi3`,
+/// `cu130-py311-torch213`, or `cu13-stable` (torch-stable: the CUDA major).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CellName {
+    /// For a torch-stable cell, only the major counts (minor 0).
     pub cuda: CudaVersion,
-    /// `None` for `abi3`.
-    pub python: Option<PythonVersion>,
+    /// `None` for `abi3` and `stable`.
+    pub python: Option<PythonAbi>,
     /// Present only when the name carries `-torch…`.
     pub torch: Option<TorchVersion>,
+    /// A torch-stable cell: `cu13-stable`.
+    pub stable: bool,
 }
 
 impl fmt::Display for CellName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.stable {
+            return write!(f, "cu{}-stable", self.cuda.major);
+        }
         f.write_str(&self.cuda.label())?;
         match self.python {
             Some(python) => write!(f, "-{}", python.label())?,
@@ -135,8 +241,8 @@ impl fmt::Display for CellName {
 /// Why a string is not a cell name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{input}` is not a cell name: {reason}; cell names look like cu130-py313, cu130-abi3 \
-     or cu124-py311-torch29 (`cuwheel plan` lists them)"
+    "`{input}` is not a cell name: {reason}; cell names look like cu130-py313, cu130-abi3, \
+     cu130-py311-torch213 or cu13-stable (`cuwheel plan` lists them)"
 )]
 pub struct CellNameError {
     pub input: String,
@@ -152,6 +258,23 @@ impl FromStr for CellName {
             reason,
         };
         let parts: Vec<&str> = input.split('-').collect();
+        if let [cuda, "stable"] = parts[..] {
+            let major = cuda
+                .strip_prefix("cu")
+                .filter(|m| !m.is_empty() && m.len() <= 2 && m.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|m| m.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    fail(format!(
+                        "`{cuda}` is not the CUDA major of a torch-stable cell, like cu13"
+                    ))
+                })?;
+            return Ok(CellName {
+                cuda: CudaVersion::new(major, 0),
+                python: None,
+                torch: None,
+                stable: true,
+            });
+        }
         let (cuda, target, torch) = match parts[..] {
             [cuda, target] => (cuda, target, None),
             [cuda, target, torch] => (cuda, target, Some(torch)),
@@ -175,10 +298,10 @@ impl FromStr for CellName {
             _ => Some(
                 target
                     .strip_prefix("py")
-                    .and_then(PythonVersion::from_compact)
+                    .and_then(PythonAbi::from_compact)
                     .ok_or_else(|| {
                         fail(format!(
-                            "`{target}` is neither abi3 nor a Python label like py313"
+                            "`{target}` is neither abi3 nor a Python label like py313 or py313t"
                         ))
                     })?,
             ),
@@ -196,41 +319,166 @@ impl FromStr for CellName {
             cuda,
             python,
             torch,
+            stable: false,
         })
     }
 }
 
-/// The cells of a config, and the excludes that removed nothing.
+/// A problem of the config that only the lock's facts reveal, where it is
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixProblem {
+    pub at: Location,
+    pub problem: String,
+    pub fix: String,
+}
+
+/// The cells of a config, and what the config says that matches nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expansion {
     /// Sorted.
     pub cells: Vec<Cell>,
-    /// Indices into `config.matrix.exclude`.
-    pub unmatched_excludes: Vec<usize>,
+    pub problems: Vec<MatrixProblem>,
 }
 
-/// Expands the matrix and applies the excludes; the compatibility rules are
-/// checked separately ([`compat`](super::compat)), so that an impossible
-/// cell is reported rather than silently dropped.
-pub fn expand(config: &Config) -> Expansion {
-    let matrix = &config.matrix;
-    let mut product = Vec::new();
-    for &cuda in &matrix.cuda {
-        for &torch in &matrix.torch {
-            for flavour in config.flavours() {
-                let pythons: Vec<Option<PythonVersion>> = match flavour {
-                    BindingFlavour::Pybind11 => matrix.python.iter().copied().map(Some).collect(),
-                    BindingFlavour::TorchLibrary => vec![None],
-                };
-                product.extend(pythons.into_iter().map(|python| Cell {
-                    cuda,
-                    torch,
-                    python,
-                    flavour,
-                    torch_in_name: false,
-                }));
-            }
+/// The torch minors the `torch` list resolves to with `facts`, and a problem
+/// for each entry that resolves to none.
+pub fn torch_minors(
+    config: &Config,
+    facts: &MatrixFacts,
+) -> (BTreeSet<TorchVersion>, Vec<MatrixProblem>) {
+    let mut minors = BTreeSet::new();
+    let mut problems = Vec::new();
+    let pythons: Vec<String> = config
+        .matrix
+        .python
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for selector in &config.matrix.torch {
+        let found: Vec<TorchVersion> = facts
+            .torch
+            .keys()
+            .filter(|minor| selector.value.contains(**minor))
+            .copied()
+            .collect();
+        if found.is_empty() {
+            let released: Vec<String> = facts.torch.keys().map(ToString::to_string).collect();
+            problems.push(MatrixProblem {
+                at: selector.at.clone(),
+                problem: format!(
+                    "torch {} has no release with a wheel for this platform{} on the package \
+                     index (as `cuwheel lock` read it){}",
+                    selector.value,
+                    if pythons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and Python {}", pythons.join(", "))
+                    },
+                    if released.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; the lock knows torch {}", released.join(", "))
+                    }
+                ),
+                fix: "name a released torch, or run `cuwheel lock` again if it was released since"
+                    .into(),
+            });
         }
+        minors.extend(found);
+    }
+    (minors, problems)
+}
+
+/// Expands the matrix with the lock's facts and applies the `cuda` list and
+/// the excludes; the compatibility rules are checked separately
+/// ([`compat`](super::compat)), so that an impossible cell is reported rather
+/// than silently dropped. A cell whose CUDA has no available toolkit gets
+/// its own CUDA as nvcc here, which the check then refuses.
+pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
+    let matrix = &config.matrix;
+    let (minors, mut problems) = torch_minors(config, facts);
+    let mut product = Vec::new();
+    for &torch in &minors {
+        let cuda = facts.torch[&torch].cuda;
+        let nvcc = match matrix.nvcc.get(&cuda) {
+            Some(named) => named.value,
+            None => facts.default_nvcc(cuda).unwrap_or(cuda),
+        };
+        for flavour in config.flavours() {
+            let pythons: Vec<Option<PythonAbi>> = match flavour {
+                BindingFlavour::Pybind11 => matrix.python.iter().copied().map(Some).collect(),
+                BindingFlavour::TorchLibrary => vec![None],
+                // One per CUDA major, added below.
+                BindingFlavour::TorchStable => Vec::new(),
+            };
+            product.extend(pythons.into_iter().map(|python| Cell {
+                cuda,
+                nvcc,
+                torch,
+                python,
+                flavour,
+                torch_in_name: false,
+            }));
+        }
+    }
+    if config.flavours().contains(&BindingFlavour::TorchStable) {
+        product.extend(stable_cells(config, facts, &minors));
+    }
+    // A module that only torch-stable bindings serve needs the stable ABI,
+    // whatever the cell's flavour.
+    product.retain(|cell| cell.torch >= STABLE_ABI_SINCE || !needs_stable_abi(config, cell));
+    let served: BTreeSet<CudaVersion> = product.iter().map(|cell| cell.cuda).collect();
+    let by_torch: BTreeMap<TorchVersion, CudaVersion> =
+        product.iter().map(|cell| (cell.torch, cell.cuda)).collect();
+    let torches_shown = by_torch
+        .iter()
+        .map(|(torch, cuda)| format!("torch {torch}: CUDA {cuda}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for cuda in &matrix.cuda {
+        if !served.contains(&cuda.value) {
+            problems.push(MatrixProblem {
+                at: cuda.at.clone(),
+                problem: format!(
+                    "no torch of the matrix is built for CUDA {} ({torches_shown}); a cell is \
+                     named for the CUDA of the torch build it serves, not for its nvcc",
+                    cuda.value
+                ),
+                fix: match served
+                    .iter()
+                    .find(|c| c.major == cuda.value.major && c.minor > cuda.value.minor)
+                {
+                    Some(newer) => format!(
+                        "list the CUDA of a torch in the matrix, or leave `cuda` out; to build \
+                         the {} cells with nvcc {}, write nvcc = {{ {} = \"{}\" }}",
+                        newer.label(),
+                        cuda.value,
+                        newer.label(),
+                        cuda.value
+                    ),
+                    None => "list the CUDA of a torch in the matrix, or leave `cuda` out".into(),
+                },
+            });
+        }
+    }
+    for (cuda, toolkit) in &matrix.nvcc {
+        if !served.contains(cuda) {
+            problems.push(MatrixProblem {
+                at: toolkit.at.clone(),
+                problem: format!(
+                    "no cell serves CUDA {cuda} ({torches_shown}), so this nvcc is used by none"
+                ),
+                fix: "key the entry by the label of cells the matrix has, or remove it".into(),
+            });
+        }
+    }
+    if !matrix.cuda.is_empty() {
+        product.retain(|cell| {
+            matrix.cuda.iter().any(|c| {
+                c.value == cell.cuda || (cell.is_stable() && c.value.major == cell.cuda.major)
+            })
+        });
     }
     let mut matched = vec![false; matrix.exclude.len()];
     product.retain(|cell| {
@@ -243,212 +491,117 @@ pub fn expand(config: &Config) -> Expansion {
         }
         keep
     });
+    for (exclude, matched) in matrix.exclude.iter().zip(matched) {
+        if !matched {
+            problems.push(MatrixProblem {
+                at: exclude.at.clone(),
+                problem: format!(
+                    "the exclude {} matches no cell of the matrix",
+                    exclude.value
+                ),
+                fix: format!(
+                    "check it for typos (a python key never matches the Python-less \
+                     torch-library cells; cuda is the CUDA a cell serves: {torches_shown}), or \
+                     remove it"
+                ),
+            });
+        }
+    }
     let mut torches_per_cuda: BTreeMap<CudaVersion, BTreeSet<TorchVersion>> = BTreeMap::new();
-    for cell in &product {
+    for cell in product.iter().filter(|cell| !cell.is_stable()) {
         torches_per_cuda
             .entry(cell.cuda)
             .or_default()
             .insert(cell.torch);
     }
-    for cell in &mut product {
+    for cell in product.iter_mut().filter(|cell| !cell.is_stable()) {
         cell.torch_in_name = torches_per_cuda[&cell.cuda].len() > 1;
     }
     product.sort();
+    let stable_only = config.flavours() == [BindingFlavour::TorchStable];
+    if product.is_empty() && problems.is_empty() && stable_only {
+        if let Some(last) = config.matrix.torch.last() {
+            let shown: Vec<String> = minors.iter().map(ToString::to_string).collect();
+            problems.push(MatrixProblem {
+                at: last.at.clone(),
+                problem: format!(
+                    "the project's bindings are torch-stable only, which needs torch \
+                     {STABLE_ABI_SINCE} or later (the first with a versioned stable ABI), and the \
+                     matrix's torches are {}",
+                    shown.join(", ")
+                ),
+                fix: format!(
+                    "add a torch >= {STABLE_ABI_SINCE} to the matrix, or give the modules \
+                     torch-library or pybind11 bindings"
+                ),
+            });
+        }
+    }
+    if product.is_empty() && problems.is_empty() {
+        let at = config
+            .matrix
+            .exclude
+            .last()
+            .map(|last| last.at.clone())
+            .or_else(|| config.matrix.cuda.last().map(|last| last.at.clone()))
+            .unwrap_or_else(|| Location {
+                key: "tool.cuwheel.matrix".into(),
+                line: 1,
+                column: 1,
+            });
+        problems.push(MatrixProblem {
+            at,
+            problem: "the `cuda` list and the excludes remove every cell of the matrix".into(),
+            fix: "remove or narrow them".into(),
+        });
+    }
     Expansion {
         cells: product,
-        unmatched_excludes: (0..matched.len())
-            .filter(|&index| !matched[index])
-            .collect(),
+        problems,
     }
+}
+
+/// The torch-stable cells: per CUDA major of the matrix's torches, one
+/// built against the oldest of them with the stable ABI (see the module
+/// documentation).
+fn stable_cells(
+    config: &Config,
+    facts: &MatrixFacts,
+    minors: &BTreeSet<TorchVersion>,
+) -> Vec<Cell> {
+    let mut oldest: BTreeMap<u32, TorchVersion> = BTreeMap::new();
+    for &torch in minors.iter().filter(|torch| **torch >= STABLE_ABI_SINCE) {
+        let major = facts.torch[&torch].cuda.major;
+        oldest.entry(major).or_insert(torch);
+    }
+    oldest
+        .into_values()
+        .map(|torch| {
+            let cuda = facts.torch[&torch].cuda;
+            Cell {
+                cuda,
+                nvcc: match config.matrix.nvcc.get(&cuda) {
+                    Some(named) => named.value,
+                    None => facts.default_nvcc(cuda).unwrap_or(cuda),
+                },
+                torch,
+                python: None,
+                flavour: BindingFlavour::TorchStable,
+                torch_in_name: false,
+            }
+        })
+        .collect()
+}
+
+/// Whether some module of the cell can be built only with torch-stable
+/// bindings.
+fn needs_stable_abi(config: &Config, cell: &Cell) -> bool {
+    config.modules.iter().any(|module| {
+        BindingFlavour::serving(cell.flavour, &module.flavours())
+            == Some(BindingFlavour::TorchStable)
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::spec::config::Exclude;
-
-    fn config(matrix: &str, bindings: &str) -> Config {
-        let text = format!(
-            r#"
-[project]
-name = "demo-ext"
-version = "0.1.0"
-
-[tool.cuwheel]
-module = "demo_ext._C"
-kernels = ["csrc/kernels/*.cu"]
-cuda-archs = ["8.0", "9.0+PTX"]
-baseline = "manylinux_2_31"
-
-[tool.cuwheel.bindings]
-{bindings}
-
-[tool.cuwheel.matrix]
-{matrix}
-"#
-        );
-        Config::parse(&text, Path::new("pyproject.toml")).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    const BOTH: &str = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";
-
-    fn names(config: &Config) -> Vec<String> {
-        expand(config)
-            .cells
-            .iter()
-            .map(|cell| cell.to_string())
-            .collect()
-    }
-
-    #[test]
-    fn demo_matrix_of_issue_5_has_the_short_names() {
-        let demo = config(
-            r#"cuda = ["13.0", "12.4"]
-python = ["3.11", "3.13", "3.14"]
-torch = ["2.11", "2.9"]
-exclude = [{ cuda = "13.0", torch = "2.9" }, { cuda = "12.4", torch = "2.11" }]"#,
-            BOTH,
-        );
-        assert_eq!(
-            names(&demo),
-            [
-                "cu124-abi3",
-                "cu124-py311",
-                "cu124-py313",
-                "cu124-py314",
-                "cu130-abi3",
-                "cu130-py311",
-                "cu130-py313",
-                "cu130-py314"
-            ]
-        );
-        let cells = expand(&demo).cells;
-        let cu124 = cells[0];
-        assert_eq!(cu124.torch, "2.9".parse().unwrap());
-        assert_eq!(cu124.flavour, BindingFlavour::TorchLibrary);
-        assert_eq!(cells[7].torch, "2.11".parse().unwrap());
-    }
-
-    #[test]
-    fn torch_suffix_appears_where_a_cuda_has_two_torches() {
-        let matrix = config(
-            r#"cuda = ["13.0", "12.4"]
-python = ["3.11"]
-torch = ["2.11", "2.9"]
-exclude = [{ cuda = "13.0", torch = "2.9" }]"#,
-            "pybind11 = [\"csrc/bindings.cpp\"]",
-        );
-        assert_eq!(
-            names(&matrix),
-            ["cu124-py311-torch29", "cu124-py311-torch211", "cu130-py311"]
-        );
-    }
-
-    #[test]
-    fn pythons_sort_numerically_and_abi3_first() {
-        let matrix = config(
-            "cuda = [\"13.0\"]\npython = [\"3.14\", \"3.10\", \"3.9\"]\ntorch = [\"2.11\"]",
-            BOTH,
-        );
-        assert_eq!(
-            names(&matrix),
-            ["cu130-abi3", "cu130-py39", "cu130-py310", "cu130-py314"]
-        );
-    }
-
-    #[test]
-    fn excludes_match_on_all_given_keys_and_report_unused_ones() {
-        let mut matrix = config(
-            r#"cuda = ["13.0", "12.8"]
-python = ["3.11", "3.13"]
-torch = ["2.11"]
-exclude = [
-  { cuda = "12.8", python = "3.13" },
-  { binding = "torch-library", cuda = "13.0" },
-]"#,
-            BOTH,
-        );
-        assert_eq!(
-            names(&matrix),
-            ["cu128-abi3", "cu128-py311", "cu130-py311", "cu130-py313"]
-        );
-        assert!(expand(&matrix).unmatched_excludes.is_empty());
-        // A python key never matches an abi3 cell, so this removes nothing.
-        let mut unused = matrix.matrix.exclude[0].clone();
-        unused.value = Exclude {
-            python: Some("3.11".parse().unwrap()),
-            binding: Some(BindingFlavour::TorchLibrary),
-            ..Exclude::default()
-        };
-        matrix.matrix.exclude.push(unused);
-        assert_eq!(expand(&matrix).unmatched_excludes, [2]);
-    }
-
-    #[test]
-    fn cell_identity_for_wheels() {
-        let cell = Cell {
-            cuda: "13.0".parse().unwrap(),
-            torch: "2.11".parse().unwrap(),
-            python: Some("3.13".parse().unwrap()),
-            flavour: BindingFlavour::Pybind11,
-            torch_in_name: false,
-        };
-        let baseline: Baseline = "manylinux_2_31".parse().unwrap();
-        assert_eq!(cell.local_label(), "pt211cu130");
-        let version = cell.wheel_version(&Version::parse("0.1.0").unwrap());
-        assert_eq!(version.to_string(), "0.1.0+pt211cu130");
-        assert_eq!(
-            cell.wheel_tag(&baseline).to_string(),
-            "cp313-cp313-manylinux_2_31_x86_64"
-        );
-        let abi3 = Cell {
-            python: None,
-            flavour: BindingFlavour::TorchLibrary,
-            torch_in_name: true,
-            ..cell
-        };
-        assert_eq!(
-            abi3.wheel_tag(&baseline).to_string(),
-            "cp39-abi3-manylinux_2_31_x86_64"
-        );
-        assert_eq!(abi3.to_string(), "cu130-abi3-torch211");
-    }
-
-    #[test]
-    fn cell_names_parse_back() {
-        for name in [
-            "cu130-py313",
-            "cu130-abi3",
-            "cu124-py311-torch29",
-            "cu124-abi3-torch211",
-            "cu92-py39",
-        ] {
-            assert_eq!(name.parse::<CellName>().unwrap().to_string(), name);
-        }
-        let parsed: CellName = "cu124-py311-torch29".parse().unwrap();
-        assert_eq!(parsed.cuda, "12.4".parse().unwrap());
-        assert_eq!(parsed.python, Some("3.11".parse().unwrap()));
-        assert_eq!(parsed.torch, Some("2.9".parse().unwrap()));
-    }
-
-    #[test]
-    fn bad_cell_names_say_which_part_is_wrong() {
-        for (name, says) in [
-            ("cu130", "1 `-`-separated parts"),
-            ("cu1-py313", "`cu1` is not a CUDA label"),
-            ("cuda130-py313", "`cuda130` is not a CUDA label"),
-            ("cu130-cp313", "`cp313` is neither abi3"),
-            ("cu130-py3", "`py3` is neither abi3"),
-            ("cu130-py313-pt211", "`pt211` is not a torch label"),
-            ("cu130-py313-torch211-x", "4 `-`-separated parts"),
-            ("cu0130-py313", "`cu0130`"),
-        ] {
-            let err = name.parse::<CellName>().unwrap_err();
-            let shown = err.to_string();
-            assert!(shown.contains(says), "{name}: {shown}");
-            assert!(shown.contains("cuwheel plan"), "{shown}");
-        }
-    }
-}
+#[path = "matrix_tests.rs"]
+mod tests;

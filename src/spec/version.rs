@@ -80,7 +80,7 @@ pub struct Torch;
 
 /// A CUDA toolkit or runtime version (`13.0`); `cuwheel lock` picks the patch.
 pub type CudaVersion = MajorMinor<Cuda>;
-/// A CPython version (`3.13`); free-threaded builds are not supported.
+/// A CPython version (`3.13`); [`PythonAbi`] adds the free-threaded builds.
 pub type PythonVersion = MajorMinor<Python>;
 /// A torch release series (`2.11`); `cuwheel lock` picks the patch.
 pub type TorchVersion = MajorMinor<Torch>;
@@ -100,8 +100,8 @@ impl VersionKind for Python {
         let plain = text.strip_suffix('t')?;
         plain.parse::<PythonVersion>().ok()?;
         Some(InvalidValue::new(
-            format!("`{text}` is a free-threaded Python, which cuwheel does not build for yet"),
-            format!("use \"{plain}\" (free-threaded Pythons cannot load abi3 wheels either)"),
+            format!("`{text}` is a free-threaded Python, which is not a plain version"),
+            format!("write \"{plain}\" here"),
         ))
     }
 }

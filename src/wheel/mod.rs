@@ -4,7 +4,8 @@
 //! [`tags`] compatibility tags, [`filename`] wheel file names, [`metadata`]
 //! METADATA and WHEEL, [`record`] RECORD; [`writer`] writes a wheel
 //! deterministically and [`reader`] opens and verifies any wheel;
-//! [`member_path`] is the path rule both share.
+//! [`member_path`] is the path rule both share; [`platform`] chooses the
+//! platform tag of a wheel cuwheel builds.
 
 pub mod filename;
 pub mod member_path;
@@ -12,6 +13,7 @@ pub mod metadata;
 pub mod pep440;
 pub mod pep503;
 pub mod pep508;
+pub mod platform;
 pub mod problems;
 pub mod reader;
 pub mod record;
@@ -25,6 +27,7 @@ pub use member_path::check_member_path;
 pub use metadata::{CoreMetadata, MetadataError, MetadataFile, WheelInfo};
 pub use pep440::{LocalSegment, PreRelease, PreReleaseKind, Version, VersionError};
 pub use pep503::{NameError, ProjectName, normalize_name, wheel_name_form};
+pub use platform::PlatformRule;
 pub use problems::{MemberDigest, ProblemKind, Record, WheelProblem};
 pub use reader::{Member, WheelArchive, WheelError, WheelFile};
 pub use record::{FileHash, RecordEntry, RecordError, RecordHasher, parse_record, write_record};

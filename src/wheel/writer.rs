@@ -221,6 +221,12 @@ impl WheelBuilder {
         }
     }
 
+    /// Replaces the tags (the file name's and WHEEL's): for a platform tag
+    /// computed from the members themselves.
+    pub fn set_tags(&mut self, tags: TagSet) {
+        self.tags = tags;
+    }
+
     /// Adds one member. Extra metadata files (licences, provenance) go
     /// under the wheel's `.dist-info/` directory.
     pub fn add_member(

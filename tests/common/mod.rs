@@ -259,7 +259,7 @@ pub fn cache_export(cache: &Path, secret: &Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Builds the demo's `cu130-py313` wheel in `store` with `options` (a
+/// Builds the demo's `cu130-py313-torch211` wheel in `store` with `options` (a
 /// binary cache as its substituter), and checks that Nix built only the
 /// plan and the cell's own nodes — toolchains, kernel objects and the driver
 /// came from the cache — and that the wheel is byte-identical to the one in
@@ -273,16 +273,16 @@ pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Pat
         store.url(),
     ];
     args.extend(options.iter().cloned());
-    args.push(flake::installable("wheels.cu130-py313"));
+    args.push(flake::installable("wheels.cu130-py313-torch211"));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = flake::nix_ok(&args);
     let log = String::from_utf8_lossy(&out.stderr);
     let expected: std::collections::BTreeSet<String> = [
         "cuwheel-plan.json",
-        "binding-cuda130-py313",
-        "link-cu130-py313",
-        "wheel-cu130-py313",
-        "audit-cu130-py313",
+        "binding-cuda130-torch211-py313",
+        "link-cu130-py313-torch211",
+        "wheel-cu130-py313-torch211",
+        "audit-cu130-py313-torch211",
     ]
     .iter()
     .map(|s| s.to_string())

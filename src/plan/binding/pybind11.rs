@@ -2,8 +2,8 @@
 //! only (`_C.cpython-313-x86_64-linux-gnu.so` in a `cp313-cp313` wheel),
 //! linked with `torch_python` as torch's `BuildExtension` links it.
 
-use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonVersion};
+use crate::plan::binding::{FlavourPlan, build_extension_libraries};
+use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
 pub struct Pybind11;
 
@@ -16,21 +16,18 @@ impl FlavourPlan for Pybind11 {
         true
     }
 
-    fn defines(&self) -> Vec<String> {
+    fn defines(&self, _: TorchVersion) -> Vec<String> {
         Vec::new()
     }
 
-    fn torch_libraries(&self) -> &'static [&'static str] {
-        &["torch_python"]
+    fn torch_link(&self, cuda: bool) -> Vec<String> {
+        build_extension_libraries(&["torch_python"], cuda)
     }
 
     /// As setuptools names extension modules.
-    fn module_file(&self, leaf: &str, python: Option<PythonVersion>) -> String {
+    fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String {
         match python {
-            Some(python) => format!(
-                "{leaf}.cpython-{}{}-x86_64-linux-gnu.so",
-                python.major, python.minor
-            ),
+            Some(python) => format!("{leaf}.{}.so", python.extension_tag()),
             None => unreachable!("a pybind11 module is built for one Python"),
         }
     }

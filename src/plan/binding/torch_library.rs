@@ -7,8 +7,8 @@
 //! any other, and not linked with `torch_python`, which is built for one
 //! Python.
 
-use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonVersion};
+use crate::plan::binding::{FlavourPlan, build_extension_libraries};
+use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
 /// The limited API version of abi3 bindings: Python 3.9, the `cp39` of
 /// their wheels' tag.
@@ -25,15 +25,15 @@ impl FlavourPlan for TorchLibrary {
         false
     }
 
-    fn defines(&self) -> Vec<String> {
+    fn defines(&self, _: TorchVersion) -> Vec<String> {
         vec![format!("-DPy_LIMITED_API={LIMITED_API}")]
     }
 
-    fn torch_libraries(&self) -> &'static [&'static str] {
-        &[]
+    fn torch_link(&self, cuda: bool) -> Vec<String> {
+        build_extension_libraries(&[], cuda)
     }
 
-    fn module_file(&self, leaf: &str, _: Option<PythonVersion>) -> String {
+    fn module_file(&self, leaf: &str, _: Option<PythonAbi>) -> String {
         format!("{leaf}.abi3.so")
     }
 }

@@ -31,14 +31,15 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
+use crate::spec::archs::CudaArchs;
 use crate::spec::document::{ConfigError, Located, Reader, Table};
 use crate::spec::glob::Pattern;
-use crate::spec::target::{Baseline, CudaArch};
+use crate::spec::target::Baseline;
 use crate::wheel::{ProjectName, Version};
 
 pub use flags::Define;
 pub use flavour::BindingFlavour;
-pub use matrix::{Exclude, MatrixConfig};
+pub use matrix::{ARCHIVE_SUFFIXES, Exclude, HeaderArchive, MatrixConfig};
 pub use metadata::{License, Person, ProjectMetadata, Readme};
 pub use modules::{Compile, ExtensionModule, Link, Module};
 
@@ -56,7 +57,8 @@ pub struct Config {
     pub metadata: ProjectMetadata,
     /// The extension modules, in the order written; at least one.
     pub modules: Vec<Module>,
-    pub cuda_archs: Vec<CudaArch>,
+    /// The GPU archs of each toolkit.
+    pub cuda_archs: CudaArchs,
     pub baseline: Baseline,
     /// The package directories shipped in every wheel, relative to the
     /// project; empty means each module's top-level package directory,
@@ -129,9 +131,6 @@ impl Config {
             entries: document.get_ref(),
         };
         let config = reader.config(&root);
-        if let Some(config) = &config {
-            reader.check_expansion(config);
-        }
         match config {
             Some(config) if reader.problems.is_empty() => Ok(config),
             _ => Err(reader.into_error()),
@@ -165,23 +164,8 @@ impl Reader<'_> {
             .as_ref()
             .is_none_or(|modules| modules.iter().any(|m| m.cuda));
         let cuda_archs = match (cuwheel.get("cuda-archs"), needs_archs) {
-            (None, false) => Some(Vec::new()),
-            (None, true) => self
-                .required(
-                    &cuwheel,
-                    "cuda-archs",
-                    "list the GPU archs, like cuda-archs = [\"8.0\", \"9.0+PTX\"]",
-                )
-                .map(|_| Vec::new()),
-            (Some(field), _) => self
-                .list(
-                    &field,
-                    "[\"8.0\", \"9.0+PTX\"]",
-                    true,
-                    str::parse,
-                    |a: &CudaArch, b| (a.major, a.minor) == (b.major, b.minor),
-                )
-                .map(|archs| archs.into_iter().map(|arch| arch.value).collect()),
+            (None, false) => Some(CudaArchs::uniform(Vec::new())),
+            _ => self.cuda_archs(&cuwheel),
         };
         let baseline = self
             .required(
@@ -225,7 +209,7 @@ impl Reader<'_> {
             .required(
                 &cuwheel,
                 "matrix",
-                "add a [tool.cuwheel.matrix] table with cuda, python and torch lists",
+                "add a [tool.cuwheel.matrix] table with torch and python lists",
             )
             .and_then(|field| self.table(&field, "write [tool.cuwheel.matrix] as a table"))
             .and_then(|matrix| self.matrix(&matrix, flavours.as_deref()));

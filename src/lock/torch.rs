@@ -1,0 +1,477 @@
+//! Facts about torch releases, read from the wheels the package index
+//! resolves rather than kept in a table: which minors a `torch` range
+//! covers, the CUDA runtime each minor's Linux wheels require, the CPython
+//! builds it has wheels for and their platform tag.
+//!
+//! In: the matrix's torch selectors and Pythons, and pip (its listing of
+//! torch releases, and its resolution of `torch==X.Y.*` for each Python,
+//! whose report carries each wheel's file name, sha256 and Requires-Dist).
+//! Out: a [`TorchRelease`] per minor, for the lock's `facts`. The reading of
+//! the metadata ([`cuda_runtime`], [`release`]) is pure.
+//!
+//! The CUDA runtime is read from the pins torch's wheels carry: torch 2.7
+//! to 2.10 require `nvidia-cuda-runtime-cu12==12.6.77` (or 12.8.90), torch
+//! 2.11 and later `cuda-toolkit[...]==13.0.2` (13.2.2 for 2.15); torch 2.6
+//! writes the same pins in parentheses (`nvidia-cuda-runtime-cu12
+//! (==12.4.127)`). Requirements behind an `extra ==` marker are not the
+//! default wheel's and are ignored.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Context, Result, bail};
+
+use super::pip::{Pip, ResolvedWheel, Target};
+use crate::audit::manylinux::{self, TagPolicy};
+use crate::spec::{
+    Baseline, Config, CudaVersion, PythonAbi, PythonVersion, TorchRelease, TorchSelector,
+    TorchVersion, TorchWheel,
+};
+use crate::wheel::WheelFilename;
+
+/// The Python torch is resolved for when the matrix lists none (a project
+/// with torch-library bindings only): every torch from 2.6 on has cp312 wheels.
+pub const PROBE_PYTHON: PythonVersion = PythonVersion::new(3, 12);
+
+/// The Pythons torch is resolved for: the matrix's, else [`PROBE_PYTHON`].
+pub fn probe_pythons(config: &Config) -> Vec<PythonAbi> {
+    if config.matrix.python.is_empty() {
+        vec![PythonAbi::regular(PROBE_PYTHON)]
+    } else {
+        config.matrix.python.clone()
+    }
+}
+
+/// The CUDA runtime a torch wheel requires, and the requirement it was read
+/// from: `cuda-toolkit[…]==X.Y.Z`, `nvidia-cuda-runtime==X.Y.Z` or
+/// `nvidia-cuda-runtime-cuNN==X.Y.Z`. `Err` when it names none, or two
+/// that disagree.
+pub fn cuda_runtime(requires_dist: &[String]) -> Result<(CudaVersion, String), String> {
+    let mut found: Vec<(CudaVersion, String)> = Vec::new();
+    for requirement in requires_dist {
+        let (spec, marker) = match requirement.split_once(';') {
+            Some((spec, marker)) => (spec.trim(), marker),
+            None => (requirement.trim(), ""),
+        };
+        if marker.contains("extra") {
+            continue;
+        }
+        let name_end = spec
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+            .unwrap_or(spec.len());
+        let name = crate::wheel::pep503::normalize_name(&spec[..name_end]);
+        let is_runtime = name == "cuda-toolkit"
+            || name == "nvidia-cuda-runtime"
+            || name
+                .strip_prefix("nvidia-cuda-runtime-cu")
+                .is_some_and(|major| {
+                    !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit())
+                });
+        if !is_runtime {
+            continue;
+        }
+        let rest = &spec[name_end..];
+        let rest = match rest.find(']') {
+            Some(close) if rest.trim_start().starts_with('[') => &rest[close + 1..],
+            _ => rest,
+        };
+        let pinned = rest
+            .trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .trim()
+            .strip_prefix("==")
+            .map(str::trim);
+        let Some(version) = pinned else {
+            return Err(format!(
+                "`{}` does not pin one release (==X.Y.Z), so the CUDA it was built for is unknown",
+                requirement.trim()
+            ));
+        };
+        let mut parts = version.split('.');
+        let cuda = match (parts.next(), parts.next()) {
+            (Some(major), Some(minor)) => format!("{major}.{minor}").parse::<CudaVersion>().ok(),
+            _ => None,
+        };
+        let Some(cuda) = cuda else {
+            return Err(format!(
+                "`{}` pins `{version}`, which is not a CUDA version",
+                requirement.trim()
+            ));
+        };
+        found.push((cuda, spec.to_string()));
+    }
+    found.sort();
+    found.dedup_by(|a, b| a.0 == b.0);
+    match &found[..] {
+        [one] => Ok(one.clone()),
+        [] => Err(
+            "its Requires-Dist pins no CUDA runtime (cuda-toolkit, nvidia-cuda-runtime or \
+             nvidia-cuda-runtime-cuNN), so it is not a CUDA build of torch"
+                .to_string(),
+        ),
+        several => Err(format!(
+            "its Requires-Dist pins several CUDA runtimes: {}",
+            several
+                .iter()
+                .map(|(_, from)| from.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The C++ standard torch's headers require, from their own check in
+/// `ATen/ATen.h` (torch 2.13 and later: `#error C++20 or later compatible
+/// compiler is required`, on `__cplusplus < 202002L`; before, C++17).
+pub fn required_standard(aten_h: &str) -> &'static str {
+    if aten_h.contains("__cplusplus < 202002L") {
+        "c++20"
+    } else {
+        "c++17"
+    }
+}
+
+/// The most compatible platform tag of a wheel, by the manylinux policies'
+/// priority (`manylinux_2_28_x86_64`); `None` when no tag is manylinux x86_64.
+fn best_platform(file: &str) -> Option<(u32, String)> {
+    let parsed = WheelFilename::parse(file).ok()?;
+    parsed
+        .tags
+        .expand()
+        .into_iter()
+        .filter_map(
+            |tag| match manylinux::policies().for_platform_tag(&tag.platform) {
+                TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => {
+                    Some((policy.priority, policy.tag()))
+                }
+                TagPolicy::NotJudged => None,
+            },
+        )
+        .max()
+}
+
+/// One minor's facts from the wheels pip chose for each Python (and the
+/// Pythons it found none for). `Err` names the wheel whose metadata cannot
+/// be read.
+pub fn release(
+    minor: TorchVersion,
+    wheels: &BTreeMap<PythonAbi, ResolvedWheel>,
+    missing: BTreeSet<PythonAbi>,
+) -> Result<TorchRelease> {
+    let mut cuda: Option<(CudaVersion, String)> = None;
+    let mut platform: Option<(u32, String)> = None;
+    for wheel in wheels.values() {
+        let read = cuda_runtime(&wheel.requires_dist)
+            .map_err(|problem| anyhow::anyhow!("torch wheel {}: {problem}", wheel.file))?;
+        match &cuda {
+            Some((known, from)) if *known != read.0 => bail!(
+                "torch {minor}'s wheels disagree on their CUDA: {} requires CUDA {} ({}), another \
+                 CUDA {known} ({from}); cuwheel cannot name these cells",
+                wheel.file,
+                read.0,
+                read.1
+            ),
+            Some(_) => {}
+            None => cuda = Some(read),
+        }
+        let best = best_platform(&wheel.file).with_context(|| {
+            format!(
+                "torch wheel {} has no manylinux x86_64 platform tag",
+                wheel.file
+            )
+        })?;
+        // The release caps its extensions at what all its wheels allow.
+        if platform.as_ref().is_none_or(|known| best.0 < known.0) {
+            platform = Some(best);
+        }
+    }
+    let (Some((cuda, cuda_from)), Some((_, platform))) = (cuda, platform) else {
+        bail!("torch {minor} has no wheel for any of the matrix's Pythons");
+    };
+    let version = wheels
+        .values()
+        .map(|wheel| wheel.version.clone())
+        .max_by(|a, b| compare_release(a, b))
+        .unwrap_or_default();
+    Ok(TorchRelease {
+        version,
+        cuda,
+        cuda_from,
+        platform,
+        wheels: wheels
+            .iter()
+            .map(|(python, wheel)| {
+                (
+                    *python,
+                    TorchWheel {
+                        version: wheel.version.clone(),
+                        file: wheel.file.clone(),
+                        sha256: wheel.sha256.clone(),
+                    },
+                )
+            })
+            .collect(),
+        missing,
+    })
+}
+
+/// `2.7.10` after `2.7.9`: numeric parts compared as numbers.
+fn compare_release(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    parts(a).cmp(&parts(b))
+}
+
+/// The minor of a release string (`2.15.0` → 2.15).
+fn minor_of(version: &str) -> Option<TorchVersion> {
+    let mut parts = version.split('.');
+    format!("{}.{}", parts.next()?, parts.next()?).parse().ok()
+}
+
+/// Every minor the selectors name, given the releases listed per Python.
+pub fn minors(selectors: &[TorchSelector], listed: &[String]) -> BTreeSet<TorchVersion> {
+    let mut minors: BTreeSet<TorchVersion> = selectors
+        .iter()
+        .filter_map(|selector| match selector {
+            TorchSelector::Minor(minor) => Some(*minor),
+            TorchSelector::Range(_) => None,
+        })
+        .collect();
+    for minor in listed.iter().filter_map(|v| minor_of(v)) {
+        if selectors
+            .iter()
+            .any(|s| matches!(s, TorchSelector::Range(_)) && s.contains(minor))
+        {
+            minors.insert(minor);
+        }
+    }
+    minors
+}
+
+/// Resolves the matrix's torch minors through pip (see the module
+/// documentation); `progress` is told what runs.
+pub fn probe(
+    pip: &Pip,
+    config: &Config,
+    baseline: &Baseline,
+    progress: &dyn Fn(&str),
+) -> Result<BTreeMap<TorchVersion, TorchRelease>> {
+    let pythons = probe_pythons(config);
+    let selectors: Vec<TorchSelector> = config.matrix.torch.iter().map(|s| s.value).collect();
+    let mut listed = Vec::new();
+    if selectors
+        .iter()
+        .any(|s| matches!(s, TorchSelector::Range(_)))
+    {
+        for python in &pythons {
+            progress(&format!("listing torch releases (Python {python})"));
+            listed.extend(pip.index_versions("torch", &Target::for_abi(*python, baseline))?);
+        }
+    }
+    let mut releases = BTreeMap::new();
+    for minor in minors(&selectors, &listed) {
+        let requirement = format!("torch=={minor}.*");
+        let mut wheels = BTreeMap::new();
+        let mut missing = BTreeSet::new();
+        for python in &pythons {
+            progress(&format!("resolving {requirement} (Python {python})"));
+            let target = Target::for_abi(*python, baseline);
+            match pip.resolve_if_any(&requirement, &target, false)? {
+                None => {
+                    missing.insert(*python);
+                }
+                Some(mut resolved) => match (resolved.pop(), resolved.is_empty()) {
+                    (Some(wheel), true) => {
+                        wheels.insert(*python, wheel);
+                    }
+                    _ => bail!("pip's resolution of {requirement} did not give exactly one wheel"),
+                },
+            }
+        }
+        if wheels.is_empty() {
+            // Not released for this platform: the spec says so where the
+            // config names it.
+            continue;
+        }
+        releases.insert(minor, release(minor, &wheels, missing)?);
+    }
+    Ok(releases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wheel(file: &str, version: &str, requires: &[&str]) -> ResolvedWheel {
+        ResolvedWheel {
+            name: "torch".into(),
+            version: version.into(),
+            file: file.into(),
+            sha256: "ab".repeat(32),
+            requires_dist: requires.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    fn cuda(text: &str) -> CudaVersion {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn reads_the_cuda_of_every_generation_of_torch_wheels() {
+        // As the wheels on the index write them (torch 2.6, 2.7, 2.12, 2.15).
+        let cases = [
+            (
+                "nvidia-cuda-runtime-cu12 (==12.4.127) ; platform_system == \"Linux\" and platform_machine == \"x86_64\"",
+                "12.4",
+            ),
+            (
+                "nvidia-cuda-runtime-cu12==12.6.77; platform_system == \"Linux\" and platform_machine == \"x86_64\"",
+                "12.6",
+            ),
+            (
+                "cuda-toolkit[cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.0.2; platform_system == \"Linux\"",
+                "13.0",
+            ),
+            (
+                "cuda-toolkit[cublas,cudart]==13.2.2; platform_system == \"Linux\"",
+                "13.2",
+            ),
+        ];
+        for (requirement, expected) in cases {
+            let requires = vec![
+                "filelock".to_string(),
+                "cuda-bindings<14,>=13.0.3; platform_system == \"Linux\"".to_string(),
+                requirement.to_string(),
+                "nvidia-cuda-nvrtc-cu12==12.6.77".to_string(),
+            ];
+            let (found, from) = cuda_runtime(&requires).unwrap();
+            assert_eq!(found, cuda(expected), "{requirement}");
+            assert!(requirement.starts_with(from.as_str()), "{from}");
+        }
+    }
+
+    #[test]
+    fn refuses_wheels_without_one_cuda_pin() {
+        let err = cuda_runtime(&["filelock".into(), "sympy>=1.13".into()]).unwrap_err();
+        assert!(err.contains("not a CUDA build"), "{err}");
+        let err = cuda_runtime(&["nvidia-cuda-runtime-cu12>=12.6".into()]).unwrap_err();
+        assert!(err.contains("does not pin one release"), "{err}");
+        let err = cuda_runtime(&[
+            "nvidia-cuda-runtime-cu12==12.6.77".into(),
+            "cuda-toolkit[cudart]==13.0.2".into(),
+        ])
+        .unwrap_err();
+        assert!(err.contains("several CUDA runtimes"), "{err}");
+        // An optional extra is not the default wheel's runtime.
+        let (found, _) = cuda_runtime(&[
+            "cuda-toolkit[cudart]==13.0.2".into(),
+            "nvidia-cuda-runtime-cu12==12.8.90; extra == \"cu12\"".into(),
+        ])
+        .unwrap();
+        assert_eq!(found, cuda("13.0"));
+    }
+
+    /// A torch released after this cuwheel, pinned to a CUDA no table
+    /// names: its facts come from its metadata alone.
+    #[test]
+    fn a_future_torch_is_read_from_its_metadata_alone() {
+        let py = |t: &str| t.parse::<PythonAbi>().unwrap();
+        let requires = ["cuda-toolkit[cublas,cudart,nvrtc]==13.9.1; platform_system == \"Linux\""];
+        let wheels = BTreeMap::from([
+            (
+                py("3.13"),
+                wheel(
+                    "torch-2.20.1-cp313-cp313-manylinux_2_28_x86_64.whl",
+                    "2.20.1",
+                    &requires,
+                ),
+            ),
+            (
+                py("3.14"),
+                wheel(
+                    "torch-2.20.1-cp314-cp314-manylinux_2_28_x86_64.whl",
+                    "2.20.1",
+                    &requires,
+                ),
+            ),
+        ]);
+        let minor: TorchVersion = "2.20".parse().unwrap();
+        let found = release(minor, &wheels, BTreeSet::from([py("3.12")])).unwrap();
+        assert_eq!(found.version, "2.20.1");
+        assert_eq!(found.cuda, cuda("13.9"));
+        assert_eq!(found.platform, "manylinux_2_28_x86_64");
+        assert_eq!(found.missing, BTreeSet::from([py("3.12")]));
+        assert_eq!(found.wheels[&py("3.14")].file, wheels[&py("3.14")].file);
+    }
+
+    #[test]
+    fn the_platform_is_what_every_wheel_allows() {
+        let py = |t: &str| t.parse::<PythonAbi>().unwrap();
+        let requires = ["nvidia-cuda-runtime-cu12==12.4.127"];
+        let wheels = BTreeMap::from([
+            (
+                py("3.11"),
+                wheel(
+                    "torch-2.6.0-cp311-cp311-manylinux1_x86_64.whl",
+                    "2.6.0",
+                    &requires,
+                ),
+            ),
+            (
+                py("3.12"),
+                wheel(
+                    "torch-2.6.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    "2.6.0",
+                    &requires,
+                ),
+            ),
+        ]);
+        let found = release("2.6".parse().unwrap(), &wheels, BTreeSet::new()).unwrap();
+        assert_eq!(found.platform, "manylinux_2_28_x86_64");
+        let disagree = BTreeMap::from([
+            (py("3.11"), wheels[&py("3.11")].clone()),
+            (
+                py("3.12"),
+                wheel(
+                    "torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl",
+                    "2.6.0",
+                    &["cuda-toolkit==13.0.2"],
+                ),
+            ),
+        ]);
+        let err = release("2.6".parse().unwrap(), &disagree, BTreeSet::new()).unwrap_err();
+        assert!(err.to_string().contains("disagree on their CUDA"), "{err}");
+    }
+
+    #[test]
+    fn the_standard_is_read_from_atens_own_check() {
+        // As torch 2.15's ATen/ATen.h writes it.
+        let new = "#if (defined(_MSVC_LANG) && _MSVC_LANG < 202002L) || \\\n    \
+                   (!defined(_MSVC_LANG) && __cplusplus < 202002L)\n#error C++20 or later \
+                   compatible compiler is required to use ATen.\n#endif\n";
+        assert_eq!(required_standard(new), "c++20");
+        let old = "#if !defined(_MSC_VER) && __cplusplus < 201703L\n#error C++17 or later \
+                   compatible compiler is required to use ATen.\n#endif\n";
+        assert_eq!(required_standard(old), "c++17");
+    }
+
+    #[test]
+    fn ranges_take_the_listed_minors_they_hold() {
+        let selectors: Vec<TorchSelector> = ["2.7", ">=2.12,<=2.14"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let listed: Vec<String> = ["2.15.0", "2.14.1", "2.14.0", "2.13.0", "2.12.1", "2.11.0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let found: Vec<String> = minors(&selectors, &listed)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(found, ["2.7", "2.12", "2.13", "2.14"]);
+        assert_eq!(
+            compare_release("2.7.10", "2.7.9"),
+            std::cmp::Ordering::Greater
+        );
+    }
+}

@@ -53,6 +53,7 @@ class Module:
     cuda: bool
     kernels: list[str]
     bindings: dict[str, list[str]]
+    flavour_kernels: dict[str, list[str]]
     include_dirs: list[str]
     defines: list[str]
     undefines: list[str]
@@ -100,7 +101,14 @@ def read_project(root: Path) -> Project:
         b = table.get("bindings", {})
         if isinstance(b, list):
             return {table.get("binding", "pybind11"): expand(b)}
-        return {flavour: expand(files) for flavour, files in sorted(b.items())}
+        # A flavour's table ({ sources, kernels }): its kernels replace the module's.
+        return {flavour: expand(v["sources"] if isinstance(v, dict) else v)
+                for flavour, v in sorted(b.items())}
+
+    def flavour_kernels(table: dict) -> dict[str, list[str]]:
+        b = table.get("bindings", {})
+        return {f: expand(v["kernels"]) for f, v in sorted(b.items())
+                if isinstance(b, dict) and isinstance(v, dict) and "kernels" in v}
 
     keys = ["include-dirs", "defines", "undefines", "nvcc-flags", "cxx-flags", "link-flags",
             "libraries"]
@@ -112,7 +120,7 @@ def read_project(root: Path) -> Project:
         merged = {k: list(top.get(k, [])) + ([] if shorthand else list(t.get(k, []))) for k in keys}
         modules.append(Module(
             name=t["name"], cuda=t.get("cuda", True), kernels=expand(t.get("kernels", [])),
-            bindings=bindings(t), include_dirs=merged["include-dirs"], defines=merged["defines"],
+            bindings=bindings(t), flavour_kernels=flavour_kernels(t), include_dirs=merged["include-dirs"], defines=merged["defines"],
             undefines=merged["undefines"], nvcc_flags=merged["nvcc-flags"],
             cxx_flags=merged["cxx-flags"], link_flags=merged["link-flags"],
             libraries=merged["libraries"], strip=t.get("strip", top.get("strip", False))))
@@ -430,6 +438,8 @@ class CppBench:
         return m.cuda, args
 
     def flavour(self, m: Module, cell: dict) -> str:
+        if cell.get("flavour") in m.bindings:
+            return cell["flavour"]
         if cell["python"] is None:
             return "torch-library"
         return "pybind11" if "pybind11" in m.bindings else "torch-library"
@@ -460,7 +470,8 @@ class CppBench:
         exts = []
         for m in self.project.modules:
             flavour = self.flavour(m, cell)
-            exts.append(self.extension(m, src, m.kernels + m.bindings.get(flavour, []), python,
+            kernels = m.flavour_kernels.get(flavour, m.kernels)
+            exts.append(self.extension(m, src, kernels + m.bindings.get(flavour, []), python,
                                        flavour == "torch-library", []))
         self.setup_py(src, exts, cell["python"] is None)
         self.built(name, cell, run, ccache, lambda logs, env: self.wheel(src, env, name, run, logs))

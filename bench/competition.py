@@ -283,6 +283,8 @@ def bench_cuwheel(copy: Path, project: Project, cells: list[str] | None) -> dict
             toolkit = name.split("-")[1]
             per_toolkit[toolkit] = per_toolkit.get(toolkit, 0) + 1
     edit_nvcc, _ = nvcc_calls([d for d in edit.drvs if kind_of(Path(d).name[33:-4]) == "kernel"])
+    print(f"bench: no-op {noop.wall:.2f} s; edit {edited}: {edit.wall:.1f} s wall, "
+          f"{edit.cpu:.1f} s CPU, kernels per toolkit {per_toolkit}", file=sys.stderr, flush=True)
     out["noop"] = noop
     out["edit"] = (edited, edit, per_toolkit, edit_nvcc)
     return out

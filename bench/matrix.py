@@ -90,10 +90,14 @@ def built_kinds(stderr: str) -> dict[str, int]:
     """Derivations Nix built, by kind, from its "building '/nix/store/<hash>-<name>.drv'" lines."""
     counts: dict[str, int] = {}
     for m in re.finditer(r"^building '/nix/store/[0-9a-z]{32}-([^']+)\.drv'", stderr, re.M):
-        name = m.group(1)
-        kind = next((k for k, prefix in KINDS if name.startswith(prefix)), "other")
+        kind = kind_of(m.group(1))
         counts[kind] = counts.get(kind, 0) + 1
     return counts
+
+
+def kind_of(name: str) -> str:
+    """A derivation's kind (KINDS), by the start of its name."""
+    return next((k for k, prefix in KINDS if name.startswith(prefix)), "other")
 
 
 def project_sources() -> tuple[list[str], dict[str, list[str]], list[str]]:
@@ -106,13 +110,13 @@ def project_sources() -> tuple[list[str], dict[str, list[str]], list[str]]:
     return kernels, bindings, sorted(config.get("include-dirs", []))
 
 
-def flake_copy(dest: Path) -> None:
+def flake_copy(dest: Path, repo: Path = REPO) -> None:
     """The repository's tracked files as they are now, in a fresh git repository (as the tests'
-    flake_copy does): a flake whose edits make fresh derivations."""
-    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True,
+    flake_copy does): a flake whose edits make fresh derivations. `repo`: another checkout."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True,
                             check=True).stdout.decode().split("\0")
     for rel in filter(None, listed):
-        src = REPO / rel
+        src = repo / rel
         if src.exists():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)

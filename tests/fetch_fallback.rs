@@ -461,6 +461,7 @@ fn old_lock() -> Lock {
         gcc: "gcc-bookworm".into(),
         python: Some(python.to_owned()),
         torch: "torch29".into(),
+        claims: Default::default(),
     };
     let mut lock = Lock {
         version: LOCK_VERSION,

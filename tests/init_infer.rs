@@ -412,8 +412,16 @@ fn the_demo_is_inferred_from_its_tree() {
     let expected = Spec::load(demo_dir.path()).unwrap().config;
     let shown = |c: &cuwheel::spec::Config| {
         format!(
-            "{} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
+            "{} {:?} {:?} {:?} {:?} {:?} {} {:?} {:?} {:?}",
             c.modules[0].name.value,
+            c.modules[0]
+                .flavour_kernels
+                .iter()
+                .map(|(f, k)| (
+                    f.to_string(),
+                    k.iter().map(|k| k.value.to_string()).collect::<Vec<_>>()
+                ))
+                .collect::<Vec<_>>(),
             c.modules[0]
                 .kernels
                 .iter()

@@ -10,8 +10,13 @@
 //! - the same module with one c10 symbol still loads with 2.11, but fails
 //!   the stable-ABI check with that symbol named (library and `cuwheel
 //!   load-check`);
-//! - the demo's cu130-py313 wheel loads with torch 2.11 and not with 2.9.1.
+//! - the demo's cu130-py313-torch211 wheel loads with torch 2.11 and not
+//!   with 2.9.1, and its Nix-built audit ran the load check;
+//! - `cuwheel audit` of a wheel holding the stable-ABI module passes with
+//!   torch 2.11.0, 2.14.1 and 2.15.0 claimed; with the c10 symbol it fails,
+//!   naming it.
 
+mod audit_support;
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -409,7 +414,26 @@ fn a_non_stable_symbol_fails_the_stable_abi_check_by_name() {
 
 #[test]
 fn the_demo_wheel_loads_with_its_torch_and_not_with_the_older_one() {
-    let result = built("wheels.cu130-py313");
+    let result = built("wheels.cu130-py313-torch211");
+    // the audit the build ran: the load check passed, with the table of the
+    // releases of CUDA 13 in the lock
+    let report = std::fs::read_to_string(result.join("audit.txt")).unwrap();
+    assert!(report.contains(": PASSED"), "{report}");
+    assert!(
+        report.contains("  load (claims torch 2.11.0): loads with torch 2.11.0"),
+        "{report}"
+    );
+    for release in ["2.11.0", "2.14.1", "2.15.0"] {
+        assert!(
+            report.contains(&format!("    torch {release}: ")),
+            "{report}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(result.join("audit.json")).unwrap()).unwrap();
+    let rows = json[0]["torch_load"]["releases"].as_array().unwrap();
+    assert_eq!(rows[0]["torch"], "2.11.0");
+    assert_eq!(rows[0]["loads"], true);
     let wheel = std::fs::read_dir(&result)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -439,6 +463,103 @@ fn the_demo_wheel_loads_with_its_torch_and_not_with_the_older_one() {
             .elsewhere
             .as_deref()
             .is_some_and(|e| e.ends_with("of torch 2.11.0")),
+        "{text}"
+    );
+}
+
+/// The symbol table `cuwheel symbols` writes of `input`, in `dir`.
+fn table_file(dir: &Path, name: &str, input: &Path) -> PathBuf {
+    let file = dir.join(name);
+    common::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_cuwheel"))
+            .arg("symbols")
+            .arg(input)
+            .arg("-o")
+            .arg(&file),
+    );
+    file
+}
+
+/// The wheel artifact of the lock's torch toolchain `name`.
+fn torch_wheel(name: &str) -> PathBuf {
+    let lock = Lock::read(&demo().join("cuwheel.lock")).unwrap();
+    let cuwheel::lock::format::Toolchain::Torch { artifacts, .. } = &lock.toolchains[name] else {
+        panic!("{name} is not a torch toolchain");
+    };
+    artifact(artifacts.iter().next().unwrap())
+}
+
+#[test]
+fn the_audit_of_a_stable_abi_wheel_lists_its_releases_and_names_a_non_stable_symbol() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = Vec::new();
+    for (version, toolchain) in [
+        ("2.9.1", "torch29"),
+        ("2.11.0", "torch211"),
+        ("2.14.1", "torch214"),
+        ("2.15.0", "torch215"),
+    ] {
+        let file = table_file(dir.path(), toolchain, &torch_wheel(toolchain));
+        args.push(format!("--torch={version}={}", file.display()));
+    }
+    let cuda = table_file(dir.path(), "cuda", &artifact(CUDA_RUNTIME));
+    let sysroot = table_file(
+        dir.path(),
+        "sysroot",
+        &toolchain("gcc-bullseye").join("sysroot"),
+    );
+    args.push(format!("--with=CUDA 13.0 runtime={}", cuda.display()));
+    args.push(format!("--with=baseline system={}", sysroot.display()));
+    for claimed in ["2.11.0", "2.14.1", "2.15.0"] {
+        args.push(format!("--claims={claimed}"));
+    }
+    args.push("--stable-abi".into());
+    // `cuwheel audit` of a wheel holding `module` alone
+    let audit = |name: &str, module: &Path| {
+        let wheel_dir = dir.path().join(name);
+        std::fs::create_dir(&wheel_dir).unwrap();
+        let wheel = audit_support::write_wheel(
+            &wheel_dir,
+            "stable_op-0.1.0-cp39-abi3-manylinux_2_31_x86_64.whl",
+            &[("stable_op/_C.abi3.so", std::fs::read(module).unwrap())],
+        );
+        let run = audit_support::cuwheel_audit(args.iter().map(PathBuf::from).chain([wheel]));
+        let text = format!("{}{}", run.stdout, run.stderr);
+        (run.code, run.stdout, text)
+    };
+
+    // the module's own build path stays out of it (the audit's leak check)
+    let map = format!(
+        "-ffile-prefix-map={}=torch",
+        toolchain("torch211").display()
+    );
+    let module = stable_module(dir.path(), &[&map], &["-ltorch_cpu"]);
+    let (code, stdout, text) = audit("stable", &module);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        stdout.contains(
+            "  load (claims torch 2.11.0, 2.14.1, 2.15.0): loads with torch 2.11.0, 2.14.1, \
+             2.15.0; not with 2.9.1"
+        ),
+        "{text}"
+    );
+
+    let other = dir.path().join("non-stable");
+    std::fs::create_dir(&other).unwrap();
+    let module = stable_module(
+        &other,
+        &["-DCUWHEEL_TEST_NON_STABLE", &map],
+        &["-ltorch_cpu", "-lc10"],
+    );
+    let (code, stdout, text) = audit("bad", &module);
+    assert_eq!(code, 3, "{text}");
+    assert!(
+        stdout.contains(
+            "[load] stable_op/_C.abi3.so: claims torch's stable ABI but binds to torch symbols \
+             outside it (checked against torch 2.11.0, 2.14.1, 2.15.0): \
+             `c10::detail::torchCheckFail(char const*, char const*, unsigned int, char const*)` \
+             (`_ZN3c106detail14torchCheckFailEPKcS2_jS2_`) from libc10.so"
+        ),
         "{text}"
     );
 }

@@ -69,6 +69,7 @@ fn pybind11_sources(kernels: Vec<TranslationUnit>) -> ProjectSources {
                 vec![TranslationUnit::alone("b.cpp")],
             )]
             .into(),
+            flavour_kernels: Default::default(),
         }],
         ..ProjectSources::default()
     }
@@ -98,6 +99,7 @@ fn lock_for(config: &Config, torch_of: &dyn Fn(&str) -> &'static str) -> (Lock, 
             gcc: "gcc-bullseye".into(),
             python: cell.python.map(|p| format!("python{}", p.compact())),
             torch: torch_of(&cell.torch.label()).to_string(),
+            claims: Default::default(),
         };
         lock.cells.insert(cell.name().to_string(), entry);
     }
@@ -134,14 +136,23 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
         for tu in ["axpby", "bias_gelu", "row_norm"] {
             expected.push(format!("kernel-{set}-{tu}"));
         }
+        // The torch-stable cell's own kernels (csrc/stable/*.cu), with its
+        // compiler set: torch 2.11's, the oldest of its range.
+        if set == "cuda130-torch211" {
+            for tu in ["axpby", "bias_gelu", "row_norm"] {
+                expected.push(format!("kernel-{set}-stable-{tu}"));
+            }
+        }
     }
     assert_eq!(kernel_names(&plan), expected);
     for (name, node) in &plan.nodes {
         assert_eq!(&node.name, name);
     }
-    assert_eq!(plan.cells.len(), 24);
-    // Beside the 15 kernels, each cell has its own binding, link, wheel and audit.
-    assert_eq!(plan.nodes.len(), 15 + 24 * 4);
+    assert_eq!(plan.cells.len(), 25);
+    // Beside the 18 kernels, each cell has its own binding, link, wheel and
+    // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
+    // toolkits, 1 sysroot).
+    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9);
     // Every Python of a torch build, and its abi3 cell, link the same objects.
     for (cells, set) in [
         ("cu126-", "kernel-cuda125-torch27-"),
@@ -171,8 +182,84 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     assert_eq!(plan.cells["cu126-py313"].torch, "2.7.1");
     assert_eq!(
         plan.sharing().to_string(),
-        "3 kernels × 5 toolkits = 15 compiles serve 24 wheels; a per-cell build would do 72"
+        "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 75"
     );
+}
+
+#[test]
+fn the_stable_cell_builds_its_own_kernels_on_the_stable_abi_and_links_no_c10() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu13-stable"];
+    assert_eq!(cell.flavour, BindingFlavour::TorchStable);
+    // It claims every locked torch of CUDA 13 from 2.11 on; the others their own.
+    let claims: Vec<&str> = cell.claims.iter().map(String::as_str).collect();
+    assert_eq!(claims, ["torch211", "torch214", "torch215"]);
+    let claims: Vec<&str> = plan.cells["cu130-abi3-torch211"]
+        .claims
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(claims, ["torch211"]);
+    assert_eq!(plan.cells["cu126-py313"].flavour, BindingFlavour::Pybind11);
+    assert_eq!(cell.torch, "2.11.0");
+    assert_eq!(cell.nvcc.to_string(), "13.0");
+    assert!(
+        cell.predicted_wheel_file
+            .starts_with("demo_ext-0.1.0+cu13-cp39-abi3-"),
+        "{}",
+        cell.predicted_wheel_file
+    );
+    let target = "-DTORCH_TARGET_VERSION=0x020b000000000000";
+    // Its kernels: csrc/stable/*.cu with the stable-ABI defines, no Python.
+    let kernels: Vec<&str> = cell.kernels.iter().map(String::as_str).collect();
+    assert_eq!(
+        kernels,
+        [
+            "kernel-cuda130-torch211-stable-axpby",
+            "kernel-cuda130-torch211-stable-bias_gelu",
+            "kernel-cuda130-torch211-stable-row_norm"
+        ]
+    );
+    for kernel in &kernels {
+        let node = &plan.nodes[*kernel];
+        assert!(node.script.contains("-DTORCH_STABLE_ONLY"), "{kernel}");
+        assert!(node.script.contains(target), "{kernel}");
+        assert!(!node.script.contains("Py_LIMITED_API"), "{kernel}");
+        assert!(!node.inputs.contains_key("python"), "{kernel}");
+        match &node.inputs["source"] {
+            Input::Source { source } => assert!(source.starts_with("csrc/stable/"), "{source}"),
+            other => panic!("{kernel}: {other:?}"),
+        }
+    }
+    // The shared kernels never see the stable defines.
+    for (name, node) in &plan.nodes {
+        if name.starts_with("kernel-") && !name.contains("-stable-") {
+            assert!(!node.script.contains("TORCH_STABLE_ONLY"), "{name}");
+        }
+    }
+    // Its binding: the limited API and the stable ABI, once.
+    let bindings: Vec<&str> = cell.bindings.iter().map(String::as_str).collect();
+    assert_eq!(bindings, ["binding-cuda130-torch211-stable"]);
+    let binding = &plan.nodes[bindings[0]].script;
+    for define in ["-DPy_LIMITED_API=0x03090000", "-DTORCH_STABLE_ONLY", target] {
+        assert!(binding.contains(define), "{define}: {binding}");
+    }
+    assert!(binding.contains("csrc/stable/ops.cpp"), "{binding}");
+    // Its link: torch_cpu and torch_cuda as needed, never c10 or libtorch.
+    let links: Vec<&str> = cell.links.iter().map(String::as_str).collect();
+    assert_eq!(links, ["link-cu13-stable"]);
+    let link = &plan.nodes[links[0]].script;
+    assert!(
+        link.contains("-Wl,--as-needed -ltorch_cpu -ltorch_cuda"),
+        "{link}"
+    );
+    for lib in ["-lc10", "-ltorch ", "-ltorch_python"] {
+        assert!(!link.contains(lib), "{lib}: {link}");
+    }
+    assert!(link.contains("_C.abi3.so"), "{link}");
+    // The torch-library cell of the same compiler set links c10 as before.
+    let library = &plan.nodes["link-cu130-abi3-torch211"].script;
+    assert!(library.contains("-lc10 -ltorch -ltorch_cpu"), "{library}");
 }
 
 #[test]
@@ -457,7 +544,14 @@ fn a_source_outside_the_project_is_refused() {
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
     let text = plan_without_store(&demo_dir());
-    assert!(text.starts_with("cells (24):\n"), "{text}");
+    assert!(text.starts_with("cells (25):\n"), "{text}");
+    assert!(
+        text.contains(
+            "  cu13-stable  demo_ext-0.1.0+cu13-cp39-abi3-manylinux_2_28_x86_64.whl  \
+             (torch 2.11.0, nvcc 13.0)\n"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains(
             "  cu126-py313  demo_ext-0.1.0+pt27cu126-cp313-cp313-manylinux_2_28_x86_64.whl  \
@@ -475,7 +569,8 @@ fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     );
     assert!(
         text.ends_with(
-            "3 kernels × 5 toolkits = 15 compiles serve 24 wheels; a per-cell build would do 72\n"
+            "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
+             would do 75\n"
         ),
         "{text}"
     );
@@ -498,6 +593,8 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
         "csrc/kernels/axpby.cu",
         "csrc/bindings.cpp",
         "csrc/ops.cpp",
+        "csrc/stable/ops.cpp",
+        "csrc/stable/axpby.cu",
     ] {
         let to = dir.path().join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -709,7 +806,7 @@ fn bindings_see_one_python_and_abi3_ones_the_limited_api() {
         assert_eq!(kernels, cell.kernels, "{name}");
         assert_eq!(
             link.script.contains("-ltorch_python"),
-            !name.contains("abi3"),
+            cell.flavour == BindingFlavour::Pybind11,
             "{name}: {}",
             link.script
         );
@@ -861,4 +958,89 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
         text.contains("note: k/computed.cu: the #include at k/computed.cu:2"),
         "{text}"
     );
+}
+
+#[test]
+fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its_cuda_major() {
+    let plan = demo_plan();
+    let cell = &plan.cells["cu130-py313-torch211"];
+    assert_eq!(cell.claims, BTreeSet::from(["torch211".to_string()]));
+    assert!(!cell.stable_abi);
+    let tables: Vec<&str> = cell.symbols.iter().map(String::as_str).collect();
+    assert_eq!(
+        tables,
+        [
+            "symbols-cuda130",
+            "symbols-gcc-bullseye",
+            "symbols-torch211",
+            "symbols-torch214",
+            "symbols-torch215"
+        ]
+    );
+    let audit = &plan.nodes[&cell.audit];
+    // oldest first; the claimed one among them; CUDA 13's runtime and the baseline beside
+    assert!(
+        audit.script.contains(
+            "--torch 2.11.0=\"$torchSymbols0\" --torch 2.14.1=\"$torchSymbols1\" --torch \
+             2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 runtime='\"$withSymbols0\" --with \
+             'baseline system (bullseye)='\"$withSymbols1\" --claims 2.11.0 \"$@\""
+        ),
+        "{}",
+        audit.script
+    );
+    assert!(!audit.script.contains("--stable-abi"));
+    for (var, node) in [
+        ("torchSymbols0", "symbols-torch211"),
+        ("torchSymbols2", "symbols-torch215"),
+        ("withSymbols0", "symbols-cuda130"),
+        ("withSymbols1", "symbols-gcc-bullseye"),
+    ] {
+        assert_eq!(
+            audit.inputs[var],
+            Input::Node {
+                node: node.to_string()
+            }
+        );
+    }
+    // the tables: the driver runs `cuwheel symbols` on one toolchain directory
+    let torch = &plan.nodes["symbols-torch214"];
+    assert!(
+        torch
+            .script
+            .contains("\"$cuwheel\"/bin/cuwheel symbols \"$toolchain\"/lib -o \"$out\"")
+    );
+    assert_eq!(
+        torch.inputs["toolchain"],
+        Input::Toolchain {
+            toolchain: "torch214".into(),
+            output: Some("libs".into())
+        }
+    );
+    assert!(
+        plan.nodes["symbols-gcc-bullseye"]
+            .script
+            .contains("\"$toolchain\"/sysroot -o")
+    );
+    // CUDA 12 cells compare the CUDA 12 releases only
+    let cu126 = &plan.cells["cu126-py313"];
+    let script = &plan.nodes[&cu126.audit].script;
+    assert!(
+        script.contains("--torch 2.7.1=\"$torchSymbols0\" --torch 2.9.1=\"$torchSymbols1\" --with 'CUDA 12.5 runtime='"),
+        "{script}"
+    );
+    assert!(script.contains("--claims 2.7.1 "), "{script}");
+    // a cell's nodes include its tables, so `reproduce --check` rebuilds them too
+    assert!(cell.nodes().any(|n| n == "symbols-torch215"));
+    // `fetch --cell` fetches the releases the audit compares
+    let lock = demo_lock();
+    let artifacts =
+        cuwheel::fetch::select::artifacts_for_cells(&lock, &["cu130-py313-torch211".into()])
+            .unwrap();
+    let Toolchain::Torch {
+        artifacts: t215, ..
+    } = &lock.toolchains["torch215"]
+    else {
+        panic!("torch215 is a torch toolchain")
+    };
+    assert!(t215.iter().all(|a| artifacts.contains(a)), "{artifacts:?}");
 }

@@ -314,7 +314,11 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
     lock.write(&lock_path).unwrap();
 
     assert_eq!(drv(CELL), ours_before, "{CELL}'s wheel derivation changed");
-    assert_ne!(drv("cu130-py311-torch211"), py311_before, "the re-pin had no effect");
+    assert_ne!(
+        drv("cu130-py311-torch211"),
+        py311_before,
+        "the re-pin had no effect"
+    );
     let out = cuwheel(&[
         "reproduce",
         "--no-check",

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cuwheel::lock::format::Lock;
-use cuwheel::spec::{CompatError, ConfigError, MatrixFacts, Rule, Spec};
+use cuwheel::spec::{BindingFlavour, CompatError, ConfigError, MatrixFacts, Rule, Spec};
 use tempfile::TempDir;
 
 /// The demo's matrix: torch 2.7, 2.9, 2.11, 2.14 and 2.15, four Pythons
@@ -66,6 +66,20 @@ fn project(pyproject: &str, files: &[&str]) -> TempDir {
 fn demo_with(old: &str, new: &str) -> String {
     assert!(DEMO.contains(old), "the demo has no {old:?}");
     DEMO.replacen(old, new, 1)
+}
+
+/// The torch-stable entry of the shipped demo.
+const STABLE_ENTRY: &str =
+    "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*.cu\"] }";
+
+/// The demo with a torch-stable `entry` in its bindings table, and its
+/// files with the stable sources.
+fn demo_with_stable(entry: &str) -> (String, Vec<&'static str>) {
+    let old = "torch-library = [\"csrc/ops.cpp\"]\n";
+    let text = demo_with(old, &format!("{old}{entry}\n"));
+    let mut files = DEMO_FILES.to_vec();
+    files.extend(["csrc/stable/ops.cpp", "csrc/stable/scale.cu"]);
+    (text, files)
 }
 
 fn config_error(root: &Path) -> ConfigError {
@@ -173,6 +187,19 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
     let mut expected = kernels;
     expected.sort();
     assert_eq!(spec.kernel_sources, [expected]);
+    // torch-stable's own kernels, beside them.
+    let stable: Vec<String> = spec.flavour_kernel_sources[0][&BindingFlavour::TorchStable]
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        stable,
+        [
+            "csrc/stable/axpby.cu",
+            "csrc/stable/bias_gelu.cu",
+            "csrc/stable/row_norm.cu"
+        ]
+    );
     let facts = demo_facts();
     let shipped: Vec<String> = spec
         .cells(&facts)
@@ -180,7 +207,8 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
         .iter()
         .map(|c| c.to_string())
         .collect();
-    let template = project(DEMO, &DEMO_FILES);
+    let (text, files) = demo_with_stable(STABLE_ENTRY);
+    let template = project(&text, &files);
     let template: Vec<String> = Spec::load(template.path())
         .unwrap()
         .cells(&facts)
@@ -189,6 +217,33 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
         .map(|c| c.to_string())
         .collect();
     assert_eq!(shipped, template);
+}
+
+#[test]
+fn a_flavours_kernel_patterns_are_checked_like_the_modules() {
+    let (text, files) = demo_with_stable(
+        "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stabel/*.cu\"] }",
+    );
+    let error = config_error(project(&text, &files).path());
+    assert_eq!(error.problems.len(), 1, "{error}");
+    let problem = &error.problems[0];
+    assert_eq!(
+        problem.at.key,
+        "tool.cuwheel.bindings.torch-stable.kernels[0]"
+    );
+    assert_eq!(problem.problem, "`csrc/stabel/*.cu` matches no file");
+
+    // A binding source may not also be a kernel of another list.
+    let (text, files) = demo_with_stable(
+        "torch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*\"] }",
+    );
+    let error = config_error(project(&text, &files).path());
+    assert!(
+        error
+            .to_string()
+            .contains("csrc/stable/ops.cpp is also matched by a kernel pattern"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -6,9 +6,9 @@
 //! In: a [`WheelFile`], its [`MemberScan`]s and the [`AuditOptions`]. Out:
 //! an [`AuditContext`] the checks of [`super::checks`] read, never write.
 //!
-//! A check that needs more than the wheel (a later load check needs the
-//! symbol tables of the torch libraries a wheel links against, per torch
-//! version it claims) reads it from [`ExtraInputs`]; absent inputs are
+//! A check that needs more than the wheel (the load check needs the symbol
+//! tables of the torch releases a wheel claims, the CUDA runtime and the
+//! baseline system) reads it from [`ExtraInputs`]; absent inputs are
 //! empty, and such a check says what it could not judge.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use super::archs::{ExpectedArchs, PROVENANCE_FILE};
 use super::elf::ElfFacts;
 use super::fatbin::Fatbin;
+use super::load::{self, LoadInputs, LoadVerdict};
 use super::loader::{self, LoadedObject, Resolution};
 use super::manylinux::{self, ManylinuxPolicy, PolicyInput};
 use super::report::CudaExpectation;
@@ -52,19 +53,11 @@ impl Default for AuditOptions {
 /// Inputs beyond the wheel that a check may need, each optional.
 #[derive(Debug, Clone, Default)]
 pub struct ExtraInputs {
-    /// The dynamic symbols of the libraries a wheel may load at run time
-    /// without holding them (torch's `libtorch.so`, `libc10.so`, …), keyed
-    /// by the torch version they come from (`2.11`), for a check that every
-    /// undefined symbol resolves.
-    pub library_symbols: BTreeMap<String, Vec<LibrarySymbols>>,
-}
-
-/// The symbols one library outside the wheel defines.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LibrarySymbols {
-    pub soname: String,
-    /// `name` or `name@VERSION`.
-    pub defined: BTreeSet<String>,
+    /// The symbol tables of the load check ([`crate::audit::load`]): torch
+    /// releases by label, the ones the wheel claims, the tables beside
+    /// every release (CUDA runtime, baseline system) and whether the wheel
+    /// claims torch's stable ABI. No torch table: the check is not run.
+    pub load: LoadInputs,
 }
 
 /// A readable ELF member.
@@ -114,6 +107,7 @@ pub struct AuditContext<'a> {
     pub resolved: BTreeMap<(String, String), Resolution>,
     pub cuda_archs: CudaArchs,
     best_policy: OnceLock<&'static ManylinuxPolicy>,
+    load: OnceLock<Option<LoadVerdict>>,
 }
 
 impl<'a> AuditContext<'a> {
@@ -158,6 +152,7 @@ impl<'a> AuditContext<'a> {
             resolved,
             cuda_archs,
             best_policy: OnceLock::new(),
+            load: OnceLock::new(),
         }
     }
 
@@ -184,6 +179,17 @@ impl<'a> AuditContext<'a> {
                     .collect(),
             })
             .collect()
+    }
+
+    /// The load check's verdict (computed once), `None` when no torch
+    /// symbol table was given.
+    pub fn load_verdict(&self) -> Option<&LoadVerdict> {
+        self.load
+            .get_or_init(|| {
+                let inputs = &self.options.extra.load;
+                (!inputs.torch.is_empty()).then(|| load::judge_context(self, inputs))
+            })
+            .as_ref()
     }
 
     /// The most compatible policy the ELF files satisfy (computed once).

@@ -46,9 +46,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-pub use context::{AuditContext, AuditOptions, ExtraInputs, LibrarySymbols};
+pub use context::{AuditContext, AuditOptions, ExtraInputs};
 pub use report::{
-    AuditReport, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict,
+    AuditReport, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict, TorchLoad,
 };
 
 use crate::wheel::{MemberDigest, WheelFile};
@@ -97,6 +97,15 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
         platform: checks::platform_verdict(&ctx),
         abi3_baseline: checks::abi3_baseline(&ctx),
         cuda_archs_expected: ctx.cuda_archs.expected.clone(),
+        torch_load: ctx.load_verdict().map(|verdict| TorchLoad {
+            claimed: verdict
+                .releases
+                .iter()
+                .filter(|r| options.extra.load.claimed.contains(&r.torch))
+                .map(|r| r.torch.clone())
+                .collect(),
+            releases: verdict.releases.clone(),
+        }),
         elf_files: members.iter().filter_map(|m| summary(&ctx, m)).collect(),
         findings,
         notes,

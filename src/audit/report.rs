@@ -9,6 +9,7 @@ use super::archs::ExpectedArchs;
 use super::checks::CheckId;
 use super::elf::X86IsaLevel;
 use super::fatbin::Fatbin;
+use super::load::{ReleaseVerdict, compatibility_summary, compatibility_text};
 use super::loader::Resolution;
 use crate::spec::PythonVersion;
 
@@ -64,6 +65,16 @@ pub struct CudaExpectation {
     pub archs: ExpectedArchs,
 }
 
+/// The load check's backward-compatibility table: each torch release
+/// given, whether the wheel loads with it (the claimed ones must).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TorchLoad {
+    /// The releases the wheel claims, by label.
+    pub claimed: Vec<String>,
+    /// Every release checked, in the order given (oldest first).
+    pub releases: Vec<ReleaseVerdict>,
+}
+
 /// Everything the audit says about one wheel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditReport {
@@ -76,6 +87,8 @@ pub struct AuditReport {
     /// The Python whose stable ABI an abi3 wheel may use.
     pub abi3_baseline: Option<PythonVersion>,
     pub cuda_archs_expected: Option<CudaExpectation>,
+    /// The load check's table; absent when it was not run (no tables).
+    pub torch_load: Option<TorchLoad>,
     pub elf_files: Vec<ElfSummary>,
     pub findings: Vec<Finding>,
     /// What the verdict assumed, for the reader to know.
@@ -122,6 +135,17 @@ impl AuditReport {
                 expected.from,
                 expected.archs.declared.join(", ")
             );
+        }
+        if let Some(load) = &self.torch_load {
+            let _ = writeln!(
+                out,
+                "  load (claims torch {}): {}",
+                load.claimed.join(", "),
+                compatibility_summary(&load.releases)
+            );
+            for line in compatibility_text(&load.releases).lines() {
+                let _ = writeln!(out, "  {line}");
+            }
         }
         for elf in self.elf_files.iter().filter(|e| e.fatbin.is_some()) {
             let fatbin = elf.fatbin.as_ref().expect("filtered");

@@ -41,6 +41,10 @@ pub struct AuditArgs {
     /// DT_NEEDED entries as auditwheel does
     #[arg(long)]
     no_runtime_provided: bool,
+    // The load check's symbol tables (as `cuwheel load-check` takes them);
+    // without --torch the load check is not run.
+    #[command(flatten)]
+    load: super::symbols::LoadTables,
 }
 
 fn parse_archs(list: &str) -> Result<ExpectedArchs, String> {
@@ -52,6 +56,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         cuda_archs: args.cuda_archs,
         ..AuditOptions::default()
     };
+    options.extra.load = args.load.inputs()?;
     if args.no_runtime_provided {
         options.runtime_provided.clear();
     }

@@ -57,8 +57,17 @@ pub struct LoadCheckArgs {
     /// A wheel, or extension modules (ELF files) to judge as if in one wheel
     #[arg(required = true, value_name = "WHEEL")]
     inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    tables: LoadTables,
+}
+
+/// The load check's symbol tables and claims, as `cuwheel load-check` and
+/// `cuwheel audit` take them.
+#[derive(Args)]
+pub struct LoadTables {
     /// A torch release's symbol table (from `cuwheel symbols torch-X.whl`):
-    /// `2.11.0=torch-2.11.0.symbols`; repeat for the compatibility table
+    /// `2.11.0=torch-2.11.0.symbols`; repeat for the compatibility table,
+    /// oldest release first
     #[arg(long, value_name = "VERSION=TABLE", value_parser = labelled)]
     torch: Vec<(String, PathBuf)>,
     /// A table present beside every torch release: the CUDA runtime, the
@@ -75,6 +84,53 @@ pub struct LoadCheckArgs {
     stable_abi: bool,
 }
 
+impl LoadTables {
+    /// The tables read and the claims checked; empty when no --torch was
+    /// given (then --with and --stable-abi are refused, and a --claims
+    /// names no table).
+    pub fn inputs(&self) -> Result<LoadInputs> {
+        if self.torch.is_empty() && (!self.with.is_empty() || self.stable_abi) {
+            bail!(
+                "--with and --stable-abi need the torch releases' tables: add \
+                 --torch VERSION=TABLE (from `cuwheel symbols <torch wheel>`)"
+            );
+        }
+        let torch: Vec<Labelled> = self.torch.iter().map(read_table).collect::<Result<_>>()?;
+        for claimed in &self.claims {
+            if !torch.iter().any(|t| t.label == *claimed) {
+                bail!("--claims {claimed}: no --torch {claimed}=TABLE was given");
+            }
+        }
+        let claimed: BTreeSet<String> = if self.claims.is_empty() {
+            torch.iter().map(|t| t.label.clone()).collect()
+        } else {
+            self.claims.iter().cloned().collect()
+        };
+        Ok(LoadInputs {
+            torch,
+            claimed,
+            base: self.with.iter().map(read_table).collect::<Result<_>>()?,
+            stable_abi: self.stable_abi,
+        })
+    }
+}
+
+/// One `LABEL=TABLE` argument's table, read and parsed.
+fn read_table((label, path): &(String, PathBuf)) -> Result<Labelled> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the symbol table {}", path.display()))?;
+    let table = SymbolTable::parse(&text).with_context(|| {
+        format!(
+            "{} is not a symbol table; make one with `cuwheel symbols`",
+            path.display()
+        )
+    })?;
+    Ok(Labelled {
+        label: label.clone(),
+        table,
+    })
+}
+
 fn labelled(arg: &str) -> Result<(String, PathBuf), String> {
     match arg.split_once('=') {
         Some((label, path)) if !label.is_empty() && !path.is_empty() => {
@@ -87,37 +143,7 @@ fn labelled(arg: &str) -> Result<(String, PathBuf), String> {
 }
 
 pub fn run_load_check(args: LoadCheckArgs) -> Result<ExitCode> {
-    let read = |(label, path): &(String, PathBuf)| -> Result<Labelled> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the symbol table {}", path.display()))?;
-        let table = SymbolTable::parse(&text).with_context(|| {
-            format!(
-                "{} is not a symbol table; make one with `cuwheel symbols`",
-                path.display()
-            )
-        })?;
-        Ok(Labelled {
-            label: label.clone(),
-            table,
-        })
-    };
-    let torch: Vec<Labelled> = args.torch.iter().map(read).collect::<Result<_>>()?;
-    for claimed in &args.claims {
-        if !torch.iter().any(|t| t.label == *claimed) {
-            bail!("--claims {claimed}: no --torch {claimed}=TABLE was given");
-        }
-    }
-    let claimed: BTreeSet<String> = if args.claims.is_empty() {
-        torch.iter().map(|t| t.label.clone()).collect()
-    } else {
-        args.claims.iter().cloned().collect()
-    };
-    let inputs = LoadInputs {
-        torch,
-        claimed,
-        base: args.with.iter().map(read).collect::<Result<_>>()?,
-        stable_abi: args.stable_abi,
-    };
+    let inputs = args.tables.inputs()?;
 
     let verdict = match args.inputs.as_slice() {
         [wheel] if wheel.extension().is_some_and(|e| e == "whl") => {

@@ -4,7 +4,8 @@
 //! the toolchains those cells build with — each role's toolchain, for an
 //! abi3 cell every `python-headers` toolchain of its bundle (the plan
 //! compiles its binding against the oldest), the runtime a CUDA toolchain
-//! runs on — plus the seeds' artifacts, which every build needs (the
+//! runs on, the torch releases the audit's load check compares the wheel
+//! with ([`compared_releases`]) — plus the seeds' artifacts, which every build needs (the
 //! driver's toolchain is in cuwheel's own lock, fetched apart). Pure.
 
 use std::collections::BTreeSet;
@@ -12,6 +13,7 @@ use std::collections::BTreeSet;
 use anyhow::{Result, bail};
 
 use crate::lock::format::{Lock, Toolchain};
+use crate::plan::symbols::compared_releases;
 
 /// The artifacts that `cells` need.
 pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<String>> {
@@ -35,6 +37,20 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
     for cell in cells {
         let roles = &lock.cells[cell];
         toolchains.extend([roles.cuda.as_str(), &roles.gcc, &roles.torch]);
+        // the torch releases its wheel claims, and those its audit's load
+        // check compares it with
+        let claims = roles.claimed();
+        for claim in &claims {
+            if let Some((name, _)) = lock.toolchains.get_key_value(claim) {
+                toolchains.insert(name);
+            }
+        }
+        let compared = compared_releases(lock, &roles.torch, &claims).unwrap_or_default();
+        for release in compared {
+            if let Some((name, _)) = lock.toolchains.get_key_value(&release.toolchain) {
+                toolchains.insert(name);
+            }
+        }
         match &roles.python {
             Some(python) => {
                 toolchains.insert(python);
@@ -109,6 +125,7 @@ mod tests {
             gcc: "gcc".into(),
             python: python.map(str::to_owned),
             torch: "torch".into(),
+            claims: Default::default(),
         };
         Lock {
             version: crate::lock::format::LOCK_VERSION,

@@ -92,6 +92,9 @@ pub struct Module {
     /// The TUs that see Python, by flavour (one flavour for a setup.py
     /// module: its TUs link into one shared object).
     pub bindings: BTreeMap<Flavour, Vec<String>>,
+    /// Python-free TUs on torch's stable ABI (they include
+    /// `torch/csrc/stable/`), by flavour: torch-stable's own kernels.
+    pub flavour_kernels: BTreeMap<Flavour, Vec<String>>,
     /// Why each binding is one: the include chain that reaches Python.
     pub reasons: Vec<String>,
     pub include_dirs: Vec<String>,
@@ -118,11 +121,37 @@ impl Module {
                     .push(rel);
                 true
             }
+            None if class.flavour == Some(Flavour::TorchStable) => {
+                self.flavour_kernels
+                    .entry(Flavour::TorchStable)
+                    .or_default()
+                    .push(rel);
+                false
+            }
             None => {
                 self.kernels.push(rel);
                 false
             }
         }
+    }
+}
+
+impl Module {
+    /// The module as the config writes it: a flavour's own kernels stay
+    /// its own only beside other flavours' bindings (the table form);
+    /// otherwise they are the module's kernels.
+    pub fn with_own_kernels_placed(&self) -> Module {
+        let mut module = self.clone();
+        let own = std::mem::take(&mut module.flavour_kernels);
+        for (flavour, kernels) in own {
+            if module.bindings.contains_key(&flavour) && module.bindings.len() > 1 {
+                module.flavour_kernels.insert(flavour, kernels);
+            } else {
+                module.kernels.extend(kernels);
+                module.kernels.sort();
+            }
+        }
+        module
     }
 }
 

@@ -144,9 +144,23 @@ fn common_prefix(lists: &[&Vec<String>]) -> Vec<String> {
     first[..len].to_vec()
 }
 
+/// A flavour's value in the bindings table: its sources, or `{ sources,
+/// kernels }` when it has its own kernels.
+fn flavour_value(module: &Module, flavour: &Flavour, files: &[String], root: &Path) -> String {
+    match module.flavour_kernels.get(flavour) {
+        Some(kernels) => format!(
+            "{{ sources = {}, kernels = {} }}",
+            array(files),
+            array(&globbed(kernels, root))
+        ),
+        None => array(files),
+    }
+}
+
 /// The bindings of a module: `bindings = [...]` with `binding = "..."` for
 /// one flavour, or a table of alternatives.
-fn bindings_lines(bindings: &BTreeMap<Flavour, Vec<String>>, inline_table: bool) -> Vec<String> {
+fn bindings_lines(module: &Module, inline_table: bool, root: &Path) -> Vec<String> {
+    let bindings = &module.bindings;
     match bindings.len() {
         0 => Vec::new(),
         1 => {
@@ -159,7 +173,9 @@ fn bindings_lines(bindings: &BTreeMap<Flavour, Vec<String>>, inline_table: bool)
         _ if inline_table => {
             let parts: Vec<String> = bindings
                 .iter()
-                .map(|(f, files)| format!("{} = {}", f.as_str(), array(files)))
+                .map(|(f, files)| {
+                    format!("{} = {}", f.as_str(), flavour_value(module, f, files, root))
+                })
                 .collect();
             vec![format!("bindings = {{ {} }}", parts.join(", "))]
         }
@@ -174,7 +190,12 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             "# Written by `cuwheel init` from {origin}; review what it printed as not inferred."
         ),
     ];
-    let modules = &inferred.modules;
+    let placed: Vec<Module> = inferred
+        .modules
+        .iter()
+        .map(Module::with_own_kernels_placed)
+        .collect();
+    let modules = &placed;
     let single = match modules.as_slice() {
         [only] if shorthand_fits(only) => Some(only),
         _ => None,
@@ -188,7 +209,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             ));
         }
         if module.bindings.len() == 1 {
-            lines.extend(bindings_lines(&module.bindings, false));
+            lines.extend(bindings_lines(module, false, root));
         }
     }
     match inferred.archs.is_empty() {
@@ -265,7 +286,11 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             lines.push(String::new());
             lines.push("[tool.cuwheel.bindings]".into());
             for (flavour, files) in &module.bindings {
-                lines.push(format!("{} = {}", flavour.as_str(), array(files)));
+                lines.push(format!(
+                    "{} = {}",
+                    flavour.as_str(),
+                    flavour_value(module, flavour, files, root)
+                ));
             }
         }
     } else {
@@ -282,7 +307,7 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
                     array(&globbed(&module.kernels, root))
                 ));
             }
-            lines.extend(bindings_lines(&module.bindings, true));
+            lines.extend(bindings_lines(module, true, root));
             let rest = |key: &str, list: &Vec<String>| -> Option<String> {
                 let skip = if key == "nvcc-flags" && !module.cuda {
                     list.len()

@@ -61,6 +61,22 @@ pub struct CellToolchains {
     /// `None` for an abi3 cell.
     pub python: Option<String>,
     pub torch: String,
+    /// For a torch-stable cell, the torch toolchains of every release its
+    /// wheel claims (its range, `torch` first among them); empty for the
+    /// others, whose wheel claims only `torch`.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub claims: BTreeSet<String>,
+}
+
+impl CellToolchains {
+    /// The torch toolchains whose releases the cell's wheel claims.
+    pub fn claimed(&self) -> BTreeSet<String> {
+        if self.claims.is_empty() {
+            BTreeSet::from([self.torch.clone()])
+        } else {
+            self.claims.clone()
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -293,6 +309,7 @@ mod tests {
                     gcc: "gcc-bullseye".into(),
                     python: None,
                     torch: "torch211".into(),
+                    claims: Default::default(),
                 },
             )]
             .into(),

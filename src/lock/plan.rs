@@ -12,7 +12,9 @@
 //! Names: `gcc-<suite>`, `cuda<XY>` (the nvcc: `cuda124`), `python<XY>`
 //! (`python313t` for a free-threaded build), `torch<XY>`, `rust-<suite>`;
 //! bundles are named like the cells' CUDA prefix (`cu126`: every toolchain
-//! of the cells serving CUDA 12.6, whichever nvcc builds them).
+//! of the cells serving CUDA 12.6, whichever nvcc builds them). A
+//! torch-stable cell uses the torch of every release it claims (its
+//! `claims`), so that its audit can check the wheel against each.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -184,7 +186,8 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
     );
 
     // torch: the wheel of the lowest Python among its cells, else (abi3
-    // only) of the lowest Python it has a wheel for.
+    // only, or only claimed by a torch-stable cell's range) of the lowest
+    // Python it has a wheel for.
     let mut torch_python: BTreeMap<TorchVersion, PythonAbi> = BTreeMap::new();
     for cell in cells {
         if let Some(python) = cell.python {
@@ -192,11 +195,15 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
             *pinned = (*pinned).min(python);
         }
     }
-    for cell in cells {
-        if let std::collections::btree_map::Entry::Vacant(entry) = torch_python.entry(cell.torch) {
-            let release = &sources.facts.torch[&cell.torch];
+    let claimed: BTreeSet<TorchVersion> = cells
+        .iter()
+        .flat_map(|cell| cell.claimed_torches(sources.facts))
+        .collect();
+    for torch in claimed {
+        if let std::collections::btree_map::Entry::Vacant(entry) = torch_python.entry(torch) {
+            let release = &sources.facts.torch[&torch];
             let Some(lowest) = release.wheels.keys().next().copied() else {
-                bail!("torch {} has no wheel in the lock's facts", cell.torch);
+                bail!("torch {torch} has no wheel in the lock's facts");
             };
             entry.insert(lowest);
         }
@@ -211,25 +218,25 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         let name = cell.name().to_string();
         let bundle = cell.cuda.label();
         let torch = cell.torch.label();
-        let release = &sources.facts.torch[&cell.torch];
         let python_of_torch = torch_python[&cell.torch];
-        let wheel = release
-            .wheels
-            .get(&python_of_torch)
-            .cloned()
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "torch {} has no wheel for Python {python_of_torch}",
-                    cell.torch
-                )
-            })?;
-        toolchains.insert(
-            torch.clone(),
-            Request::Torch {
-                version: cell.torch,
-                wheel,
-            },
-        );
+        // A torch-stable cell's wheel claims its whole range: the load check
+        // needs each release's libraries.
+        let mut claims = BTreeSet::new();
+        for version in cell.claimed_torches(sources.facts) {
+            let python = torch_python[&version];
+            let wheel = sources.facts.torch[&version]
+                .wheels
+                .get(&python)
+                .cloned()
+                .ok_or_else(|| {
+                    anyhow::anyhow!("torch {version} has no wheel for Python {python}")
+                })?;
+            toolchains.insert(version.label(), Request::Torch { version, wheel });
+            claims.insert(version.label());
+        }
+        if !cell.is_stable() {
+            claims.clear();
+        }
         let cuda = format!("cuda{}", cell.nvcc.compact());
         let cuda_request = cuda_request(cell.nvcc, &gcc_name, python_of_torch.version, sources)?;
         let request = toolchains.entry(cuda.clone()).or_insert(cuda_request);
@@ -262,10 +269,12 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
             gcc: gcc_name.clone(),
             python,
             torch,
+            claims,
         };
         for toolchain in [&roles.cuda, &roles.gcc, &roles.torch]
             .into_iter()
             .chain(roles.python.as_ref())
+            .chain(&roles.claims)
             .chain(limited.as_ref())
         {
             users

@@ -18,6 +18,7 @@ fn spec(matrix: &str) -> Spec {
         pyproject: PathBuf::from("pyproject.toml"),
         config: crate::spec::matrix::test_config(matrix, bindings),
         kernel_sources: Vec::new(),
+        flavour_kernel_sources: Vec::new(),
         package_files: Vec::new(),
         description: None,
         license_files: Vec::new(),
@@ -67,6 +68,7 @@ nvcc = { cu126 = "12.4" }"#,
             gcc: "gcc-bullseye".into(),
             python: Some("python313".into()),
             torch: "torch27".into(),
+            claims: Default::default(),
         }
     );
     assert_eq!(plan.cells["cu126-abi3"].python, None);

@@ -5,6 +5,7 @@
 //! In: a [`Cell`] and the [`Lock`]. Out: a [`CellPlan`], or a [`PlanError`]
 //! naming the cell and saying to lock again.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::lock::format::{Lock, Toolchain};
@@ -23,6 +24,8 @@ pub struct CellPlan<'a> {
     /// The headers of the bundle's oldest Python: a limited-API binding
     /// uses only the stable ABI, so any Python's headers serve.
     pub limited: Option<PythonHeaders>,
+    /// The torch toolchains whose releases the wheel claims.
+    pub claims: BTreeSet<String>,
     bundle: String,
 }
 
@@ -60,6 +63,12 @@ impl<'a> CellPlan<'a> {
             Some(Toolchain::Torch { cxx_standard, .. }) => cxx_standard.clone(),
             _ => return Err(bad(&locked.torch, "torch")),
         };
+        let claims = locked.claimed();
+        for torch in &claims {
+            if !matches!(lock.toolchains.get(torch), Some(Toolchain::Torch { .. })) {
+                return Err(bad(torch, "torch"));
+            }
+        }
         let python_version = |toolchain: &str| match lock.toolchains.get(toolchain) {
             Some(
                 Toolchain::PythonHeaders { version, .. } | Toolchain::PythonArchive { version, .. },
@@ -99,6 +108,7 @@ impl<'a> CellPlan<'a> {
             },
             python,
             limited,
+            claims,
             bundle: locked.bundle.clone(),
         })
     }

@@ -10,7 +10,9 @@
 //! `Py_LIMITED_API` and `TORCH_API_INCLUDE_EXTENSION_H` defines are left
 //! out: they concern Python (the last makes `<torch/torch.h>` include
 //! `torch/extension.h`, and so `Python.h`), differ between binding
-//! flavours, and would stop the object being shared.
+//! flavours, and would stop the object being shared. A flavour's kernel
+//! defines (the stable ABI's `TORCH_STABLE_ONLY` and `TORCH_TARGET_VERSION`)
+//! are passed: such objects are their own nodes.
 //!
 //! Before compiling, a dependency pass (`nvcc -M`, `g++ -M`) finds a kernel
 //! that reaches `Python.h` (directly, or through `torch/extension.h`) and
@@ -45,6 +47,8 @@ pub struct KernelObject {
     /// The object's file name without `.o`.
     pub stem: String,
     pub compilers: Compilers,
+    /// The flavour's kernel defines (empty for shared kernels).
+    pub defines: Vec<String>,
 }
 
 impl KernelObject {
@@ -59,7 +63,7 @@ impl KernelObject {
             compilers: &self.compilers,
             archs,
             python: None,
-            flavour_defines: Vec::new(),
+            flavour_defines: self.defines.clone(),
         };
         let (inputs, files) = compile.inputs(&[&self.source], SOURCE_VAR);
         Node {

@@ -5,10 +5,12 @@
 //! link options. Out: a [`Node`] writing `$out/<module file>`, named as the
 //! flavour names it (`_C.cpython-313-x86_64-linux-gnu.so`, `_C.abi3.so`).
 //!
-//! The libraries are torch's `BuildExtension` list — c10, torch, torch_cpu,
-//! the flavour's (torch_python for pybind11), and for a CUDA module
-//! c10_cuda, torch_cuda and cudart — from the torch wheel's `lib/` and the
-//! CUDA toolchain's `lib64/`; the linker keeps only those the module uses.
+//! The torch libraries are the flavour's ([`FlavourPlan::torch_link`]):
+//! torch's `BuildExtension` list — c10, torch, torch_cpu, torch_python for
+//! pybind11, and for a CUDA module c10_cuda and torch_cuda — or, for the
+//! stable ABI, only torch_cpu and torch_cuda with `--as-needed`; then
+//! cudart for a CUDA module; from the torch wheel's `lib/` and the CUDA
+//! toolchain's `lib64/`.
 //! Then the config's link flags and libraries (`-fopenmp`, `-lgomp`), and
 //! `-s` when the module is stripped. No RPATH is written: torch loads its
 //! own libraries and CUDA's before any extension, and the audit refuses
@@ -16,6 +18,8 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(doc)]
+use crate::plan::binding::FlavourPlan;
 use crate::plan::binding::flavour_plan;
 use crate::plan::compilers::Compilers;
 use crate::plan::shell::quote;
@@ -80,16 +84,7 @@ impl LinkedModule {
             objects.push(format!("\"${var}\"/{}", quote(object)));
             inputs.insert(var, Input::Node { node: node.clone() });
         }
-        let mut libs: Vec<String> = vec!["-lc10".into(), "-ltorch".into(), "-ltorch_cpu".into()];
-        libs.extend(
-            flavour_plan(self.flavour)
-                .torch_libraries()
-                .iter()
-                .map(|lib| format!("-l{lib}")),
-        );
-        if tc.cuda.is_some() {
-            libs.extend(["-lc10_cuda".into(), "-ltorch_cuda".into()]);
-        }
+        let libs = flavour_plan(self.flavour).torch_link(tc.cuda.is_some());
         let link = &module.link;
         let file = self.file_name(module);
         let toolkit = match &tc.cuda {

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use crate::spec::{Cell, Config, Description, License, Person, TorchVersion};
+use crate::spec::{Cell, Config, Description, License, Person};
 use crate::wheel::{CoreMetadata, Version};
 
 use super::slash_path;
@@ -37,7 +37,7 @@ pub fn core_metadata(
     metadata.license_files = license_files.iter().map(|f| slash_path(f)).collect();
     metadata.classifiers = project.classifiers.clone();
     metadata.requires_python = project.requires_python.clone();
-    metadata.requires_dist = vec![torch_requirement(cell.torch)];
+    metadata.requires_dist = vec![cell.torch_requirement()];
     metadata
         .requires_dist
         .extend(project.dependencies.iter().map(|r| r.to_string()));
@@ -53,17 +53,6 @@ pub fn core_metadata(
         metadata.description_content_type = Some(description.content_type.clone());
     }
     metadata
-}
-
-/// `torch>=2.11,<2.12`: torch's C++ ABI holds within one minor release.
-fn torch_requirement(torch: TorchVersion) -> String {
-    format!(
-        "torch>={}.{},<{}.{}",
-        torch.major,
-        torch.minor,
-        torch.major,
-        torch.minor + 1
-    )
 }
 
 /// PEP 621's mapping of `authors` (or `maintainers`): names without an
@@ -114,10 +103,10 @@ mod tests {
     }
 
     #[test]
-    fn the_torch_pin_holds_one_minor_release() {
-        assert_eq!(
-            torch_requirement("2.11".parse().unwrap()),
-            "torch>=2.11,<2.12"
-        );
+    fn the_torch_pin_holds_one_minor_release_or_opens_for_the_stable_abi() {
+        let mut cell = crate::spec::matrix::test_cell("13.0", None, "2.11");
+        assert_eq!(cell.torch_requirement(), "torch>=2.11,<2.12");
+        cell.flavour = crate::spec::BindingFlavour::TorchStable;
+        assert_eq!(cell.torch_requirement(), "torch>=2.11");
     }
 }

@@ -31,6 +31,7 @@ pub mod metadata;
 pub mod shell;
 pub mod sources;
 pub mod standard;
+pub mod symbols;
 pub mod wheel;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,6 +59,7 @@ pub use wheel::WheelAssembly;
 
 use binding::flavour_plan;
 use cell::CellPlan;
+use symbols::AuditTables;
 use wheel::ModuleFile;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
@@ -72,6 +74,12 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanCell {
+    /// The cell's binding flavour (its modules' may be more portable).
+    pub flavour: BindingFlavour,
+    /// The lock's torch toolchains whose releases the wheel claims to load
+    /// in: the cell's own torch, or for a torch-stable wheel every torch of
+    /// its range (the audit's load check fails unless it loads with each).
+    pub claims: BTreeSet<String>,
     /// The kernel object nodes linked into the cell's extension modules.
     pub kernels: BTreeSet<String>,
     /// The binding object nodes, one per module.
@@ -91,6 +99,11 @@ pub struct PlanCell {
     pub nvcc: CudaVersion,
     /// The torch release the cell is built against (`2.7.1`).
     pub torch: String,
+    /// The wheel claims torch's stable ABI (its flavour's
+    /// [`BindingFlavour::stable_abi`]).
+    pub stable_abi: bool,
+    /// The symbol-table nodes its audit reads ([`symbols`]).
+    pub symbols: BTreeSet<String>,
     /// What the wheel records of its origin (also in the wheel node's
     /// recipe): what `cuwheel reproduce` compares a wheel with.
     pub provenance: Provenance,
@@ -98,13 +111,15 @@ pub struct PlanCell {
 
 impl PlanCell {
     /// Every node the cell's wheel is made of: kernels, bindings, links,
-    /// the wheel and its audit.
+    /// the wheel, the symbol tables and its audit.
     pub fn nodes(&self) -> impl Iterator<Item = &str> {
         self.kernels
             .iter()
             .chain(&self.bindings)
             .chain(&self.links)
-            .chain([&self.wheel, &self.audit])
+            .chain([&self.wheel])
+            .chain(&self.symbols)
+            .chain([&self.audit])
             .map(String::as_str)
     }
 }
@@ -115,6 +130,8 @@ impl PlanCell {
 pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
     let [binding, link, wheel, audit] = nodes.map(str::to_string);
     PlanCell {
+        flavour: BindingFlavour::TorchLibrary,
+        claims: ["torch211".to_string()].into(),
         kernels: kernels.iter().map(|k| k.to_string()).collect(),
         bindings: [binding].into(),
         links: [link].into(),
@@ -127,6 +144,8 @@ pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
         },
         nvcc: CudaVersion::new(13, 0),
         torch: "2.11.0".into(),
+        stable_abi: false,
+        symbols: BTreeSet::new(),
         provenance: Provenance::default(),
     }
 }
@@ -272,10 +291,22 @@ impl ProjectSources {
 pub struct ModuleSources {
     pub kernels: Vec<TranslationUnit>,
     pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+    /// A flavour's own kernels, which replace `kernels` in its builds.
+    pub flavour_kernels: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
 }
 
-/// The kernel objects of one module and compiler set: node name → object.
-type KernelsOf = BTreeMap<(usize, Compilers), BTreeMap<String, String>>;
+impl ModuleSources {
+    /// The kernels of the module built with `flavour`'s bindings.
+    pub fn kernels_for(&self, flavour: BindingFlavour) -> &[TranslationUnit] {
+        self.flavour_kernels
+            .get(&flavour)
+            .map_or(&self.kernels, |own| own)
+    }
+}
+
+/// The kernel objects of one module, compiler set and (serving) flavour:
+/// node name → object.
+type KernelsOf = BTreeMap<(usize, Compilers, BindingFlavour), BTreeMap<String, String>>;
 
 impl Plan {
     /// Plans every node of `cells`. `lock_path` only names the lock in errors.
@@ -307,6 +338,8 @@ impl Plan {
             let cell = cp.cell;
             let name = cell.name().to_string();
             let mut planned = PlanCell {
+                flavour: cell.flavour,
+                claims: cp.claims.clone(),
                 kernels: BTreeSet::new(),
                 bindings: BTreeSet::new(),
                 links: BTreeSet::new(),
@@ -316,6 +349,8 @@ impl Plan {
                 platform: PlatformRule::default(),
                 nvcc: cp.nvcc(),
                 torch: String::new(),
+                stable_abi: cell.flavour.stable_abi(),
+                symbols: BTreeSet::new(),
                 provenance: Provenance::default(),
             };
             let mut own = Vec::new();
@@ -349,13 +384,14 @@ impl Plan {
                 let binding = BindingObject {
                     name: format!("{}{key}", binding::NAME_PREFIX),
                     flavour,
+                    torch: cell.torch,
                     stems: kernel::unique_stems(&paths)?,
                     sources: units,
                     compilers: compilers.clone(),
                     python: cp.python_headers(fp.per_python())?,
                 };
                 let kernels = kernels_of
-                    .get(&(index, compilers.clone()))
+                    .get(&(index, compilers.clone(), flavour))
                     .cloned()
                     .unwrap_or_default();
                 planned.kernels.extend(kernels.keys().cloned());
@@ -432,8 +468,14 @@ impl Plan {
                 most_compatible: release.platform.clone(),
             };
             let assembly = assembly(config, project, lock, cp, modules, &platform)?;
+            let tables =
+                AuditTables::new(lock, cp, &planned.claims, planned.stable_abi, lock_path)?;
             let wheel_node = assembly.wheel_node();
-            let audit_node = assembly.audit_node();
+            let audit_node = assembly.audit_node(&tables);
+            for node in tables.nodes {
+                planned.symbols.insert(node.name.clone());
+                nodes.entry(node.name.clone()).or_insert(node);
+            }
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
             planned.predicted_wheel_file = assembly.wheel_file.clone();
@@ -521,9 +563,13 @@ fn module_part(module: &Module, several: bool) -> String {
 }
 
 /// Every kernel node: each kernel TU of each module with each compiler set
-/// the module uses (the CUDA sets, or the CPU sets for a `cuda = false`
-/// module). A TU two modules compile gets the module's name in its node
-/// name. Returns each module's kernel objects per compiler set.
+/// and flavour the cells build it with (the CUDA sets, or the CPU sets for
+/// a `cuda = false` module; the flavour's own kernels where it names some).
+/// Kernels are named by TU and compiler set, so a TU two flavours list is
+/// one node; a flavour with kernel defines (the stable ABI's) adds its tag
+/// (`kernel-cuda130-stable-axpby`). A TU two modules compile gets the
+/// module's name in its node name. Returns each module's kernel objects
+/// per compiler set and flavour.
 fn kernel_nodes(
     config: &Config,
     project: &ProjectSources,
@@ -531,47 +577,76 @@ fn kernel_nodes(
     sets: &BTreeSet<Compilers>,
     nodes: &mut BTreeMap<String, Node>,
 ) -> Result<KernelsOf, PlanError> {
-    let all_paths: BTreeSet<PathBuf> = project
-        .modules
-        .iter()
-        .flat_map(|m| m.kernels.iter().map(|tu| tu.path.clone()))
-        .collect();
-    let all_paths: Vec<PathBuf> = all_paths.into_iter().collect();
-    let stems: BTreeMap<&PathBuf, String> = all_paths
-        .iter()
-        .zip(kernel::unique_stems(&all_paths)?)
-        .collect();
-    // Base name → (module, object) for every object planned under it.
-    let mut by_name: BTreeMap<String, Vec<(usize, KernelObject)>> = BTreeMap::new();
-    for (index, (module, sources)) in config.modules.iter().zip(&project.modules).enumerate() {
-        let module_sets: BTreeSet<Compilers> = cell_plans
-            .iter()
-            .map(|cp| {
-                if module.cuda {
-                    cp.compilers.clone()
-                } else {
-                    cp.compilers.without_cuda()
-                }
-            })
-            .collect();
-        for compilers in module_sets {
-            let prefix = compilers.name_prefix(sets);
-            for tu in &sources.kernels {
-                let stem = stems[&tu.path].clone();
-                let object = KernelObject {
-                    name: format!("{}{prefix}-{stem}", kernel::NAME_PREFIX),
-                    source: tu.clone(),
-                    stem,
-                    compilers: compilers.clone(),
-                };
-                by_name
-                    .entry(object.name.clone())
-                    .or_default()
-                    .push((index, object));
-            }
+    // (module, compiler set, flavour, torch) of every module of every cell.
+    let mut builds = BTreeSet::new();
+    for cp in cell_plans {
+        for (index, module) in config.modules.iter().enumerate() {
+            let Some(flavour) = BindingFlavour::serving(cp.cell.flavour, &module.flavours()) else {
+                continue;
+            };
+            let compilers = if module.cuda {
+                cp.compilers.clone()
+            } else {
+                cp.compilers.without_cuda()
+            };
+            builds.insert((index, compilers, flavour, cp.cell.torch));
         }
     }
-    let mut kernels_of: KernelsOf = BTreeMap::new();
+    let sources_of = |index: usize, flavour: BindingFlavour| {
+        project
+            .modules
+            .get(index)
+            .map(|m| m.kernels_for(flavour))
+            .unwrap_or_default()
+    };
+    // Stems are unique among the TUs of one tag (every shared kernel, or
+    // every kernel of one flavour with defines).
+    let mut paths_of_tag: BTreeMap<Option<&str>, BTreeSet<PathBuf>> = BTreeMap::new();
+    for (index, _, flavour, _) in &builds {
+        let tag = flavour_plan(*flavour).kernel_tag();
+        let paths = sources_of(*index, *flavour)
+            .iter()
+            .map(|tu| tu.path.clone());
+        paths_of_tag.entry(tag).or_default().extend(paths);
+    }
+    let mut stems: BTreeMap<(Option<&str>, PathBuf), String> = BTreeMap::new();
+    for (tag, paths) in paths_of_tag {
+        let paths: Vec<PathBuf> = paths.into_iter().collect();
+        for (path, stem) in paths.iter().zip(kernel::unique_stems(&paths)?) {
+            stems.insert((tag, path.clone()), stem);
+        }
+    }
+    // Base name → (module, object) for every object planned under it.
+    let mut by_name: BTreeMap<String, Vec<(usize, KernelObject)>> = BTreeMap::new();
+    // Each build's node base names.
+    let mut build_names: Vec<((usize, Compilers, BindingFlavour), Vec<String>)> = Vec::new();
+    for (index, compilers, flavour, torch) in builds {
+        let fp = flavour_plan(flavour);
+        let tag = fp.kernel_tag();
+        let prefix = match tag {
+            Some(tag) => format!("{}-{tag}", compilers.name_prefix(sets)),
+            None => compilers.name_prefix(sets),
+        };
+        let mut names = Vec::new();
+        for tu in sources_of(index, flavour) {
+            let stem = stems[&(tag, tu.path.clone())].clone();
+            let object = KernelObject {
+                name: format!("{}{prefix}-{stem}", kernel::NAME_PREFIX),
+                source: tu.clone(),
+                stem,
+                compilers: compilers.clone(),
+                defines: fp.kernel_defines(torch),
+            };
+            names.push(object.name.clone());
+            let planned = by_name.entry(object.name.clone()).or_default();
+            if !planned.contains(&(index, object.clone())) {
+                planned.push((index, object));
+            }
+        }
+        build_names.push(((index, compilers, flavour), names));
+    }
+    // Each (base name, module) → the node name and object.
+    let mut named: BTreeMap<(String, usize), (String, String)> = BTreeMap::new();
     for (name, objects) in by_name {
         let shared = objects.len() == 1;
         for (index, mut object) in objects {
@@ -580,11 +655,17 @@ fn kernel_nodes(
                 object.name = format!("{name}-{}", sanitize_name(module.name.value.leaf()));
             }
             let node = object.node(module, archs_of(config, &object.compilers));
-            kernels_of
-                .entry((index, object.compilers.clone()))
-                .or_default()
-                .insert(node.name.clone(), object.object());
+            named.insert((name.clone(), index), (node.name.clone(), object.object()));
             nodes.insert(node.name.clone(), node);
+        }
+    }
+    let mut kernels_of: KernelsOf = BTreeMap::new();
+    for (key, names) in build_names {
+        let index = key.0;
+        let objects = kernels_of.entry(key).or_default();
+        for name in names {
+            let (node, object) = named[&(name, index)].clone();
+            objects.insert(node, object);
         }
     }
     Ok(kernels_of)

@@ -25,7 +25,14 @@ pub fn read(spec: &Spec) -> Result<ProjectSources> {
     let root = &spec.root;
     let mut modules = Vec::new();
     let mut files: BTreeSet<PathBuf> = BTreeSet::new();
-    for (module, kernels) in spec.config.modules.iter().zip(&spec.kernel_sources) {
+    let own_kernels = spec.flavour_kernel_sources.iter();
+    for ((module, kernels), own) in spec
+        .config
+        .modules
+        .iter()
+        .zip(&spec.kernel_sources)
+        .zip(own_kernels)
+    {
         let include_dirs = module.compile.include_paths();
         let scan = |tu: &Path| TranslationUnit::scan(root, tu, &include_dirs);
         let kernels = kernels
@@ -40,7 +47,19 @@ pub fn read(spec: &Spec) -> Result<ProjectSources> {
                 .collect::<Result<Vec<_>>>()?;
             bindings.insert(*flavour, units);
         }
-        for tu in kernels.iter().chain(bindings.values().flatten()) {
+        let mut flavour_kernels = BTreeMap::new();
+        for (flavour, sources) in own {
+            let units = sources
+                .iter()
+                .map(|tu| scan(tu))
+                .collect::<Result<Vec<_>>>()?;
+            flavour_kernels.insert(*flavour, units);
+        }
+        let units = kernels
+            .iter()
+            .chain(bindings.values().flatten())
+            .chain(flavour_kernels.values().flatten());
+        for tu in units {
             files.insert(tu.path.clone());
             files.extend(tu.headers.iter().cloned());
             if tu.computed_include.is_some() {
@@ -49,7 +68,11 @@ pub fn read(spec: &Spec) -> Result<ProjectSources> {
                 }
             }
         }
-        modules.push(ModuleSources { kernels, bindings });
+        modules.push(ModuleSources {
+            kernels,
+            bindings,
+            flavour_kernels,
+        });
     }
     files.extend(spec.package_files.iter().map(|f| f.source.clone()));
     files.extend(spec.license_files.iter().cloned());

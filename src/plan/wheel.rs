@@ -9,7 +9,8 @@
 //! platform tag from the linked modules (so the file name here is a
 //! prediction); `audit-<cell>` copies that one wheel beside `audit.txt` and `audit.json` and
 //! fails when `cuwheel audit` does, so a wheel that fails is never a build
-//! result.
+//! result. The audit's load check reads the symbol tables of
+//! [`super::symbols`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use crate::build::WheelRecipe;
 use crate::plan::compile::stage_files;
 use crate::plan::shell::quote;
+use crate::plan::symbols::AuditTables;
 use crate::plan::{Input, Node, slash_path};
 use crate::spec::PackageFile;
 
@@ -117,8 +119,9 @@ impl WheelAssembly {
         }
     }
 
-    pub fn audit_node(&self) -> Node {
-        let inputs = BTreeMap::from([
+    /// The audit node; `tables` are its load check's symbol tables.
+    pub fn audit_node(&self, tables: &AuditTables) -> Node {
+        let mut inputs = BTreeMap::from([
             (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
             (
                 "wheel".to_string(),
@@ -127,6 +130,7 @@ impl WheelAssembly {
                 },
             ),
         ]);
+        inputs.extend(tables.inputs());
         let failed = quote(&format!(
             "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
              what the report names, or run `cuwheel audit` on the wheel for details.",
@@ -145,12 +149,14 @@ impl WheelAssembly {
              file=\"${{1##*/}}\"\n\
              mkdir -p \"$out\"\n\
              cp \"$1\" \"$out/$file\"\n\
+             audit() {{ \"${DRIVER_VAR}\"/bin/cuwheel audit {arguments} \"$@\"; }}\n\
              status=0\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit \"$out/$file\" > \"$out\"/audit.txt || status=$?\n\
-             \"${DRIVER_VAR}\"/bin/cuwheel audit --json \"$out/$file\" > \"$out\"/audit.json || true\n\
+             audit \"$out/$file\" > \"$out\"/audit.txt || status=$?\n\
+             audit --json \"$out/$file\" > \"$out\"/audit.json || true\n\
              cat \"$out\"/audit.txt\n\
              if [ \"$status\" != 0 ]; then echo {failed} >&2; exit 1; fi\n",
             cell = self.cell,
+            arguments = tables.arguments(),
         );
         Node {
             name: format!("{AUDIT_PREFIX}{}", self.cell),

@@ -37,13 +37,21 @@ use crate::wheel::Version;
 /// torch's `py_limited_api` builds use (`Py_LIMITED_API=0x03090000`).
 pub const ABI3_PYTHON: PythonVersion = PythonVersion::new(3, 9);
 
+/// The first torch whose stable ABI is versioned by `TORCH_TARGET_VERSION`
+/// (pytorch `docs/source/notes/libtorch_stable_abi.md`: "torch 2.10 is the
+/// first release that enforces this versioning"): the oldest torch a
+/// torch-stable cell serves.
+pub const STABLE_ABI_SINCE: TorchVersion = TorchVersion::new(2, 10);
+
 /// One wheel to build. Field order is the sort order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Cell {
     /// The CUDA of the torch build the wheel serves (its `cuXYZ`).
     pub cuda: CudaVersion,
+    /// The torch the cell is built against; for a torch-stable cell the
+    /// oldest of its range, its `TORCH_TARGET_VERSION`.
     pub torch: TorchVersion,
-    /// `None` for the torch-library flavour's abi3 wheel.
+    /// `None` for the abi3 wheels (torch-library, torch-stable).
     pub python: Option<PythonAbi>,
     pub flavour: BindingFlavour,
     /// The toolkit whose nvcc compiles the kernels.
@@ -54,17 +62,68 @@ pub struct Cell {
 
 impl Cell {
     pub fn name(&self) -> CellName {
+        if self.is_stable() {
+            return CellName {
+                cuda: CudaVersion::new(self.cuda.major, 0),
+                python: None,
+                torch: None,
+                stable: true,
+            };
+        }
         CellName {
             cuda: self.cuda,
             python: self.python,
             torch: self.torch_in_name.then_some(self.torch),
+            stable: false,
         }
     }
 
+    /// Whether the cell is a torch-stable wheel, serving a range of torches.
+    pub fn is_stable(&self) -> bool {
+        self.flavour == BindingFlavour::TorchStable
+    }
+
     /// `pt27cu126`: the local version label of the cell's wheel, as
-    /// PyTorch's own extension wheels write it.
+    /// PyTorch's own extension wheels write it; `cu13` for a torch-stable
+    /// wheel, which serves every torch of its CUDA major from its target on.
     pub fn local_label(&self) -> String {
+        if self.is_stable() {
+            return format!("cu{}", self.cuda.major);
+        }
         format!("{}{}", self.torch.local_label(), self.cuda.label())
+    }
+
+    /// The torch minors of `facts` whose releases the wheel claims to load
+    /// in: the cell's torch, or for a torch-stable cell every torch of the
+    /// facts with its CUDA major from its torch on.
+    pub fn claimed_torches(&self, facts: &MatrixFacts) -> BTreeSet<TorchVersion> {
+        if !self.is_stable() {
+            return BTreeSet::from([self.torch]);
+        }
+        facts
+            .torch
+            .iter()
+            .filter(|(torch, release)| {
+                release.cuda.major == self.cuda.major && **torch >= self.torch
+            })
+            .map(|(torch, _)| *torch)
+            .collect()
+    }
+
+    /// The wheel's torch requirement: `torch>=2.11,<2.12` (torch's C++ ABI
+    /// holds within one minor release), or `torch>=2.11` for torch-stable.
+    pub fn torch_requirement(&self) -> String {
+        let torch = self.torch;
+        if self.is_stable() {
+            return format!("torch>={}.{}", torch.major, torch.minor);
+        }
+        format!(
+            "torch>={}.{},<{}.{}",
+            torch.major,
+            torch.minor,
+            torch.major,
+            torch.minor + 1
+        )
     }
 
     /// The project's version with the cell's local label: `0.1.0+pt27cu126`.
@@ -149,18 +208,24 @@ baseline = "manylinux_2_31"
 }
 
 /// A cell's name: `cu130-py313`, `cu130-py313t`, `cu130-abi3`,
-/// `cu130-py311-torch213`.
+/// `cu130-py311-torch213`, or `cu13-stable` (torch-stable: the CUDA major).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CellName {
+    /// For a torch-stable cell, only the major counts (minor 0).
     pub cuda: CudaVersion,
-    /// `None` for `abi3`.
+    /// `None` for `abi3` and `stable`.
     pub python: Option<PythonAbi>,
     /// Present only when the name carries `-torch…`.
     pub torch: Option<TorchVersion>,
+    /// A torch-stable cell: `cu13-stable`.
+    pub stable: bool,
 }
 
 impl fmt::Display for CellName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.stable {
+            return write!(f, "cu{}-stable", self.cuda.major);
+        }
         f.write_str(&self.cuda.label())?;
         match self.python {
             Some(python) => write!(f, "-{}", python.label())?,
@@ -176,8 +241,8 @@ impl fmt::Display for CellName {
 /// Why a string is not a cell name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{input}` is not a cell name: {reason}; cell names look like cu130-py313, cu130-abi3 \
-     or cu130-py311-torch213 (`cuwheel plan` lists them)"
+    "`{input}` is not a cell name: {reason}; cell names look like cu130-py313, cu130-abi3, \
+     cu130-py311-torch213 or cu13-stable (`cuwheel plan` lists them)"
 )]
 pub struct CellNameError {
     pub input: String,
@@ -193,6 +258,23 @@ impl FromStr for CellName {
             reason,
         };
         let parts: Vec<&str> = input.split('-').collect();
+        if let [cuda, "stable"] = parts[..] {
+            let major = cuda
+                .strip_prefix("cu")
+                .filter(|m| !m.is_empty() && m.len() <= 2 && m.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|m| m.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    fail(format!(
+                        "`{cuda}` is not the CUDA major of a torch-stable cell, like cu13"
+                    ))
+                })?;
+            return Ok(CellName {
+                cuda: CudaVersion::new(major, 0),
+                python: None,
+                torch: None,
+                stable: true,
+            });
+        }
         let (cuda, target, torch) = match parts[..] {
             [cuda, target] => (cuda, target, None),
             [cuda, target, torch] => (cuda, target, Some(torch)),
@@ -237,6 +319,7 @@ impl FromStr for CellName {
             cuda,
             python,
             torch,
+            stable: false,
         })
     }
 }
@@ -316,7 +399,7 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
     let matrix = &config.matrix;
     let (minors, mut problems) = torch_minors(config, facts);
     let mut product = Vec::new();
-    for torch in minors {
+    for &torch in &minors {
         let cuda = facts.torch[&torch].cuda;
         let nvcc = match matrix.nvcc.get(&cuda) {
             Some(named) => named.value,
@@ -326,6 +409,8 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
             let pythons: Vec<Option<PythonAbi>> = match flavour {
                 BindingFlavour::Pybind11 => matrix.python.iter().copied().map(Some).collect(),
                 BindingFlavour::TorchLibrary => vec![None],
+                // One per CUDA major, added below.
+                BindingFlavour::TorchStable => Vec::new(),
             };
             product.extend(pythons.into_iter().map(|python| Cell {
                 cuda,
@@ -337,6 +422,12 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
             }));
         }
     }
+    if config.flavours().contains(&BindingFlavour::TorchStable) {
+        product.extend(stable_cells(config, facts, &minors));
+    }
+    // A module that only torch-stable bindings serve needs the stable ABI,
+    // whatever the cell's flavour.
+    product.retain(|cell| cell.torch >= STABLE_ABI_SINCE || !needs_stable_abi(config, cell));
     let served: BTreeSet<CudaVersion> = product.iter().map(|cell| cell.cuda).collect();
     let by_torch: BTreeMap<TorchVersion, CudaVersion> =
         product.iter().map(|cell| (cell.torch, cell.cuda)).collect();
@@ -383,7 +474,11 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
         }
     }
     if !matrix.cuda.is_empty() {
-        product.retain(|cell| matrix.cuda.iter().any(|c| c.value == cell.cuda));
+        product.retain(|cell| {
+            matrix.cuda.iter().any(|c| {
+                c.value == cell.cuda || (cell.is_stable() && c.value.major == cell.cuda.major)
+            })
+        });
     }
     let mut matched = vec![false; matrix.exclude.len()];
     product.retain(|cell| {
@@ -413,16 +508,35 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
         }
     }
     let mut torches_per_cuda: BTreeMap<CudaVersion, BTreeSet<TorchVersion>> = BTreeMap::new();
-    for cell in &product {
+    for cell in product.iter().filter(|cell| !cell.is_stable()) {
         torches_per_cuda
             .entry(cell.cuda)
             .or_default()
             .insert(cell.torch);
     }
-    for cell in &mut product {
+    for cell in product.iter_mut().filter(|cell| !cell.is_stable()) {
         cell.torch_in_name = torches_per_cuda[&cell.cuda].len() > 1;
     }
     product.sort();
+    let stable_only = config.flavours() == [BindingFlavour::TorchStable];
+    if product.is_empty() && problems.is_empty() && stable_only {
+        if let Some(last) = config.matrix.torch.last() {
+            let shown: Vec<String> = minors.iter().map(ToString::to_string).collect();
+            problems.push(MatrixProblem {
+                at: last.at.clone(),
+                problem: format!(
+                    "the project's bindings are torch-stable only, which needs torch \
+                     {STABLE_ABI_SINCE} or later (the first with a versioned stable ABI), and the \
+                     matrix's torches are {}",
+                    shown.join(", ")
+                ),
+                fix: format!(
+                    "add a torch >= {STABLE_ABI_SINCE} to the matrix, or give the modules \
+                     torch-library or pybind11 bindings"
+                ),
+            });
+        }
+    }
     if product.is_empty() && problems.is_empty() {
         let at = config
             .matrix
@@ -445,6 +559,47 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
         cells: product,
         problems,
     }
+}
+
+/// The torch-stable cells: per CUDA major of the matrix's torches, one
+/// built against the oldest of them with the stable ABI (see the module
+/// documentation).
+fn stable_cells(
+    config: &Config,
+    facts: &MatrixFacts,
+    minors: &BTreeSet<TorchVersion>,
+) -> Vec<Cell> {
+    let mut oldest: BTreeMap<u32, TorchVersion> = BTreeMap::new();
+    for &torch in minors.iter().filter(|torch| **torch >= STABLE_ABI_SINCE) {
+        let major = facts.torch[&torch].cuda.major;
+        oldest.entry(major).or_insert(torch);
+    }
+    oldest
+        .into_values()
+        .map(|torch| {
+            let cuda = facts.torch[&torch].cuda;
+            Cell {
+                cuda,
+                nvcc: match config.matrix.nvcc.get(&cuda) {
+                    Some(named) => named.value,
+                    None => facts.default_nvcc(cuda).unwrap_or(cuda),
+                },
+                torch,
+                python: None,
+                flavour: BindingFlavour::TorchStable,
+                torch_in_name: false,
+            }
+        })
+        .collect()
+}
+
+/// Whether some module of the cell can be built only with torch-stable
+/// bindings.
+fn needs_stable_abi(config: &Config, cell: &Cell) -> bool {
+    config.modules.iter().any(|module| {
+        BindingFlavour::serving(cell.flavour, &module.flavours())
+            == Some(BindingFlavour::TorchStable)
+    })
 }
 
 #[cfg(test)]

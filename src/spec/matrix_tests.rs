@@ -259,3 +259,132 @@ fn bad_cell_names_say_which_part_is_wrong() {
         assert!(shown.contains("cuwheel plan"), "{shown}");
     }
 }
+
+const STABLE: &str = "torch-library = [\"csrc/ops.cpp\"]\ntorch-stable = { sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*.cu\"] }";
+
+#[test]
+fn one_stable_cell_per_cuda_major_built_against_its_oldest_stable_torch() {
+    let matrix = config(r#"torch = ["2.7", "2.9", "2.11", ">=2.14,<=2.15"]"#, STABLE);
+    let facts = index();
+    let expansion = expand(&matrix, &facts);
+    assert_eq!(
+        names(&expansion),
+        [
+            "cu126-abi3",
+            "cu128-abi3",
+            "cu130-abi3-torch211",
+            "cu13-stable",
+            "cu130-abi3-torch214",
+            "cu132-abi3"
+        ]
+    );
+    // CUDA 12's torches (2.7, 2.9) predate the stable ABI: no cu12-stable.
+    let stable: Vec<&Cell> = expansion.cells.iter().filter(|c| c.is_stable()).collect();
+    assert_eq!(stable.len(), 1);
+    let cell = stable[0];
+    assert_eq!(cell.torch.to_string(), "2.11");
+    assert_eq!(
+        (cell.cuda.to_string(), cell.nvcc.to_string()),
+        ("13.0".into(), "13.0".into())
+    );
+    let claimed: Vec<String> = cell
+        .claimed_torches(&facts)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    // Every matrix torch of CUDA 13 from 2.11 on (the facts are the
+    // matrix's: 2.12 and 2.13 are not in its torch list).
+    let matrix_facts = MatrixFacts {
+        torch: facts
+            .torch
+            .iter()
+            .filter(|(t, _)| {
+                ["2.7", "2.9", "2.11", "2.14", "2.15"].contains(&t.to_string().as_str())
+            })
+            .map(|(t, r)| (*t, r.clone()))
+            .collect(),
+        toolkits: facts.toolkits.clone(),
+    };
+    assert_eq!(claimed, ["2.11", "2.12", "2.13", "2.14", "2.15"]);
+    let claimed: Vec<String> = cell
+        .claimed_torches(&matrix_facts)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(claimed, ["2.11", "2.14", "2.15"]);
+    assert_eq!(cell.torch_requirement(), "torch>=2.11");
+    assert_eq!(cell.local_label(), "cu13");
+    assert_eq!(cell.interpreter_abi(), "cp39-abi3");
+    // Other cells claim their own torch only.
+    assert_eq!(expansion.cells[0].claimed_torches(&facts).len(), 1);
+}
+
+#[test]
+fn the_stable_range_starts_at_the_first_torch_with_the_stable_abi() {
+    let matrix = config(r#"torch = ["2.9", ">=2.12,<=2.15"]"#, STABLE);
+    let expansion = expand(&matrix, &index());
+    let stable: Vec<String> = expansion
+        .cells
+        .iter()
+        .filter(|c| c.is_stable())
+        .map(|c| format!("{} {}", c, c.torch))
+        .collect();
+    assert_eq!(stable, ["cu13-stable 2.12"]);
+
+    // Only stable bindings and no torch >= 2.10: said so, with the fix.
+    let matrix = config(
+        r#"torch = ["2.7", "2.9"]"#,
+        "torch-stable = [\"csrc/stable/ops.cpp\"]",
+    );
+    let shown = problems(&expand(&matrix, &index()));
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    assert!(
+        shown[0].starts_with("tool.cuwheel.matrix.torch[1]: "),
+        "{shown:#?}"
+    );
+    assert!(shown[0].contains("needs torch 2.10 or later"), "{shown:#?}");
+    assert!(shown[0].contains("add a torch >= 2.10"), "{shown:#?}");
+}
+
+#[test]
+fn excludes_drop_the_stable_cell_by_binding_or_cuda_major_never_by_torch() {
+    let torch = r#"torch = ["2.11", "2.15"]"#;
+    let with = |exclude: &str| {
+        names(&expand(
+            &config(&format!("{torch}\nexclude = [{exclude}]"), STABLE),
+            &index(),
+        ))
+    };
+    assert_eq!(
+        with(r#"{ binding = "torch-stable" }"#),
+        ["cu130-abi3", "cu132-abi3"]
+    );
+    // A torch key never matches the stable cell: it serves a range.
+    assert_eq!(with(r#"{ torch = "2.11" }"#), ["cu13-stable", "cu132-abi3"]);
+    // A cuda key matches the stable cell of its major.
+    assert_eq!(with(r#"{ cuda = "13.2" }"#), ["cu130-abi3"]);
+    // An exclude that could only match the stable cell by torch matches nothing.
+    let shown = problems(&expand(
+        &config(
+            &format!("{torch}\nexclude = [{{ binding = \"torch-stable\", torch = \"2.11\" }}]"),
+            STABLE,
+        ),
+        &index(),
+    ));
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    assert!(shown[0].contains("matches no cell"), "{shown:#?}");
+}
+
+#[test]
+fn stable_cell_names_carry_the_cuda_major() {
+    let parsed: CellName = "cu13-stable".parse().unwrap();
+    assert!(parsed.stable);
+    assert_eq!(parsed.cuda.major, 13);
+    assert_eq!(parsed.to_string(), "cu13-stable");
+    for bad in ["cu130x-stable", "cu-stable", "13-stable", "cu1300-stable"] {
+        let err = bad.parse::<CellName>().unwrap_err();
+        assert!(err.to_string().contains("like cu13"), "{bad}: {err}");
+    }
+    let err = "cu13-stabel".parse::<CellName>().unwrap_err();
+    assert!(err.to_string().contains("cu13-stable"), "{err}");
+}

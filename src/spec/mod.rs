@@ -67,6 +67,10 @@ pub struct Spec {
     /// The files each module's kernel patterns match (in the order of
     /// `config.modules`), relative to `root`, sorted, each once.
     pub kernel_sources: Vec<Vec<PathBuf>>,
+    /// The files each flavour's own kernel patterns match, per module (in
+    /// the order of `config.modules`); a flavour without its own kernels is
+    /// not a key.
+    pub flavour_kernel_sources: Vec<BTreeMap<BindingFlavour, Vec<PathBuf>>>,
     /// The package files the wheels ship, by wheel path.
     pub package_files: Vec<PackageFile>,
     /// The long description, from `project.readme`.
@@ -112,8 +116,11 @@ impl Spec {
         let in_project = format!("relative to {}", project_dir.display());
 
         let mut kernel_sources = Vec::new();
+        let mut flavour_kernel_sources = Vec::new();
         for module in &config.modules {
-            kernel_sources.push(check_module(project_dir, module, &mut report)?);
+            let (kernels, own) = check_module(project_dir, module, &mut report)?;
+            kernel_sources.push(kernels);
+            flavour_kernel_sources.push(own);
         }
         for package in &config.packages {
             if !project_dir.join(&package.value).is_dir() {
@@ -166,6 +173,7 @@ impl Spec {
             root: project_dir.to_path_buf(),
             pyproject,
             kernel_sources,
+            flavour_kernel_sources,
             package_files,
             description,
             license_files,
@@ -214,7 +222,7 @@ fn check_module(
     root: &Path,
     module: &Module,
     report: &mut dyn FnMut(&Location, String, String),
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> anyhow::Result<ModuleKernels> {
     let in_project = format!("relative to {}", root.display());
     let kinds = if module.cuda {
         "a .cu or C++ (.cpp, .cc, .cxx) file"
@@ -222,38 +230,47 @@ fn check_module(
         "a C++ (.cpp, .cc, .cxx) file: the module has cuda = false"
     };
     let compiles = |path: &Path| is_cxx_source(path) || (module.cuda && is_cuda_source(path));
+    // Every kernel file of every list (the module's and each flavour's), and
+    // which list matched it.
     let mut kernels: BTreeMap<PathBuf, &Location> = BTreeMap::new();
-    for pattern in &module.kernels {
-        let files = pattern.value.files(root).with_context(|| {
-            format!(
-                "cannot list the files matching {} in {}",
-                pattern.value,
-                root.display()
-            )
-        })?;
-        if files.is_empty() {
-            report(
-                &pattern.at,
-                format!("`{}` matches no file", pattern.value),
-                format!("patterns are {in_project}; check the directory and extension"),
-            );
-        }
-        for file in files {
-            if !compiles(&file) {
+    let mut lists: Vec<(Option<BindingFlavour>, Vec<PathBuf>)> = Vec::new();
+    let own = module.flavour_kernels.iter().map(|(f, p)| (Some(*f), p));
+    for (flavour, patterns) in std::iter::once((None, &module.kernels)).chain(own) {
+        let mut matched = std::collections::BTreeSet::new();
+        for pattern in patterns {
+            let files = pattern.value.files(root).with_context(|| {
+                format!(
+                    "cannot list the files matching {} in {}",
+                    pattern.value,
+                    root.display()
+                )
+            })?;
+            if files.is_empty() {
                 report(
                     &pattern.at,
-                    format!(
-                        "`{}` matches {}, which is not {kinds}",
-                        pattern.value,
-                        file.display()
-                    ),
-                    "narrow the pattern to the sources to compile; headers are found through \
-                     the includes"
-                        .into(),
+                    format!("`{}` matches no file", pattern.value),
+                    format!("patterns are {in_project}; check the directory and extension"),
                 );
             }
-            kernels.entry(file).or_insert(&pattern.at);
+            for file in files {
+                if !compiles(&file) {
+                    report(
+                        &pattern.at,
+                        format!(
+                            "`{}` matches {}, which is not {kinds}",
+                            pattern.value,
+                            file.display()
+                        ),
+                        "narrow the pattern to the sources to compile; headers are found through \
+                     the includes"
+                            .into(),
+                    );
+                }
+                matched.insert(file.clone());
+                kernels.entry(file).or_insert(&pattern.at);
+            }
         }
+        lists.push((flavour, matched.into_iter().collect()));
     }
     for sources in module.bindings.values() {
         for source in sources {
@@ -294,8 +311,21 @@ fn check_module(
             );
         }
     }
-    Ok(kernels.into_keys().collect())
+    let mut own = BTreeMap::new();
+    let mut common = Vec::new();
+    for (flavour, files) in lists {
+        match flavour {
+            Some(flavour) => {
+                own.insert(flavour, files);
+            }
+            None => common = files,
+        }
+    }
+    Ok((common, own))
 }
+
+/// A module's kernel files, and each flavour's own.
+type ModuleKernels = (Vec<PathBuf>, BTreeMap<BindingFlavour, Vec<PathBuf>>);
 
 /// The license files: `license-files` (each pattern must match), the file
 /// of `license = { file = ... }`, or the usual names at the root.

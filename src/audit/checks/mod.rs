@@ -3,8 +3,8 @@
 //! runs, in report order.
 //!
 //! A new rule is a new module implementing [`AuditCheck`] plus one line in
-//! [`CHECKS`]. A check that needs inputs beyond the wheel (symbol tables of
-//! the libraries it loads against, say) reads them from
+//! [`CHECKS`]. A check that needs inputs beyond the wheel (the load check's
+//! symbol tables of the libraries it loads against) reads them from
 //! [`AuditContext::options`]`.extra` ([`super::ExtraInputs`]), where the
 //! caller puts them.
 
@@ -12,6 +12,7 @@ mod cuda_archs;
 mod elf_files;
 mod leak;
 mod libraries;
+mod load;
 mod platform;
 mod search_path;
 mod stable_abi;
@@ -56,6 +57,7 @@ pub const CHECKS: &[&dyn AuditCheck] = &[
     &leak::BuildPaths,
     &stable_abi::StableAbi,
     &cuda_archs::CudaArchs,
+    &load::Load,
 ];
 
 /// What one check found.

@@ -194,6 +194,31 @@ pub fn compatibility(
     rows
 }
 
+/// The table in one line: `loads with torch 2.11.0, 2.14.1; not with 2.9.1`
+/// ([`compatibility_text`] gives each one's first missing symbol).
+pub fn compatibility_summary(verdicts: &[ReleaseVerdict]) -> String {
+    let (loads, not): (Vec<&ReleaseVerdict>, Vec<&ReleaseVerdict>) =
+        verdicts.iter().partition(|v| v.loads);
+    let list = |v: &[&ReleaseVerdict]| -> String {
+        let names: Vec<&str> = v.iter().map(|r| r.torch.as_str()).collect();
+        names.join(", ")
+    };
+    match (loads.is_empty(), not.is_empty()) {
+        (false, true) => format!("loads with torch {}", list(&loads)),
+        (true, _) => format!("loads with no torch release given; not with {}", list(&not)),
+        (false, false) => format!("loads with torch {}; not with {}", list(&loads), list(&not)),
+    }
+}
+
+/// The first problem of a release that does not load.
+fn first_missing(v: &ReleaseVerdict) -> String {
+    match (&v.first_missing, v.check.missing_versions.first()) {
+        (Some(u), _) => u.describe(),
+        (None, Some(m)) => format!("{} needs {} of {}", m.member, m.version, m.file),
+        (None, None) => "?".to_string(),
+    }
+}
+
 /// The table as text: one line per release.
 pub fn compatibility_text(verdicts: &[ReleaseVerdict]) -> String {
     let mut out = String::new();
@@ -201,14 +226,11 @@ pub fn compatibility_text(verdicts: &[ReleaseVerdict]) -> String {
         let line = if v.loads {
             format!("  torch {}: loads\n", v.torch)
         } else {
-            let first = match (&v.first_missing, v.check.missing_versions.first()) {
-                (Some(u), _) => u.describe(),
-                (None, Some(m)) => format!("{} needs {} of {}", m.member, m.version, m.file),
-                (None, None) => "?".to_string(),
-            };
             format!(
-                "  torch {}: does not load ({} missing; first: {first})\n",
-                v.torch, v.missing
+                "  torch {}: does not load ({} missing; first: {})\n",
+                v.torch,
+                v.missing,
+                first_missing(v)
             )
         };
         out.push_str(&line);

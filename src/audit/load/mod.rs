@@ -48,7 +48,9 @@ use super::loader::Resolution;
 use super::manylinux;
 use super::symbols::{LibraryExports, SymbolTable};
 
-pub use compat::{LoadFinding, ReleaseVerdict, compatibility, compatibility_text, findings};
+pub use compat::{
+    LoadFinding, ReleaseVerdict, compatibility, compatibility_summary, compatibility_text, findings,
+};
 pub use verdict::{Labelled, LoadInputs, LoadVerdict, judge, judge_context};
 
 /// Libraries in every process that imports a CPython extension.

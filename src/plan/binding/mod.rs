@@ -8,11 +8,13 @@
 //! What differs between flavours is one module each, behind
 //! [`FlavourPlan`] and listed in [`flavour_plan`]: [`pybind11`] builds per
 //! Python, [`torch_library`] once per compiler set with Python's limited
-//! API. Adding a flavour is one module there and one arm of
-//! [`flavour_plan`].
+//! API, [`torch_stable`] once per compiler set with the limited API and
+//! torch's stable ABI (its kernels too). Adding a flavour is one module
+//! there and one arm of [`flavour_plan`].
 
 pub mod pybind11;
 pub mod torch_library;
+pub mod torch_stable;
 
 use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
 use crate::plan::compilers::Compilers;
@@ -20,7 +22,7 @@ use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::quote;
 use crate::plan::{Node, slash_path};
 use crate::spec::config::modules::is_cuda_source;
-use crate::spec::{BindingFlavour, CudaArch, Module, PythonAbi};
+use crate::spec::{BindingFlavour, CudaArch, Module, PythonAbi, TorchVersion};
 
 /// Every binding node's name starts with this.
 pub const NAME_PREFIX: &str = "binding-";
@@ -34,17 +36,36 @@ pub trait FlavourPlan: Sync {
     /// standing for every Python (the limited API).
     fn per_python(&self) -> bool;
 
-    /// Defines the binding sources are compiled with.
-    fn defines(&self) -> Vec<String>;
+    /// Defines the binding sources are compiled with, built against
+    /// `torch` (the oldest torch the module serves).
+    fn defines(&self, torch: TorchVersion) -> Vec<String>;
 
-    /// torch libraries the module links beyond c10, torch and torch_cpu.
-    fn torch_libraries(&self) -> &'static [&'static str];
+    /// Defines the module's kernels are compiled with for this flavour.
+    /// Empty (the default) for kernels every flavour shares; kernels with
+    /// defines are their own nodes, told apart by [`Self::kernel_tag`].
+    fn kernel_defines(&self, _torch: TorchVersion) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The part of kernel node names (`kernel-cuda130-stable-axpby`) for
+    /// kernels compiled with [`Self::kernel_defines`]; `None` when it has
+    /// none.
+    fn kernel_tag(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The linker arguments for torch's libraries (from the torch wheel's
+    /// `lib/`), for a module that uses CUDA or not; CUDA's runtime and the
+    /// config's libraries follow them.
+    fn torch_link(&self, cuda: bool) -> Vec<String>;
 
     /// The module's file name inside its package, for `python` (`Some`
     /// exactly when [`Self::per_python`]).
     fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String;
 
-    /// The part of node names that says which Python: `py313`, or `abi3`.
+    /// The part of node names that says which Python: `py313`, or `abi3`
+    /// (`stable` for the stable ABI, so its nodes never meet a
+    /// torch-library module's of the same compiler set).
     fn python_part(&self, python: Option<PythonAbi>) -> String {
         match python {
             Some(python) if self.per_python() => python.label(),
@@ -58,7 +79,20 @@ pub fn flavour_plan(flavour: BindingFlavour) -> &'static dyn FlavourPlan {
     match flavour {
         BindingFlavour::Pybind11 => &pybind11::Pybind11,
         BindingFlavour::TorchLibrary => &torch_library::TorchLibrary,
+        BindingFlavour::TorchStable => &torch_stable::TorchStable,
     }
+}
+
+/// torch's `BuildExtension` libraries: c10, torch, torch_cpu, `extra`
+/// (torch_python for pybind11), and for a CUDA module c10_cuda and
+/// torch_cuda.
+pub fn build_extension_libraries(extra: &[&str], cuda: bool) -> Vec<String> {
+    let mut libs: Vec<&str> = vec!["c10", "torch", "torch_cpu"];
+    libs.extend(extra);
+    if cuda {
+        libs.extend(["c10_cuda", "torch_cuda"]);
+    }
+    libs.iter().map(|lib| format!("-l{lib}")).collect()
 }
 
 /// One module's binding sources of one flavour, compiled for one Python.
@@ -67,6 +101,8 @@ pub struct BindingObject {
     /// The derivation name: `binding-cuda130-py313`, `binding-cuda130-abi3`.
     pub name: String,
     pub flavour: BindingFlavour,
+    /// The torch it is built against: the stable ABI's target.
+    pub torch: TorchVersion,
     pub sources: Vec<TranslationUnit>,
     /// Each source's object stem ([`super::kernel::unique_stems`]).
     pub stems: Vec<String>,
@@ -86,7 +122,7 @@ impl BindingObject {
             compilers: &self.compilers,
             archs,
             python: Some(&self.python),
-            flavour_defines: flavour_plan(self.flavour).defines(),
+            flavour_defines: flavour_plan(self.flavour).defines(self.torch),
         };
         let units: Vec<&TranslationUnit> = self.sources.iter().collect();
         let (inputs, files) = compile.inputs(&units, "source0");

@@ -2,8 +2,8 @@
 //! only (`_C.cpython-313-x86_64-linux-gnu.so` in a `cp313-cp313` wheel),
 //! linked with `torch_python` as torch's `BuildExtension` links it.
 
-use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonAbi};
+use crate::plan::binding::{FlavourPlan, build_extension_libraries};
+use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
 pub struct Pybind11;
 
@@ -18,12 +18,12 @@ impl FlavourPlan for Pybind11 {
 
     /// torch's: `<torch/torch.h>` then includes `torch/extension.h`
     /// (pybind11 and torch's Python bindings), as in a `BuildExtension` build.
-    fn defines(&self) -> Vec<String> {
+    fn defines(&self, _: TorchVersion) -> Vec<String> {
         vec!["-DTORCH_API_INCLUDE_EXTENSION_H".to_string()]
     }
 
-    fn torch_libraries(&self) -> &'static [&'static str] {
-        &["torch_python"]
+    fn torch_link(&self, cuda: bool) -> Vec<String> {
+        build_extension_libraries(&["torch_python"], cuda)
     }
 
     /// As setuptools names extension modules.

@@ -7,8 +7,8 @@
 //! any other, and not linked with `torch_python`, which is built for one
 //! Python.
 
-use crate::plan::binding::FlavourPlan;
-use crate::spec::{BindingFlavour, PythonAbi};
+use crate::plan::binding::{FlavourPlan, build_extension_libraries};
+use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
 /// The limited API version of abi3 bindings: Python 3.9, the `cp39` of
 /// their wheels' tag.
@@ -29,12 +29,12 @@ impl FlavourPlan for TorchLibrary {
     /// `<torch/torch.h>` include pybind11: pybind11 needs more than the
     /// limited API, so a binding including `<torch/torch.h>` (torch-cluster's
     /// do) would not compile with it.
-    fn defines(&self) -> Vec<String> {
+    fn defines(&self, _: TorchVersion) -> Vec<String> {
         vec![format!("-DPy_LIMITED_API={LIMITED_API}")]
     }
 
-    fn torch_libraries(&self) -> &'static [&'static str] {
-        &[]
+    fn torch_link(&self, cuda: bool) -> Vec<String> {
+        build_extension_libraries(&[], cuda)
     }
 
     fn module_file(&self, leaf: &str, _: Option<PythonAbi>) -> String {

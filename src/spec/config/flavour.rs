@@ -12,34 +12,58 @@ use std::str::FromStr;
 
 use crate::spec::version::InvalidValue;
 
-/// How a module's binding sources are compiled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// How a module's binding sources are compiled; serialised by its name.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum BindingFlavour {
     /// pybind11 module: built once per Python (`cp313-cp313`).
     Pybind11,
     /// `TORCH_LIBRARY` registrations, Python's limited API: one `cp39-abi3`
     /// wheel per CUDA × torch.
     TorchLibrary,
+    /// torch's stable ABI (`STABLE_TORCH_LIBRARY`, `TORCH_STABLE_ONLY`,
+    /// `TORCH_TARGET_VERSION`) and Python's limited API: one `cp39-abi3`
+    /// wheel per CUDA major for every torch from the oldest of its range on.
+    TorchStable,
 }
 
 impl BindingFlavour {
     /// Every flavour, least portable first.
-    pub const ALL: [BindingFlavour; 2] = [BindingFlavour::Pybind11, BindingFlavour::TorchLibrary];
+    pub const ALL: [BindingFlavour; 3] = [
+        BindingFlavour::Pybind11,
+        BindingFlavour::TorchLibrary,
+        BindingFlavour::TorchStable,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             BindingFlavour::Pybind11 => "pybind11",
             BindingFlavour::TorchLibrary => "torch-library",
+            BindingFlavour::TorchStable => "torch-stable",
+        }
+    }
+
+    /// Whether a wheel of this flavour claims torch's stable ABI (one binary
+    /// for a range of torch releases): its audit then checks that it binds
+    /// to nothing of torch's beyond the stable C shim.
+    pub fn stable_abi(self) -> bool {
+        match self {
+            BindingFlavour::Pybind11 | BindingFlavour::TorchLibrary => false,
+            BindingFlavour::TorchStable => true,
         }
     }
 
     /// Higher is more portable: a module whose bindings are of a more
     /// portable flavour than a wheel's can go into that wheel as it is
-    /// (an abi3 module imports in any CPython ≥ 3.9).
+    /// (an abi3 module imports in any CPython ≥ 3.9; a stable-ABI module
+    /// loads in any torch from its target on).
     pub fn portability(self) -> u8 {
         match self {
             BindingFlavour::Pybind11 => 0,
             BindingFlavour::TorchLibrary => 1,
+            BindingFlavour::TorchStable => 2,
         }
     }
 
@@ -101,7 +125,7 @@ impl FromStr for BindingFlavour {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use BindingFlavour::{Pybind11, TorchLibrary};
+    use BindingFlavour::{Pybind11, TorchLibrary, TorchStable};
 
     #[test]
     fn a_module_serves_its_own_flavour_or_a_more_portable_one() {
@@ -114,6 +138,20 @@ mod tests {
             Some(TorchLibrary)
         );
         assert_eq!(BindingFlavour::serving(TorchLibrary, &[Pybind11]), None);
+        // torch-stable is the most portable: it serves every other flavour's
+        // wheels, the nearest more portable flavour first.
+        assert_eq!(
+            BindingFlavour::serving(Pybind11, &[TorchStable, TorchLibrary]),
+            Some(TorchLibrary)
+        );
+        assert_eq!(
+            BindingFlavour::serving(TorchLibrary, &[TorchStable]),
+            Some(TorchStable)
+        );
+        assert_eq!(
+            BindingFlavour::serving(TorchStable, &[Pybind11, TorchLibrary]),
+            None
+        );
     }
 
     #[test]
@@ -133,15 +171,29 @@ mod tests {
             BindingFlavour::of_wheels(&[vec![TorchLibrary], vec![TorchLibrary]]),
             [TorchLibrary]
         );
+        // The demo today: all three flavours.
+        assert_eq!(
+            BindingFlavour::of_wheels(&[vec![Pybind11, TorchLibrary, TorchStable]]),
+            [Pybind11, TorchLibrary, TorchStable]
+        );
+        // A torch-stable module beside a torch-library one: no stable wheel.
+        assert_eq!(
+            BindingFlavour::of_wheels(&[vec![TorchStable], vec![TorchLibrary]]),
+            [TorchLibrary]
+        );
     }
 
     #[test]
     fn unknown_flavours_list_the_known_ones() {
         let error = "pybind".parse::<BindingFlavour>().unwrap_err();
+        for flavour in BindingFlavour::ALL {
+            let json = serde_json::to_string(&flavour).unwrap();
+            assert_eq!(json, format!("\"{flavour}\""));
+        }
         assert!(
             error
                 .to_string()
-                .contains("\"pybind11\", \"torch-library\""),
+                .contains("\"pybind11\", \"torch-library\", \"torch-stable\""),
             "{error}"
         );
     }

@@ -51,7 +51,9 @@ pub struct MatrixConfig {
 }
 
 /// One `exclude` entry: removes every cell that matches all the keys it gives
-/// (GitHub Actions' rule). Python-less abi3 cells never match a `python` key.
+/// (GitHub Actions' rule). Python-less abi3 cells never match a `python` key;
+/// a torch-stable cell, which serves a range of torches, never matches a
+/// `torch` key, and matches a `cuda` key of its CUDA major.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exclude {
     /// The served CUDA (the cell's `cuXYZ`).
@@ -63,9 +65,13 @@ pub struct Exclude {
 
 impl Exclude {
     pub fn matches(&self, cell: &Cell) -> bool {
-        self.cuda.is_none_or(|cuda| cuda == cell.cuda)
+        let stable = cell.is_stable();
+        self.cuda
+            .is_none_or(|cuda| cuda == cell.cuda || (stable && cuda.major == cell.cuda.major))
             && self.python.is_none_or(|python| Some(python) == cell.python)
-            && self.torch.is_none_or(|torch| torch == cell.torch)
+            && self
+                .torch
+                .is_none_or(|torch| !stable && torch == cell.torch)
             && self.binding.is_none_or(|binding| binding == cell.flavour)
     }
 }

@@ -98,6 +98,9 @@ pub struct Module {
     pub kernels: Vec<Located<Pattern>>,
     /// The binding sources of each flavour the module has.
     pub bindings: BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>,
+    /// A flavour's own kernel patterns (`bindings.<flavour> = { sources,
+    /// kernels }`): they replace [`Self::kernels`] in that flavour's builds.
+    pub flavour_kernels: BTreeMap<BindingFlavour, Vec<Located<Pattern>>>,
     pub compile: Compile,
     pub link: Link,
 }
@@ -105,6 +108,14 @@ pub struct Module {
 impl Module {
     pub fn flavours(&self) -> Vec<BindingFlavour> {
         self.bindings.keys().copied().collect()
+    }
+
+    /// The kernel patterns of the module built with `flavour`'s bindings:
+    /// the flavour's own when it names some, else the module's.
+    pub fn kernels_for(&self, flavour: BindingFlavour) -> &[Located<Pattern>] {
+        self.flavour_kernels
+            .get(&flavour)
+            .map_or(&self.kernels, |own| own)
     }
 
     /// Whether nvcc is asked for device line information (`-lineinfo`).
@@ -174,9 +185,20 @@ struct Parts {
     name: Option<Located<ExtensionModule>>,
     cuda: Option<bool>,
     kernels: Option<Vec<Located<Pattern>>>,
-    bindings: Option<BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>>,
+    bindings: Option<Bindings>,
     options: Option<(Compile, Link)>,
 }
+
+/// Each flavour's binding sources, and the flavours' own kernel patterns.
+type Bindings = (
+    BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>,
+    BTreeMap<BindingFlavour, Vec<Located<Pattern>>>,
+);
+
+/// The keys of a flavour's table in the table form of `bindings`.
+const FLAVOUR_KEYS: [&str; 2] = ["sources", "kernels"];
+/// The kernel patterns example of messages.
+const KERNELS_EXAMPLE: &str = "[\"csrc/kernels/*.cu\"]";
 
 /// The bindings' table keys: one per flavour.
 pub(super) fn binding_keys() -> Vec<&'static str> {
@@ -237,7 +259,11 @@ impl Reader<'_> {
         };
         let flavours: Option<Vec<Vec<BindingFlavour>>> = parts
             .iter()
-            .map(|p| p.bindings.as_ref().map(|b| b.keys().copied().collect()))
+            .map(|p| {
+                p.bindings
+                    .as_ref()
+                    .map(|(b, _)| b.keys().copied().collect())
+            })
             .collect();
         let modules: Option<Vec<Module>> = parts
             .into_iter()
@@ -246,11 +272,13 @@ impl Reader<'_> {
                 if p.cuda == Some(false) {
                     compile.nvcc_flags.clear();
                 }
+                let (bindings, flavour_kernels) = p.bindings?;
                 Some(Module {
                     name: p.name?,
                     cuda: p.cuda?,
                     kernels: p.kernels?,
-                    bindings: p.bindings?,
+                    bindings,
+                    flavour_kernels,
                     compile,
                     link,
                 })
@@ -316,13 +344,9 @@ impl Reader<'_> {
         };
         let kernels = match table.get("kernels") {
             None => Some(Vec::new()),
-            Some(field) => self.list(
-                &field,
-                "[\"csrc/kernels/*.cu\"]",
-                false,
-                Pattern::parse,
-                |a, b| a == b,
-            ),
+            Some(field) => self.list(&field, KERNELS_EXAMPLE, false, Pattern::parse, |a, b| {
+                a == b
+            }),
         };
         Parts {
             cuda,
@@ -447,12 +471,10 @@ impl Reader<'_> {
     }
 
     /// `bindings` as a table of flavours, or as a list with `binding` naming
-    /// its one flavour (the short form).
-    fn bindings(
-        &mut self,
-        table: &Table<'_, '_>,
-        entry: Option<&str>,
-    ) -> Option<BTreeMap<BindingFlavour, Vec<Located<PathBuf>>>> {
+    /// its one flavour (the short form). In the table form a flavour's value
+    /// is its list of sources, or a table `{ sources = [...], kernels =
+    /// [...] }` whose kernels replace the module's for that flavour.
+    fn bindings(&mut self, table: &Table<'_, '_>, entry: Option<&str>) -> Option<Bindings> {
         const EXAMPLE: &str = "[\"csrc/bindings.cpp\"]";
         let flavours = binding_keys();
         let quoted: Vec<String> = flavours.iter().map(|f| format!("\"{f}\"")).collect();
@@ -465,10 +487,12 @@ impl Reader<'_> {
             table,
             "bindings",
             "list the binding sources: bindings = [\"csrc/bindings.cpp\"] with binding = \
-             \"pybind11\", or a table with a list per flavour (pybind11, torch-library)",
+             \"pybind11\", or a table with a list per flavour (pybind11, torch-library, \
+             torch-stable)",
         )?;
         let binding = table.get("binding");
         let mut bindings = BTreeMap::new();
+        let mut own_kernels = BTreeMap::new();
         match field.value.get_ref() {
             DeValue::Array(_) => {
                 let flavour = match &binding {
@@ -508,18 +532,22 @@ impl Reader<'_> {
                     self.report(
                         &field,
                         "no binding flavour is listed",
-                        "add pybind11 = [\"csrc/bindings.cpp\"] and/or torch-library = [\"csrc/ops.cpp\"]",
+                        "add pybind11 = [\"csrc/bindings.cpp\"], torch-library = \
+                         [\"csrc/ops.cpp\"] and/or torch-stable = [\"csrc/stable/ops.cpp\"]",
                     );
                     return None;
                 }
                 let mut complete = true;
                 for flavour in BindingFlavour::ALL {
-                    let Some(list) = bindings_table.get(flavour.as_str()) else {
+                    let Some(value) = bindings_table.get(flavour.as_str()) else {
                         continue;
                     };
-                    match self.list(&list, EXAMPLE, true, relative_path, |a, b| a == b) {
-                        Some(sources) => {
+                    match self.flavour_bindings(&value, flavour) {
+                        Some((sources, kernels)) => {
                             bindings.insert(flavour, sources);
+                            if let Some(kernels) = kernels {
+                                own_kernels.insert(flavour, kernels);
+                            }
                         }
                         None => complete = false,
                     }
@@ -537,7 +565,54 @@ impl Reader<'_> {
                 return None;
             }
         }
-        Some(bindings)
+        Some((bindings, own_kernels))
+    }
+
+    /// One flavour's entry of the bindings table: its list of sources, or a
+    /// table with `sources` and, optionally, the flavour's own `kernels`.
+    #[allow(clippy::type_complexity)]
+    fn flavour_bindings(
+        &mut self,
+        value: &Field<'_, '_>,
+        flavour: BindingFlavour,
+    ) -> Option<(Vec<Located<PathBuf>>, Option<Vec<Located<Pattern>>>)> {
+        const EXAMPLE: &str = "[\"csrc/bindings.cpp\"]";
+        let fix = format!(
+            "write {flavour} = [\"csrc/ops.cpp\"], or {flavour} = {{ sources = \
+             [\"csrc/ops.cpp\"], kernels = {KERNELS_EXAMPLE} }}"
+        );
+        match value.value.get_ref() {
+            DeValue::Array(_) => {
+                let sources = self.list(value, EXAMPLE, true, relative_path, |a, b| a == b)?;
+                return Some((sources, None));
+            }
+            DeValue::Table(_) => {}
+            _ => {
+                self.wrong_type(value, "a list or a table", fix);
+                return None;
+            }
+        }
+        let entry = self.table(value, &fix)?;
+        self.known_keys(&entry, &FLAVOUR_KEYS);
+        let sources = self
+            .required(
+                &entry,
+                "sources",
+                &format!(
+                    "list the {flavour} binding sources, like sources = [\"csrc/ops.cpp\"] (the \
+                     Python-free ones go in kernels)"
+                ),
+            )
+            .and_then(|field| self.list(&field, EXAMPLE, true, relative_path, |a, b| a == b));
+        let kernels = match entry.get("kernels") {
+            None => Some(None),
+            Some(field) => self
+                .list(&field, KERNELS_EXAMPLE, false, Pattern::parse, |a, b| {
+                    a == b
+                })
+                .map(Some),
+        };
+        Some((sources?, kernels?))
     }
 
     /// Two modules with one name, or one last component (the shared

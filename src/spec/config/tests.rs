@@ -83,7 +83,11 @@ fn reads_the_demo_config() {
     );
     assert_eq!(config.modules[0].kernels[0].at.line, 12);
     let flavours: Vec<_> = config.modules[0].bindings.keys().copied().collect();
-    assert_eq!(flavours, BindingFlavour::ALL);
+    assert_eq!(
+        flavours,
+        [BindingFlavour::Pybind11, BindingFlavour::TorchLibrary]
+    );
+    assert!(config.modules[0].flavour_kernels.is_empty());
     assert_eq!(
         config.modules[0].bindings[&BindingFlavour::TorchLibrary][0].value,
         PathBuf::from("csrc/ops.cpp")
@@ -150,6 +154,99 @@ fn accepts_the_short_bindings_form() {
         [BindingFlavour::TorchLibrary]
     );
     assert!(config.matrix.python.is_empty());
+}
+
+/// The demo with a torch-stable entry `entry` after its torch-library one.
+fn demo_with_stable(entry: &str) -> String {
+    let old = "torch-library = [\"csrc/ops.cpp\"]\n";
+    demo_with(old, &format!("{old}torch-stable = {entry}\n"))
+}
+
+#[test]
+fn a_flavour_may_name_its_own_kernels_which_replace_the_modules() {
+    let config = parse(&demo_with_stable(
+        "{ sources = [\"csrc/stable/ops.cpp\"], kernels = [\"csrc/stable/*.cu\"] }",
+    ))
+    .unwrap();
+    let module = &config.modules[0];
+    assert_eq!(module.flavours(), BindingFlavour::ALL);
+    assert_eq!(
+        module.bindings[&BindingFlavour::TorchStable][0].value,
+        PathBuf::from("csrc/stable/ops.cpp")
+    );
+    let own = &module.flavour_kernels[&BindingFlavour::TorchStable];
+    assert_eq!(own[0].value.to_string(), "csrc/stable/*.cu");
+    assert_eq!(
+        own[0].at.key,
+        "tool.cuwheel.bindings.torch-stable.kernels[0]"
+    );
+    // Replace, not extend: the stable builds see only their own kernels.
+    let stable: Vec<String> = module
+        .kernels_for(BindingFlavour::TorchStable)
+        .iter()
+        .map(|p| p.value.to_string())
+        .collect();
+    assert_eq!(stable, ["csrc/stable/*.cu"]);
+    let library: Vec<String> = module
+        .kernels_for(BindingFlavour::TorchLibrary)
+        .iter()
+        .map(|p| p.value.to_string())
+        .collect();
+    assert_eq!(library, ["csrc/kernels/*.cu"]);
+
+    // A table without kernels, and the plain list: the module's kernels.
+    for entry in [
+        "{ sources = [\"csrc/stable/ops.cpp\"] }",
+        "[\"csrc/stable/ops.cpp\"]",
+    ] {
+        let config = parse(&demo_with_stable(entry)).unwrap();
+        assert!(config.modules[0].flavour_kernels.is_empty(), "{entry}");
+        assert_eq!(
+            config.modules[0].kernels_for(BindingFlavour::TorchStable),
+            config.modules[0].kernels
+        );
+    }
+}
+
+#[test]
+fn a_flavour_table_needs_its_sources_and_knows_only_its_keys() {
+    let problem = only_problem(&demo_with_stable("{ kernels = [\"csrc/stable/*.cu\"] }"));
+    assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-stable.sources");
+    assert_eq!(problem.problem, "missing key `sources`");
+    assert!(
+        problem.fix.contains("sources = [\"csrc/ops.cpp\"]"),
+        "{problem}"
+    );
+
+    let problem = only_problem(&demo_with_stable(
+        "{ sources = [\"csrc/stable/ops.cpp\"], kernel = [\"csrc/stable/*.cu\"] }",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-stable.kernel");
+    assert!(problem.fix.contains("did you mean `kernels`?"), "{problem}");
+    assert!(problem.fix.contains("sources, kernels"), "{problem}");
+
+    let problem = only_problem(&demo_with_stable("\"csrc/stable/ops.cpp\""));
+    assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-stable");
+    assert!(
+        problem
+            .fix
+            .contains("torch-stable = { sources = [\"csrc/ops.cpp\"], kernels ="),
+        "{problem}"
+    );
+
+    let problem = only_problem(&demo_with_stable("{ sources = [] }"));
+    assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-stable.sources");
+    assert_eq!(problem.problem, "the list is empty");
+
+    let problem = only_problem(&demo_with(
+        "torch-library = [\"csrc/ops.cpp\"]\n",
+        "torch-stabel = [\"csrc/ops.cpp\"]\n",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.bindings.torch-stabel");
+    assert!(
+        problem.fix.contains("did you mean `torch-stable`?"),
+        "{problem}"
+    );
 }
 
 #[test]

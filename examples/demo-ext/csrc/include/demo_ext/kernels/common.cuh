@@ -1,14 +1,29 @@
 // What every demo kernel shares, for both host flavours (the ATen TUs in
 // csrc/kernels/ and the stable-ABI TUs in csrc/stable/): the block size, the
 // launch shape of a grid-stride loop, and the accumulation type of a dtype.
-// Only torch/headeronly types, so a TORCH_STABLE_ONLY TU may include it.
+// Only torch/headeronly types where torch has them (2.8 on), so a
+// TORCH_STABLE_ONLY TU may include it; c10's for older torch (2.7), whose
+// ATen kernels use the same types under that name.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#if __has_include(<torch/headeronly/util/BFloat16.h>)
 #include <torch/headeronly/util/BFloat16.h>
 #include <torch/headeronly/util/Half.h>
+namespace demo_ext {
+using Half = torch::headeronly::Half;
+using BFloat16 = torch::headeronly::BFloat16;
+}  // namespace demo_ext
+#else
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+namespace demo_ext {
+using Half = c10::Half;
+using BFloat16 = c10::BFloat16;
+}  // namespace demo_ext
+#endif
 
 namespace demo_ext {
 
@@ -29,11 +44,11 @@ struct acc_type {
   using type = scalar_t;
 };
 template <>
-struct acc_type<torch::headeronly::Half> {
+struct acc_type<Half> {
   using type = float;
 };
 template <>
-struct acc_type<torch::headeronly::BFloat16> {
+struct acc_type<BFloat16> {
   using type = float;
 };
 template <typename scalar_t>

@@ -315,7 +315,11 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
         .flatten();
     let Some(suite) = suite else {
         bail!(
-            "cuwheel has no source for Python {version}'s headers: Debian carries {}              (src/lock/data/debian.toml [python-suites]); add an archive of them, like              [tool.cuwheel.matrix.python-headers.\"{version}\"] file = \"<archive>\" (a              python-build-standalone release, or a tar of include/python{version}/ with its              pyconfig.h), or drop Python {version} from tool.cuwheel.matrix.python",
+            "cuwheel has no source for Python {version}'s headers: Debian carries {} \
+             (src/lock/data/debian.toml [python-suites]); add an archive of them, like \
+             [tool.cuwheel.matrix.python-headers.\"{version}\"] file = \"<archive>\" (a \
+             python-build-standalone release, or a tar of include/python{version}/ with its \
+             pyconfig.h), or drop Python {version} from tool.cuwheel.matrix.python",
             join(sources.debian.python_suites.keys())
         );
     };

@@ -12,7 +12,7 @@
 //!   every toolchain, the Nix-built driver and every kernel object (built
 //!   first where missing);
 //! - [`Scope::Cells`]: every derivation output that the cells' own nodes
-//!   (binding, link, wheel, audit) take as input — their toolchains, kernel
+//!   (binding, link, symbol tables, wheel, audit) take as input — their toolchains, kernel
 //!   objects, the seeds and the driver — so that a store substituting from
 //!   the cache builds only those nodes (and the plan); no pinned artifact,
 //!   so such a cache cannot fill `cuwheel fetch --offline`;
@@ -325,11 +325,16 @@ fn own_nodes(plan: &Plan, cells: &[String]) -> Result<BTreeSet<String>> {
                 known.join(", ")
             );
         };
+        // The symbol tables its audit reads are its own too: a store
+        // substituting from the cache builds them (cheap) from the torch,
+        // CUDA and sysroot toolchains the cache holds, as `cuwheel
+        // reproduce` does.
         own.extend(
             nodes
                 .bindings
                 .iter()
                 .chain(&nodes.links)
+                .chain(&nodes.symbols)
                 .chain([&nodes.wheel, &nodes.audit])
                 .cloned(),
         );

@@ -261,8 +261,8 @@ pub fn cache_export(cache: &Path, secret: &Path, extra: &[&str]) -> String {
 
 /// Builds the demo's `cu130-py313-torch211` wheel in `store` with `options` (a
 /// binary cache as its substituter), and checks that Nix built only the
-/// plan and the cell's own nodes — toolchains, kernel objects and the driver
-/// came from the cache — and that the wheel is byte-identical to the one in
+/// plan and the cell's own nodes (its symbol tables included) — toolchains,
+/// kernel objects and the driver came from the cache — and that the wheel is byte-identical to the one in
 /// `result` (the system store's). Nix's output.
 pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Path) -> Output {
     let mut args = vec![
@@ -281,6 +281,13 @@ pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Pat
         "cuwheel-plan.json",
         "binding-cuda130-torch211-py313",
         "link-cu130-py313-torch211",
+        // the symbol tables its audit reads: every torch release of CUDA 13
+        // the lock has, the CUDA runtime, the baseline's sysroot
+        "symbols-torch211",
+        "symbols-torch214",
+        "symbols-torch215",
+        "symbols-cuda130",
+        "symbols-gcc-bullseye",
         "wheel-cu130-py313-torch211",
         "audit-cu130-py313-torch211",
     ]

@@ -29,7 +29,7 @@ use cuwheel::lock::format::{Lock, Source, Toolchain, store_name};
 use cuwheel::store::Hash;
 
 const CELL: &str = "cu130-py313-torch211";
-const KERNEL: &str = "kernel-cuda130-axpby";
+const KERNEL: &str = "kernel-cuda130-torch211-axpby";
 
 fn attr(flake: &Path, attr: &str) -> String {
     format!("{}#{attr}", flake.display())
@@ -366,15 +366,17 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
 
 #[test]
 fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
-    // The demo cut down to CUDA 13.0 and Python 3.13 (its lock, marked as
-    // made for that config, has these cells' toolchains).
+    // The demo cut down to torch 2.15 (CUDA 13.2) and Python 3.13, without
+    // its stable-ABI cell (its lock, marked as made for that config, has
+    // these cells' toolchains, under the same names).
     let project = project_flake("examples/demo-ext");
     let dir = project.path();
     let pyproject = dir.join("pyproject.toml");
     let text = fs::read_to_string(&pyproject).unwrap();
     let matrix = text.find("[tool.cuwheel.matrix]").unwrap();
     let cut = text[..matrix].to_string()
-        + "[tool.cuwheel.matrix]\ncuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]\n";
+        + "[tool.cuwheel.matrix]\npython = [\"3.13\"]\ntorch = [\"2.15\"]\n\
+           exclude = [{ binding = \"torch-stable\" }]\n";
     assert_ne!(cut, text);
     fs::write(&pyproject, cut).unwrap();
     let lock_path = dir.join("cuwheel.lock");
@@ -386,7 +388,7 @@ fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
     let app = build(&attr(dir, "packages.x86_64-linux.publish"));
     let closure = common::run_ok(Command::new("nix-store").arg("-qR").arg(&app));
     let closure = String::from_utf8(closure.stdout).unwrap();
-    for cell in [CELL, "cu130-abi3-torch211"] {
+    for cell in ["cu132-py313", "cu132-abi3"] {
         let drv = eval_raw(&attr(dir, &format!("wheels.{cell}.drvPath")));
         let out = eval_raw(&attr(dir, &format!("wheels.{cell}.outPath")));
         assert!(closure.contains(&drv), "{drv} not in the app's closure");

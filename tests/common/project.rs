@@ -56,11 +56,15 @@ pub fn write_plan(project: &Path) -> PathBuf {
 
 /// The expression of `project`'s nodes, with the repository's nix/ and the
 /// demo's lock, from the plan at `plan`. With `driver`, the wheel and audit
-/// nodes run the driver Nix builds from this checkout (as the flake does);
+/// nodes run the driver Nix builds from this checkout with its
+/// `nix/driver.lock` (as the flake does);
 /// without, only nodes that never run it can be built.
 pub fn nodes_expr(project: &Path, plan: &Path, driver: bool) -> String {
     let cuwheel = if driver {
-        "import (repo + \"/nix/driver.nix\") seeds { rust = toolchains.${lock.driver.rust}; src = repo; }"
+        "let driverLock = builtins.fromJSON (builtins.readFile (repo + \"/nix/driver.lock\")); in \
+         import (repo + \"/nix/driver.nix\") (import (repo + \"/nix/seeds.nix\") driverLock) { \
+         rust = (import (repo + \"/nix/toolchains.nix\") (repo + \"/nix/driver.lock\")).toolchains.${driverLock.driver.rust}; \
+         src = repo; }"
     } else {
         "throw \"these nodes never run the driver\""
     };

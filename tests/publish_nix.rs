@@ -56,9 +56,13 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     let out = nix_ok(&["run", &repo_flake, "--", "--to", index.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     let published = text.lines().filter(|l| l.starts_with("published ")).count();
-    assert_eq!(published, 24, "{text}");
+    // 24 per-torch wheels and the stable-ABI one (its `+cu13` label puts it
+    // under cu13/).
+    assert_eq!(published, 25, "{text}");
     assert!(
-        text.contains("24 wheels listed in the combined index and cu126/ cu128/ cu130/ cu132/"),
+        text.contains(
+            "25 wheels listed in the combined index and cu126/ cu128/ cu13/ cu130/ cu132/"
+        ),
         "{text}"
     );
     // Again: nothing changes.

@@ -182,7 +182,7 @@ fn every_key_of_the_fixture_reaches_the_plan() {
     assert_eq!(
         metadata.requires_dist,
         [
-            "torch>=2.11,<2.12",
+            "torch>=2.15,<2.16",
             "numpy>=1.24",
             "rich>=13; python_version >= \"3.10\"",
             "pytest>=8; extra == \"test\"",

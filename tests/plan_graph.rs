@@ -965,7 +965,7 @@ fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its
     let plan = demo_plan();
     let cell = &plan.cells["cu130-py313-torch211"];
     assert_eq!(cell.claims, BTreeSet::from(["torch211".to_string()]));
-    assert!(!cell.stable_abi);
+    assert!(!cell.flavour.stable_abi());
     let tables: Vec<&str> = cell.symbols.iter().map(String::as_str).collect();
     assert_eq!(
         tables,

@@ -40,14 +40,12 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
         // the torch releases its wheel claims, and those its audit's load
         // check compares it with
         let claims = roles.claimed();
-        for claim in &claims {
-            if let Some((name, _)) = lock.toolchains.get_key_value(claim) {
-                toolchains.insert(name);
-            }
-        }
         let compared = compared_releases(lock, &roles.torch, &claims).unwrap_or_default();
-        for release in compared {
-            if let Some((name, _)) = lock.toolchains.get_key_value(&release.toolchain) {
+        let releases = claims
+            .iter()
+            .chain(compared.iter().map(|release| &release.toolchain));
+        for release in releases {
+            if let Some((name, _)) = lock.toolchains.get_key_value(release) {
                 toolchains.insert(name);
             }
         }

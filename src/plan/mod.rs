@@ -99,9 +99,6 @@ pub struct PlanCell {
     pub nvcc: CudaVersion,
     /// The torch release the cell is built against (`2.7.1`).
     pub torch: String,
-    /// The wheel claims torch's stable ABI (its flavour's
-    /// [`BindingFlavour::stable_abi`]).
-    pub stable_abi: bool,
     /// The symbol-table nodes its audit reads ([`symbols`]).
     pub symbols: BTreeSet<String>,
     /// What the wheel records of its origin (also in the wheel node's
@@ -144,7 +141,6 @@ pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
         },
         nvcc: CudaVersion::new(13, 0),
         torch: "2.11.0".into(),
-        stable_abi: false,
         symbols: BTreeSet::new(),
         provenance: Provenance::default(),
     }
@@ -349,7 +345,6 @@ impl Plan {
                 platform: PlatformRule::default(),
                 nvcc: cp.nvcc(),
                 torch: String::new(),
-                stable_abi: cell.flavour.stable_abi(),
                 symbols: BTreeSet::new(),
                 provenance: Provenance::default(),
             };
@@ -468,8 +463,13 @@ impl Plan {
                 most_compatible: release.platform.clone(),
             };
             let assembly = assembly(config, project, lock, cp, modules, &platform)?;
-            let tables =
-                AuditTables::new(lock, cp, &planned.claims, planned.stable_abi, lock_path)?;
+            let tables = AuditTables::new(
+                lock,
+                cp,
+                &planned.claims,
+                planned.flavour.stable_abi(),
+                lock_path,
+            )?;
             let wheel_node = assembly.wheel_node();
             let audit_node = assembly.audit_node(&tables);
             for node in tables.nodes {

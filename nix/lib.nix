@@ -75,7 +75,11 @@ let
           for result in $results; do ln -s "$result" "$out/$1"; shift; done
         '';
       };
-      publish = import ./publish.nix seeds { inherit cuwheel; results = builtins.attrValues wheels; };
+      publish = import ./publish.nix seeds {
+        inherit cuwheel;
+        cells = builtins.attrNames wheels;
+        results = builtins.attrValues wheels;
+      };
 
       toolchainChecks = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
         (builtins.attrNames nix.checks));

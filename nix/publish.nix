@@ -1,5 +1,6 @@
-# `nix run .#publish -- --to DIR [--base-url URL] [--max-jobs N]`: builds every cell's result,
-# in parallel, then runs the driver's `cuwheel publish` with every cell's wheel.
+# `nix run .#publish -- --to DIR [--base-url URL] [--max-jobs N] [--cell CELL]...`: builds every
+# cell's result (or only the cells named, each given once), in parallel, then runs the driver's
+# `cuwheel publish` with those wheels. An unknown cell is refused before anything is built.
 #
 # The app depends on the cells' derivations (their .drv files), not on their outputs, so
 # `nix run` builds only this script and the driver; the script then has Nix build the cells
@@ -8,12 +9,13 @@
 # cuwheel call does. Each wheel comes from its cell's audit node, which exists only when the
 # audit passed; `cuwheel publish` audits each again before writing anything.
 #
-# In:  the seeds, then { cuwheel (the driver), results (the cells' audit derivations) }.
+# In:  the seeds, then { cuwheel (the driver), cells (the cells' names) and results (their audit
+#      derivations, in the same order) }.
 # Out: a derivation whose bin/cuwheel-publish does the above; `nix-store` must be on PATH.
-seeds: { cuwheel, results }:
+seeds: { cuwheel, cells, results }:
 import ./busybox-derivation.nix seeds {
   name = "cuwheel-publish";
-  inherit cuwheel;
+  inherit cuwheel cells;
   # The .drv files only: their string context makes them (not their outputs) inputs here.
   drvs = map (r: r.drvPath) results;
   script = builtins.toFile "publish.sh" ''
@@ -21,10 +23,11 @@ import ./busybox-derivation.nix seeds {
     p="$out/bin/cuwheel-publish"
     {
       echo "#!$busybox/bin/busybox sh"
-      echo "cuwheel=$cuwheel drvs='$drvs'"
+      echo "cuwheel=$cuwheel cells='$cells' drvs='$drvs'"
       cat <<'EOS'
     set -eu
     jobs=auto
+    picked=""
     n=$#
     while [ "$n" -gt 0 ]; do
       a=$1; shift; n=$((n - 1))
@@ -32,6 +35,9 @@ import ./busybox-derivation.nix seeds {
         --max-jobs) [ "$n" -gt 0 ] || { echo "cuwheel-publish: --max-jobs needs a number or auto" >&2; exit 2; }
                     jobs=$1; shift; n=$((n - 1)) ;;
         --max-jobs=*) jobs=''${a#--max-jobs=} ;;
+        --cell) [ "$n" -gt 0 ] || { echo "cuwheel-publish: --cell needs a cell name" >&2; exit 2; }
+                picked="$picked $1"; shift; n=$((n - 1)) ;;
+        --cell=*) picked="$picked ''${a#--cell=}" ;;
         *) set -- "$@" "$a" ;;
       esac
     done
@@ -39,7 +45,25 @@ import ./busybox-derivation.nix seeds {
       echo "cuwheel-publish: nix-store is not on PATH; run this app with the Nix that runs 'nix run'" >&2
       exit 1
     }
-    echo "cuwheel-publish: building every cell (nix-store --realise --max-jobs $jobs)" >&2
+    if [ -n "$picked" ]; then
+      # The derivation of each named cell ($cells and $drvs are in the same order).
+      chosen=""
+      for want in $picked; do
+        i=0 found=""
+        for c in $cells; do
+          i=$((i + 1))
+          [ "$c" = "$want" ] && found=$(echo $drvs | cut -d' ' -f"$i")
+        done
+        [ -n "$found" ] || {
+          echo "cuwheel-publish: this project has no cell '$want'; its cells are: $cells" >&2
+          exit 2
+        }
+        case " $chosen " in *" $found "*) ;; *) chosen="$chosen $found" ;; esac
+      done
+      drvs=$chosen
+      echo "cuwheel-publish: building the cells named with --cell:$picked" >&2
+    fi
+    echo "cuwheel-publish: building (nix-store --realise --max-jobs $jobs)" >&2
     # shellcheck disable=SC2086 # $drvs is a space-separated list of store paths
     built=$(nix-store --realise --max-jobs "$jobs" --option sandbox true \
       --option sandbox-fallback false --option substituters "" $drvs)

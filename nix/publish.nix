@@ -45,6 +45,7 @@ import ./busybox-derivation.nix seeds {
       echo "cuwheel-publish: nix-store is not on PATH; run this app with the Nix that runs 'nix run'" >&2
       exit 1
     }
+    what="every cell"
     if [ -n "$picked" ]; then
       # The derivation of each named cell ($cells and $drvs are in the same order).
       chosen=""
@@ -61,9 +62,9 @@ import ./busybox-derivation.nix seeds {
         case " $chosen " in *" $found "*) ;; *) chosen="$chosen $found" ;; esac
       done
       drvs=$chosen
-      echo "cuwheel-publish: building the cells named with --cell:$picked" >&2
+      what="the cells named:$picked"
     fi
-    echo "cuwheel-publish: building (nix-store --realise --max-jobs $jobs)" >&2
+    echo "cuwheel-publish: building $what (nix-store --realise --max-jobs $jobs)" >&2
     # shellcheck disable=SC2086 # $drvs is a space-separated list of store paths
     built=$(nix-store --realise --max-jobs "$jobs" --option sandbox true \
       --option sandbox-fallback false --option substituters "" $drvs)

@@ -16,8 +16,11 @@ seeds: { cuwheel, cells, results }:
 import ./busybox-derivation.nix seeds {
   name = "cuwheel-publish";
   inherit cuwheel cells;
-  # The .drv files only: their string context makes them (not their outputs) inputs here.
-  drvs = map (r: r.drvPath) results;
+  # The .drv files only. A plain `drvPath` carries a deep context, which would make every
+  # output of every derivation in each cell's closure an input of this app, built before it
+  # runs (whatever cells --cell names); without its output dependency, only the .drv files
+  # and their closure of .drv files and sources are.
+  drvs = map (r: builtins.unsafeDiscardOutputDependency r.drvPath) results;
   script = builtins.toFile "publish.sh" ''
     mkdir -p "$out/bin"
     p="$out/bin/cuwheel-publish"

@@ -384,13 +384,33 @@ fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
     lock.config_sha256 = cuwheel::lock::config_sha256(&pyproject).unwrap();
     lock.write(&lock_path).unwrap();
 
-    // The app itself refers to the cells' derivations, not to their results.
+    // The app itself refers to the cells' derivations, not to their results:
+    // building it builds no node of any cell (its inputs are the driver and
+    // busybox; the cells' .drv files are sources) ...
+    let app_drv = eval_raw(&attr(dir, "packages.x86_64-linux.publish.drvPath"));
+    let shown = json(&nix_ok(&["show-derivation", &app_drv]));
+    let inputs: Vec<&String> = shown[&app_drv]["inputDrvs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    for input in &inputs {
+        let node = [
+            "audit-", "wheel-", "link-", "binding-", "kernel-", "symbols-",
+        ]
+        .iter()
+        .any(|kind| input.contains(kind));
+        assert!(!node, "building the app would build {input}: {inputs:?}");
+    }
+    let sources = shown[&app_drv]["inputSrcs"].to_string();
+    // ... and its closure holds their derivations, not their outputs.
     let app = build(&attr(dir, "packages.x86_64-linux.publish"));
     let closure = common::run_ok(Command::new("nix-store").arg("-qR").arg(&app));
     let closure = String::from_utf8(closure.stdout).unwrap();
     for cell in ["cu132-py313", "cu132-abi3"] {
         let drv = eval_raw(&attr(dir, &format!("wheels.{cell}.drvPath")));
         let out = eval_raw(&attr(dir, &format!("wheels.{cell}.outPath")));
+        assert!(sources.contains(&drv), "{drv} is not a source of the app");
         assert!(closure.contains(&drv), "{drv} not in the app's closure");
         assert!(
             !closure.contains(&format!("{out}\n")),

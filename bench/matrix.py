@@ -38,6 +38,9 @@ NIX_OPTIONS = [
     "--option", "sandbox", "true",
     "--option", "sandbox-fallback", "false",
     "--option", "substituters", "",
+    # Nix 2.8's evaluation cache can answer "attribute ... is unexpectedly missing" for a
+    # `legacyPackages.<system>.…` path that a fresh evaluation finds; every copy is new anyway.
+    "--option", "eval-cache", "false",
 ]
 SYSTEM = "x86_64-linux"
 # Derivation kinds, by the start of the derivation's name.

@@ -1,10 +1,11 @@
 //! The binary cache with real Nix:
 //! - `cuwheel cache key` writes a private secret key and never overwrites;
-//! - `cuwheel cache export` of the demo, then, in a second, empty store
-//!   rooted in a temporary directory and with pip, apt-get and cargo out of
-//!   reach, `cuwheel fetch --offline` fills it from the cache alone, and
-//!   `nix build` with the cache as its substituter builds a byte-identical
-//!   `cu130-py313-torch211` wheel, building only what is not in the cache;
+//! - `cuwheel cache export --cell` of the demo's `cu130-py313-torch211`, then,
+//!   in a second, empty store rooted in a temporary directory, `nix build`
+//!   with the cache as its substituter builds a byte-identical wheel,
+//!   building only the cell's own nodes and the plan;
+//! - `cuwheel fetch --offline --substituter` copies what a cache signed by
+//!   the trusted key holds;
 //! - a cache signed by another key of the same name is refused, by cuwheel
 //!   (before copying anything) and by Nix (for a path that is not
 //!   content-addressed);

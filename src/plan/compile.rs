@@ -132,14 +132,13 @@ impl Compile<'_> {
         // <torch/torch.h> includes torch/extension.h, so pybind11 and the
         // whole Python API, which neither a kernel nor a limited-API binding
         // may see (torch-cluster's kernels and bindings include torch.h).
-        let mut flags = Vec::new();
-        flags.extend([
+        let mut flags = vec![
             quote(&format!(
                 "-DTORCH_EXTENSION_NAME={}",
                 self.module.name.value.leaf()
             )),
             "-D_GLIBCXX_USE_CXX11_ABI=1".to_string(),
-        ]);
+        ];
         flags.extend(self.flavour_defines.iter().cloned());
         let compile = &self.module.compile;
         flags.extend(compile.defines.iter().map(|d| quote(&format!("-D{d}"))));

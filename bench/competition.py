@@ -156,10 +156,6 @@ def progress(run: Run) -> None:
           f"{run.detail}, load {run.load_before} -> {run.load_after}", file=sys.stderr, flush=True)
 
 
-def timed(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float, float]:
-    return matrix.run_timed(cmd, **kw)
-
-
 @dataclass
 class NixBuild:
     wall: float
@@ -455,9 +451,10 @@ class CppBench:
     def wheel(self, src: Path, env: dict, name: str, run: Run, logs: Path) -> None:
         dist = logs / "dist"
         venv_pip = Path(env["PATH"].split(":")[0]) / "pip"
-        proc, wall, cpu = timed([str(venv_pip), "--disable-pip-version-check", "wheel",
-                                 "--no-build-isolation", "--no-deps", "--no-index",
-                                 "--no-cache-dir", "-w", str(dist), str(src)], env=env, cwd=logs)
+        proc, wall, cpu = matrix.run_timed([str(venv_pip), "--disable-pip-version-check", "wheel",
+                                            "--no-build-isolation", "--no-deps", "--no-index",
+                                            "--no-cache-dir", "-w", str(dist), str(src)],
+                                           env=env, cwd=logs)
         check(proc, f"the cpp_extension build of {name}", "See pip's output above.")
         if len(list(dist.glob("*.whl"))) != 1:
             raise BenchError(f"the cpp_extension build of {name} made {list(dist.iterdir())}")
@@ -511,9 +508,10 @@ class CppBench:
 
         def body(logs: Path, env: dict) -> None:
             python = Path(env["PATH"].split(":")[0]) / "python"
-            proc, wall, cpu = timed([str(python), "setup.py", "build_ext", "--build-temp",
-                                     str(temp), "--build-lib", str(src / "build" / "lib")],
-                                    env=env, cwd=src)
+            proc, wall, cpu = matrix.run_timed([str(python), "setup.py", "build_ext",
+                                                "--build-temp", str(temp),
+                                                "--build-lib", str(src / "build" / "lib")],
+                                               env=env, cwd=src)
             check(proc, f"compiling the kernels for {key}", "See the output above.")
             run.add(wall, cpu)
         self.built(f"kernels {key}", cell, run, False, body)

@@ -19,7 +19,7 @@
 #
 # PACKAGE: torch-cluster or grouped-gemm.
 # Environment: CUWHEEL (the cuwheel binary; default: this checkout's
-# target/release/cuwheel, built with cargo if missing), WORK (where `run`
+# target/release/cuwheel, brought up to date with cargo), WORK (where `run`
 # puts its directories; default a new one under ${TMPDIR:-/tmp}; kept),
 # CELLS_<pkg> (cells to build instead of the default, e.g.
 # CELLS_grouped_gemm="cu130-py312"), PYTHONS (interpreters for
@@ -76,12 +76,11 @@ cuwheel_binary() {
     echo "$CUWHEEL"
     return
   fi
-  local bin=$repo/target/release/cuwheel
-  if [ ! -x "$bin" ]; then
-    say "building cuwheel (cargo build --release)"
-    (cd "$repo" && cargo build --release --locked >&2)
-  fi
-  echo "$bin"
+  # Always through cargo (a no-op when up to date): a release binary left from
+  # an older checkout would lock without what this one adds.
+  say "building cuwheel (cargo build --release)"
+  (cd "$repo" && cargo build --release --locked --quiet >&2)
+  echo "$repo/target/release/cuwheel"
 }
 
 # prepare PACKAGE DIR

@@ -107,8 +107,10 @@ def read_project(root: Path) -> Project:
 
     def flavour_kernels(table: dict) -> dict[str, list[str]]:
         b = table.get("bindings", {})
+        if not isinstance(b, dict):  # a list of sources for one flavour: no kernels of its own
+            return {}
         return {f: expand(v["kernels"]) for f, v in sorted(b.items())
-                if isinstance(b, dict) and isinstance(v, dict) and "kernels" in v}
+                if isinstance(v, dict) and "kernels" in v}
 
     keys = ["include-dirs", "defines", "undefines", "nvcc-flags", "cxx-flags", "link-flags",
             "libraries"]
@@ -120,7 +122,8 @@ def read_project(root: Path) -> Project:
         merged = {k: list(top.get(k, [])) + ([] if shorthand else list(t.get(k, []))) for k in keys}
         modules.append(Module(
             name=t["name"], cuda=t.get("cuda", True), kernels=expand(t.get("kernels", [])),
-            bindings=bindings(t), flavour_kernels=flavour_kernels(t), include_dirs=merged["include-dirs"], defines=merged["defines"],
+            bindings=bindings(t), flavour_kernels=flavour_kernels(t),
+            include_dirs=merged["include-dirs"], defines=merged["defines"],
             undefines=merged["undefines"], nvcc_flags=merged["nvcc-flags"],
             cxx_flags=merged["cxx-flags"], link_flags=merged["link-flags"],
             libraries=merged["libraries"], strip=t.get("strip", top.get("strip", False))))

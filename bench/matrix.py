@@ -27,6 +27,7 @@ import tempfile
 import time
 import tomllib
 import uuid
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +171,39 @@ def store_path(flake: str, attr: str) -> Path:
     return Path(nix(["eval", "--raw", f"{flake}.{attr}"], f"evaluating {attr}").stdout.strip())
 
 
+def host_torch_wheel(pinned: Path, pip: list[str], cache: Path, hint: str) -> Path:
+    """The pinned torch wheel if it is for the host's Python, else the same release's wheel for
+    the host's Python from pip's index (a lock whose cells are all abi3 pins one for another
+    Python), used only if its C++ headers (`torch/include/`, by name and CRC-32) are the pinned
+    wheel's: what a build compiles against is the same."""
+    host = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    _, version, python, *_ = pinned.name.split("-")
+    if python == host:
+        return pinned
+    check(subprocess.run([*pip, "download", "--no-deps", "--only-binary=:all:", "-d", str(cache),
+                          f"torch=={version}"], capture_output=True, text=True),
+          f"downloading torch {version} for {host}", hint)
+    found = sorted(cache.glob(f"torch-{version}-{host}-{host}-*.whl"))
+    if not found:
+        raise BenchError(f"pip downloaded no torch {version} wheel for {host} into {cache}")
+
+    def headers(path: Path) -> dict[str, int]:
+        with zipfile.ZipFile(path) as z:
+            return {i.filename: i.CRC for i in z.infolist()
+                    if i.filename.startswith("torch/include/")}
+
+    ours, theirs = headers(found[-1]), headers(pinned)
+    if ours != theirs:
+        differ = sorted(set(ours.items()) ^ set(theirs.items()))[:3]
+        raise BenchError(f"{found[-1].name}'s C++ headers differ from the pinned {pinned.name}'s "
+                         f"(first: {differ}); the usual build would not compile against the same "
+                         "torch")
+    print(f"bench: the host is {host}, the lock pins {pinned.name}: the venv gets "
+          f"{found[-1].name}, whose {len(ours)} C++ headers are the pinned wheel's",
+          file=sys.stderr)
+    return found[-1]
+
+
 def ensure_venv(torch: str, wheel: Path) -> Path:
     """target/bench/venv-<torch>: the host's Python with the pinned torch wheel and what
     `import torch` needs (bench/requirements-<torch>.txt, downloaded once with `pip download`
@@ -193,6 +227,7 @@ def ensure_venv(torch: str, wheel: Path) -> Path:
     check(subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True,
                          text=True), f"creating {venv}", "Is Python's venv module installed?")
     pip = [str(venv / "bin" / "pip"), "--disable-pip-version-check"]
+    named = host_torch_wheel(named, pip, cache, hint)
     check(subprocess.run([*pip, "download", "--no-deps", "-d", str(cache), "-r",
                           str(requirements)], capture_output=True, text=True),
           f"downloading {requirements.name}", hint)

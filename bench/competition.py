@@ -360,8 +360,13 @@ class CppBench:
     the same Nix-built nvcc, gcc and torch as cuwheel's cell, TORCH_CUDA_ARCH_LIST as the
     project's cuda-archs, ninja, MAX_JOBS = cores."""
 
-    def __init__(self, copy: Path, project: Project):
+    def __init__(self, copy: Path, project: Project, full_api: bool = False):
         self.project = project
+        # cpp_extension defines TORCH_API_INCLUDE_EXTENSION_H for every extension, so a
+        # torch-library binding that includes <torch/script.h> pulls in pybind11, which does not
+        # compile under Py_LIMITED_API: such a project's own setup.py builds one wheel per Python
+        # with the full API, and so do these rows with --cpp-full-api (the same compiles).
+        self.full_api = full_api
         self.flake = f"{copy}#legacyPackages.{SYSTEM}"
         self.base = WORK / "competition" / re.sub(r"[^A-Za-z0-9_.-]", "_", project.name)
         self._paths: dict[str, Path] = {}
@@ -445,7 +450,11 @@ class CppBench:
             return "torch-library"
         return "pybind11" if "pybind11" in m.bindings else "torch-library"
 
+    def limited(self, flavour: str) -> bool:
+        return flavour == "torch-library" and not self.full_api
+
     def setup_py(self, src: Path, extensions: list, abi3_wheel: bool) -> None:
+        abi3_wheel = abi3_wheel and not self.full_api
         (src / "setup.py").write_text(SETUP_PY.format(
             extensions=extensions, name=self.project.name, version=self.project.version,
             packages=self.project.packages,
@@ -474,7 +483,7 @@ class CppBench:
             flavour = self.flavour(m, cell)
             kernels = m.flavour_kernels.get(flavour, m.kernels)
             exts.append(self.extension(m, src, kernels + m.bindings.get(flavour, []), python,
-                                       flavour == "torch-library", []))
+                                       self.limited(flavour), []))
         self.setup_py(src, exts, cell["python"] is None)
         self.built(name, cell, run, ccache, lambda logs, env: self.wheel(src, env, name, run, logs))
 
@@ -528,13 +537,13 @@ class CppBench:
         for m in self.project.modules:
             flavour = self.flavour(m, cell)
             exts.append(self.extension(m, src, m.bindings.get(flavour, []), python,
-                                       flavour == "torch-library", objects.get(m.name, [])))
+                                       self.limited(flavour), objects.get(m.name, [])))
         self.setup_py(src, exts, cell["python"] is None)
         self.built(name, cell, run, False, lambda logs, env: self.wheel(src, env, name, run, logs))
 
 
-def bench_cpp(copy: Path, project: Project, cells: list[str]) -> list[Run]:
-    bench = CppBench(copy, project)
+def bench_cpp(copy: Path, project: Project, cells: list[str], full_api: bool) -> list[Run]:
+    bench = CppBench(copy, project, full_api)
     rows = []
     per_cell = Run("cpp_extension per cell")
     per_cell.load_before = load().split()[0]
@@ -651,6 +660,10 @@ def main() -> int:
                     help="the cuwheel checkout whose flake builds (default: this one)")
     ap.add_argument("--cells", help="only these lock cells, comma-separated (trying out)")
     ap.add_argument("--markdown", type=Path, help="also write the report to this file")
+    ap.add_argument("--cpp-full-api", action="store_true",
+                    help="cpp_extension rows: build abi3 cells with Python's full API (a wheel "
+                         "for the host's Python), for torch-library bindings that cpp_extension "
+                         "cannot compile under Py_LIMITED_API (torch-cluster)")
     ap.add_argument("--only", choices=["cuwheel", "cpp"], action="append",
                     help="run only this part (trying out; the report needs both)")
     args = ap.parse_args()
@@ -676,7 +689,7 @@ def main() -> int:
                 cw = bench_cuwheel(copy, project, chosen)
                 loads.append(("after cuwheel", load().split()[0]))
             if not args.only or "cpp" in args.only:
-                cpp = bench_cpp(copy, project, cells)
+                cpp = bench_cpp(copy, project, cells, args.cpp_full_api)
                 loads.append(("after cpp_extension", load().split()[0]))
         overhead = matrix.bench_overhead(20)
         loads.append(("end", load().split()[0]))
@@ -686,6 +699,10 @@ def main() -> int:
                               "cpp": [vars(r) for r in cpp or []]}, default=str, indent=1))
             return 0
         text = report(project, cells, cw, cpp, overhead, loads)
+        if args.cpp_full_api:
+            text += ("\ncpp_extension rows built with --cpp-full-api: abi3 cells as wheels for the "
+                     "host's Python with the full API (cpp_extension cannot compile the "
+                     "project's torch-library bindings under Py_LIMITED_API).\n")
         text += "\n" + "; ".join(f"{k}: {v}" for k, v in info.items()) + "\n"
         sys.stdout.write(text)
         if args.markdown:

@@ -362,11 +362,7 @@ class CppBench:
 
     def __init__(self, copy: Path, project: Project, full_api: bool = False):
         self.project = project
-        # cpp_extension defines TORCH_API_INCLUDE_EXTENSION_H for every extension, so a
-        # torch-library binding that includes <torch/script.h> pulls in pybind11, which does not
-        # compile under Py_LIMITED_API: such a project's own setup.py builds one wheel per Python
-        # with the full API, and so do these rows with --cpp-full-api (the same compiles).
-        self.full_api = full_api
+        self.full_api = full_api  # --cpp-full-api (bench/README.md says why)
         self.flake = f"{copy}#legacyPackages.{SYSTEM}"
         self.base = WORK / "competition" / re.sub(r"[^A-Za-z0-9_.-]", "_", project.name)
         self._paths: dict[str, Path] = {}
@@ -451,10 +447,13 @@ class CppBench:
         return "pybind11" if "pybind11" in m.bindings else "torch-library"
 
     def limited(self, flavour: str) -> bool:
+        """Whether an extension of this binding flavour compiles under Py_LIMITED_API."""
         return flavour == "torch-library" and not self.full_api
 
+    def abi3_wheel(self, cell: dict) -> bool:
+        return cell["python"] is None and not self.full_api
+
     def setup_py(self, src: Path, extensions: list, abi3_wheel: bool) -> None:
-        abi3_wheel = abi3_wheel and not self.full_api
         (src / "setup.py").write_text(SETUP_PY.format(
             extensions=extensions, name=self.project.name, version=self.project.version,
             packages=self.project.packages,
@@ -484,7 +483,7 @@ class CppBench:
             kernels = m.flavour_kernels.get(flavour, m.kernels)
             exts.append(self.extension(m, src, kernels + m.bindings.get(flavour, []), python,
                                        self.limited(flavour), []))
-        self.setup_py(src, exts, cell["python"] is None)
+        self.setup_py(src, exts, self.abi3_wheel(cell))
         self.built(name, cell, run, ccache, lambda logs, env: self.wheel(src, env, name, run, logs))
 
     def built(self, name: str, cell: dict, run: Run, ccache: bool, body) -> None:
@@ -538,7 +537,7 @@ class CppBench:
             flavour = self.flavour(m, cell)
             exts.append(self.extension(m, src, m.bindings.get(flavour, []), python,
                                        self.limited(flavour), objects.get(m.name, [])))
-        self.setup_py(src, exts, cell["python"] is None)
+        self.setup_py(src, exts, self.abi3_wheel(cell))
         self.built(name, cell, run, False, lambda logs, env: self.wheel(src, env, name, run, logs))
 
 

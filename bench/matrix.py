@@ -186,22 +186,23 @@ def host_torch_wheel(pinned: Path, pip: list[str], cache: Path, hint: str) -> Pa
     found = sorted(cache.glob(f"torch-{version}-{host}-{host}-*.whl"))
     if not found:
         raise BenchError(f"pip downloaded no torch {version} wheel for {host} into {cache}")
+    wheel = found[-1]
 
     def headers(path: Path) -> dict[str, int]:
         with zipfile.ZipFile(path) as z:
             return {i.filename: i.CRC for i in z.infolist()
                     if i.filename.startswith("torch/include/")}
 
-    ours, theirs = headers(found[-1]), headers(pinned)
+    ours, theirs = headers(wheel), headers(pinned)
     if ours != theirs:
         differ = sorted(set(ours.items()) ^ set(theirs.items()))[:3]
-        raise BenchError(f"{found[-1].name}'s C++ headers differ from the pinned {pinned.name}'s "
+        raise BenchError(f"{wheel.name}'s C++ headers differ from the pinned {pinned.name}'s "
                          f"(first: {differ}); the usual build would not compile against the same "
                          "torch")
     print(f"bench: the host is {host}, the lock pins {pinned.name}: the venv gets "
-          f"{found[-1].name}, whose {len(ours)} C++ headers are the pinned wheel's",
+          f"{wheel.name}, whose {len(ours)} C++ headers are the pinned wheel's",
           file=sys.stderr)
-    return found[-1]
+    return wheel
 
 
 def ensure_venv(torch: str, wheel: Path) -> Path:

@@ -1,10 +1,32 @@
 #!/usr/bin/env bash
-# The test command (README): checks formatting and lints, prepares the
-# cross-check tools (tests/prepare.sh), then runs every test.
+# The test command (README command 2): installs the system tools the tests
+# run against that are missing (saying so), checks formatting and lints,
+# prepares the cross-check tools (tests/prepare.sh), then runs every test
+# binary — a failing one does not stop the others — and ends with cargo's
+# list of the binaries that failed.
+# Needs what README command 1 (scripts/demo.sh) set up: Nix and its build
+# users.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# readelf and objdump (binutils) and g++: the audit's cross-checks compile
+# and read real binaries; sshd (openssh-server): tests/remote_builder_nix.rs
+# runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh.
+missing=()
+command -v readelf >/dev/null || missing+=(binutils)
+command -v g++ >/dev/null || missing+=(g++)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tests: installing what the tests run against: ${missing[*]} (apt-get; needs root)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 bash tests/prepare.sh
-cargo test --all-targets --locked
+cargo test --all-targets --locked --no-fail-fast

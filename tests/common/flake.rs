@@ -51,7 +51,7 @@ pub fn nix_ok_env(program: &str, env: &[(&str, &str)], args: &[&str]) -> Output 
     let version = Command::new(program).arg("--version").output();
     assert!(
         version.is_ok_and(|o| o.status.success()),
-        "`{program}` is not runnable: install Nix 2.8 or later (`.ci/run` shows how) and run \
+        "`{program}` is not runnable: install Nix 2.8 or later (`bash scripts/demo.sh` does) and run \
          `bash tests/prepare.sh`"
     );
     let options = if program == "nix" {

@@ -35,7 +35,7 @@ impl Sshd {
         assert!(
             Path::new(SSHD).is_file(),
             "{SSHD} is missing: install OpenSSH's server (`apt-get install openssh-server`; \
-             .ci/run installs it)"
+             `bash tests/run.sh` installs it)"
         );
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();

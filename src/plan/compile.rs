@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::lineinfo::Roots;
-use crate::plan::shell::{quote, var_then};
+use crate::plan::shell::{FIXED_MTIMES, quote, var_then};
 use crate::plan::{Input, slash_path};
 use crate::spec::{CudaArch, Module, PythonAbi};
 
@@ -353,7 +353,8 @@ pub fn add_sources(inputs: &mut BTreeMap<String, Input>, files: &[(String, Strin
 
 /// Copies each input file (variable, project path) to its project path in
 /// the build directory, creating the directories first; a whole include
-/// directory (`include{i}`) is copied with its contents.
+/// directory (`include{i}`) is copied with its contents. Then every file
+/// gets the store's modification time ([`FIXED_MTIMES`]).
 pub fn stage_inputs(files: &[(String, String)]) -> String {
     let words: Vec<(String, String)> = files
         .iter()
@@ -370,7 +371,7 @@ pub fn stage_inputs(files: &[(String, String)]) -> String {
             path = quote(&path)
         );
     }
-    s
+    s + FIXED_MTIMES
 }
 
 /// Copies each file (a shell word naming it, the relative path it goes to)

@@ -24,7 +24,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::plan::compile::{Compile, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
-use crate::plan::shell::quote;
+use crate::plan::shell::{FIXED_OBSERVABLES, quote};
 use crate::plan::{Node, PlanError, slash_path};
 use crate::spec::config::modules::is_cuda_source;
 use crate::spec::{CudaArch, Module};
@@ -93,6 +93,7 @@ impl KernelObject {
             self.name, self.compilers.torch, self.compilers.gcc,
         );
         s += "# Written by `cuwheel plan`; the inputs are only these toolchains and sources.\n";
+        s += FIXED_OBSERVABLES;
         s += &python_h_function(&source);
         // The TU and the headers it includes at their project paths, so that
         // `#include "..."` finds them and `__FILE__` is relative.

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use crate::plan::binding::FlavourPlan;
 use crate::plan::binding::flavour_plan;
 use crate::plan::compilers::Compilers;
-use crate::plan::shell::quote;
+use crate::plan::shell::{FIXED_OBSERVABLES, quote};
 use crate::plan::{Input, Node};
 use crate::spec::{BindingFlavour, Module, PythonAbi};
 
@@ -96,6 +96,7 @@ impl LinkedModule {
             self.name, file, self.flavour, tc.torch
         );
         s += "# Written by `cuwheel plan`.\n";
+        s += FIXED_OBSERVABLES;
         s += "mkdir -p \"$out\"\n";
         s += &format!("\"$gcc\"/bin/g++ -shared -o \"$out\"/{} \\\n", quote(&file));
         for object in &objects {

@@ -37,6 +37,27 @@ pub fn literal_var_literal(prefix: &str, var: &str, rest: &str) -> String {
     format!("{prefix}{}", var_then(var, rest))
 }
 
+/// The start of every compile and link script: what a compiler or linker
+/// can observe besides its inputs, fixed (design decision 13). The Nix
+/// sandbox already fixes the host name, the user and group ids, the build
+/// directory and the environment it passes; this fixes the file-creation
+/// mask, the time zone, the locale and `__DATE__`/`__TIME__` (gcc, and so
+/// nvcc's host passes, take them from `SOURCE_DATE_EPOCH`).
+pub const FIXED_OBSERVABLES: &str = "\
+# What a compiler can observe besides its inputs is fixed: the file-creation mask, the time\n\
+# zone, the locale, and __DATE__/__TIME__ (from SOURCE_DATE_EPOCH).\n\
+umask 022\n\
+export TZ=UTC LANG=C LC_ALL=C SOURCE_DATE_EPOCH=1\n";
+
+/// After the inputs are staged: every file in the build directory gets the
+/// store's modification time (1 s after the epoch). nvcc's device line
+/// table (`-lineinfo`, `-G`) records each source's modification time and
+/// size, and `__TIMESTAMP__` expands to it; a copy made at build time
+/// would carry the build's clock.
+pub const FIXED_MTIMES: &str = "\
+# Staged sources keep no build-time clock: nvcc's line table (-lineinfo, -G) records mtimes.\n\
+find . ! -type l -exec touch -d @1 {} +\n";
+
 #[cfg(test)]
 mod tests {
     use super::*;

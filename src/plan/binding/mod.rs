@@ -19,7 +19,7 @@ pub mod torch_stable;
 use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
-use crate::plan::shell::quote;
+use crate::plan::shell::{FIXED_OBSERVABLES, quote};
 use crate::plan::{Node, slash_path};
 use crate::spec::config::modules::is_cuda_source;
 use crate::spec::{BindingFlavour, CudaArch, Module, PythonAbi, TorchVersion};
@@ -148,6 +148,7 @@ impl BindingObject {
             self.compilers.gcc,
         );
         s += "# Written by `cuwheel plan`.\n";
+        s += FIXED_OBSERVABLES;
         s += &stage_inputs(files);
         let any_cu = self.sources.iter().any(|tu| is_cuda_source(&tu.path));
         let any_cxx = self.sources.iter().any(|tu| !is_cuda_source(&tu.path));

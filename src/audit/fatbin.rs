@@ -183,10 +183,21 @@ pub fn parse_at<'d, R: ReadRef<'d>>(
         offset,
         len: usize::try_from(size).map_err(|_| error(0, "the section is too large"))?,
     };
-    let mut fatbin = Fatbin {
-        containers: 0,
-        images: Vec::new(),
-    };
+    let mut images = Vec::new();
+    let containers = walk(&section, &mut |entry: Entry| images.push(entry.image))?;
+    if containers == 0 {
+        return Err(error(0, "the section holds no container, only zeros"));
+    }
+    Ok(Fatbin { containers, images })
+}
+
+/// Calls `found` for each entry of each container of `section`, in file
+/// order; returns the number of containers.
+fn walk<'d, R: ReadRef<'d>>(
+    section: &Section<R>,
+    found: &mut dyn FnMut(Entry),
+) -> Result<usize, FatbinError> {
+    let mut containers = 0;
     let mut at = 0;
     while at < section.len {
         // The linker pads each object's container with zeros to the
@@ -199,13 +210,58 @@ pub fn parse_at<'d, R: ReadRef<'d>>(
         if at % 8 != 0 {
             return Err(error(at, "non-zero bytes between containers"));
         }
-        at = parse_container(&section, at, &mut fatbin.images)?;
-        fatbin.containers += 1;
+        at = parse_container(section, at, found)?;
+        containers += 1;
     }
-    if fatbin.containers == 0 {
-        return Err(error(0, "the section holds no container, only zeros"));
-    }
-    Ok(fatbin)
+    Ok(containers)
+}
+
+/// How an image's payload is compressed (`--compress-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// One entry of a container: its image and where its payload is.
+struct Entry {
+    image: FatbinImage,
+    payload: std::ops::Range<usize>,
+    compression: Compression,
+    uncompressed_size: u64,
+}
+
+/// An image with its payload, as [`members`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FatbinMember<'a> {
+    pub image: FatbinImage,
+    /// The payload as stored (compressed when `compression` says so).
+    pub payload: &'a [u8],
+    pub compression: Compression,
+    /// The payload's size once decompressed, as the entry header gives it.
+    pub uncompressed_size: u64,
+}
+
+/// Every image of a whole `.nv_fatbin` section with its payload, in file
+/// order (what `cuwheel reproduce` compares member by member).
+pub fn members(section: &[u8]) -> Result<Vec<FatbinMember<'_>>, FatbinError> {
+    let whole = Section {
+        data: section,
+        offset: 0,
+        len: section.len(),
+    };
+    let mut entries = Vec::new();
+    walk(&whole, &mut |entry: Entry| entries.push(entry))?;
+    Ok(entries
+        .into_iter()
+        .map(|entry| FatbinMember {
+            image: entry.image,
+            payload: &section[entry.payload],
+            compression: entry.compression,
+            uncompressed_size: entry.uncompressed_size,
+        })
+        .collect())
 }
 
 /// The section's bytes, read where they are needed.
@@ -248,7 +304,7 @@ impl<'d, R: ReadRef<'d>> Section<R> {
 fn parse_container<'d, R: ReadRef<'d>>(
     section: &Section<R>,
     start: usize,
-    images: &mut Vec<FatbinImage>,
+    found: &mut dyn FnMut(Entry),
 ) -> Result<usize, FatbinError> {
     let magic = section.u32(start)?;
     if magic != MAGIC {
@@ -320,13 +376,25 @@ fn parse_container<'d, R: ReadRef<'d>>(
         } else {
             ArchSuffix::None
         };
-        images.push(FatbinImage {
-            kind,
-            arch: GpuArch {
-                number: arch_number,
-                suffix,
+        let compression = if flags & FLAG_COMPRESSED_ZSTD != 0 {
+            Compression::Zstd
+        } else if flags & FLAG_COMPRESSED_LZ4 != 0 {
+            Compression::Lz4
+        } else {
+            Compression::None
+        };
+        found(Entry {
+            image: FatbinImage {
+                kind,
+                arch: GpuArch {
+                    number: arch_number,
+                    suffix,
+                },
+                compressed: compression != Compression::None,
             },
-            compressed: flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) != 0,
+            payload: at + entry_header_size..next,
+            compression,
+            uncompressed_size: section.u64(at + 56)?,
         });
         at = next;
     }

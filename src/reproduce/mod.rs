@@ -15,6 +15,7 @@ pub mod checkout;
 pub mod diff;
 pub mod download;
 pub mod elf;
+pub mod localize;
 pub mod rebuild;
 pub mod text;
 
@@ -113,9 +114,14 @@ impl Verdict {
                         Some(kept) => text += &format!(" from the rebuild kept at {kept}\n"),
                         None => text += "\n",
                     }
+                    text += &localize::render(&d.differences, "    ");
+                    if let Some(why) = &d.unread {
+                        text += &format!("    (the differences could not be read: {why})\n");
+                    }
                 }
-                text += "Compare each output with its rebuild (`cuwheel reproduce` of the wheels, \
-                         or diffoscope) to find the source of non-determinism.\n";
+                text += "Whatever the likely cause names must be fixed where the compile runs: \
+                         a tool that records a clock, a temporary path or an unsorted order. \
+                         Report it with this output if it is cuwheel's own build.\n";
                 text
             }
             Verdict::OtherCheckout {

@@ -8,11 +8,12 @@
 //! different ([`NotDeterministic`]).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::localize::{self, FileDifference};
 use crate::plan::PlanCell;
 use crate::store::nix::{Nix, NixError};
 
@@ -23,6 +24,11 @@ pub struct NotDeterministic {
     pub output: String,
     /// Where Nix kept the second build's output (`--keep-failed`).
     pub kept: Option<String>,
+    /// What differs between the output and its rebuild, file by file
+    /// ([`super::localize`]); empty until localized.
+    pub differences: Vec<FileDifference>,
+    /// Why the differences could not be read, when they could not.
+    pub unread: Option<String>,
 }
 
 pub enum Rebuild {
@@ -88,10 +94,27 @@ pub fn rebuild(
             if found.is_empty() {
                 return Err(err).context("cannot build the cell's derivations again");
             }
-            return Ok(Rebuild::NotDeterministic(found));
+            return Ok(Rebuild::NotDeterministic(localized(found)));
         }
     }
     Ok(Rebuild::Built(nix.real_path(result)))
+}
+
+/// Each derivation with what differs between its output and the rebuild
+/// Nix kept; where either cannot be read, the reason is kept instead.
+fn localized(found: Vec<NotDeterministic>) -> Vec<NotDeterministic> {
+    found
+        .into_iter()
+        .map(|mut d| {
+            if let Some(kept) = &d.kept {
+                match localize::localize(Path::new(&d.output), Path::new(kept)) {
+                    Ok(differences) => d.differences = differences,
+                    Err(err) => d.unread = Some(format!("{err:#}")),
+                }
+            }
+            d
+        })
+        .collect()
 }
 
 /// Nix 2.8's "derivation '…' may not be deterministic: output '…' differs
@@ -113,6 +136,8 @@ pub fn not_deterministic(stderr: &str) -> Vec<NotDeterministic> {
                 derivation: parts.next()?,
                 output: parts.next()?,
                 kept: parts.next(),
+                differences: Vec::new(),
+                unread: None,
             })
         })
         .collect()
@@ -137,11 +162,15 @@ mod tests {
                     derivation: "/nix/store/a-link.drv".into(),
                     output: "/nix/store/b-link".into(),
                     kept: Some("/nix/store/b-link.check".into()),
+                    differences: Vec::new(),
+                    unread: None,
                 },
                 NotDeterministic {
                     derivation: "/nix/store/c-k.drv".into(),
                     output: "/nix/store/d-k".into(),
                     kept: None,
+                    differences: Vec::new(),
+                    unread: None,
                 },
             ]
         );

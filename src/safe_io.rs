@@ -77,8 +77,9 @@ pub fn read_regular_to_string(path: &Path) -> Result<String> {
 
 /// Refuses to write `path` unless it is a regular file or nothing; returns
 /// the permission bits a replacement keeps (the old file's, or 0644, as a
-/// file the shell would create).
-fn replaceable(path: &Path) -> Result<u32> {
+/// file the shell would create). Commands call it before their work, so a
+/// bad output path is refused at once; [`write_atomically`] calls it again.
+pub fn replaceable(path: &Path) -> Result<u32> {
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if metadata.is_file() => Ok(metadata.permissions().mode() & 0o7777),
         Ok(metadata) => bail!(

@@ -28,12 +28,17 @@ pub struct SymbolsArgs {
     /// shared libraries; every shared library found goes into one table
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// Write the table here (atomically) instead of to standard output
+    /// Write the table here (atomically) instead of to standard output; FILE
+    /// must be a regular file or not exist (a device, FIFO, symlink or
+    /// directory is refused)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 
 pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.output {
+        cuwheel::safe_io::replaceable(path)?;
+    }
     let table = symbols::extract_paths(&args.inputs)?;
     let text = table.write();
     match &args.output {

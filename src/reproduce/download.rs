@@ -176,8 +176,8 @@ pub fn download(url: &str, dir: &Path, timeouts: Timeouts) -> Result<PathBuf> {
     Ok(dest)
 }
 
-/// The message for a failed download: curl's own words, and for a
-/// timeout (curl's exit status 28) which limit ran out and how to raise it.
+/// The message for a failed download: curl's own words; for a timeout
+/// (curl's exit status 28), instead, which limit ran out and how to raise it.
 fn failure(shown: &str, code: Option<i32>, stderr: &str, timeouts: Timeouts) -> String {
     let status = code.map_or("killed by a signal".to_string(), |c| {
         format!("curl exit status {c}")
@@ -209,7 +209,7 @@ fn failure(shown: &str, code: Option<i32>, stderr: &str, timeouts: Timeouts) -> 
             )
         };
     format!(
-        "the download of {shown} timed out: {what} ({status}: {stderr}); if the server is only \
+        "the download of {shown} timed out: {what} ({status}); if the server is only \
          slow, raise the limit with `{flag} SECONDS` or the environment variable {var} (now \
          {limit}), or download the wheel yourself and pass its path"
     )
@@ -292,8 +292,7 @@ mod tests {
                 t
             ),
             "the download of http://h/a.whl timed out: the server did not answer: no byte came \
-             for 2 s (curl exit status 28: curl: (28) Operation too slow. Less than 1 bytes/sec \
-             transferred the last 2 seconds); if the server is only slow, raise the limit with \
+             for 2 s (curl exit status 28); if the server is only slow, raise the limit with \
              `--stall-timeout SECONDS` or the environment variable CUWHEEL_STALL_TIMEOUT (now 2), \
              or download the wheel yourself and pass its path"
         );

@@ -149,6 +149,7 @@ pub fn reproduce(
 ) -> Result<Verdict> {
     let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
     let path = if download::is_url(wheel) {
+        crate::url::check_chars(wheel)?;
         progress(&format!("downloading {}", crate::url::redact(wheel)));
         download::download(wheel, downloads.path(), options.timeouts)?
     } else if crate::url::scheme(wheel).is_some() {

@@ -139,6 +139,27 @@ fn a_server_that_never_answers_fails_the_download_with_how_to_wait_longer() {
         assert_eq!(stderr, expected);
     }
 
+    // The total limit, with the stall limit above it.
+    for (flags, env) in [
+        (&["--download-timeout", "1"][..], &[][..]),
+        (&[][..], &[("CUWHEEL_DOWNLOAD_TIMEOUT", "1")][..]),
+    ] {
+        let out = reproduce(tmp.path(), &url, flags, env);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stdout, "");
+        assert_eq!(
+            stderr,
+            format!(
+                "reproduce: downloading {url}\nerror: the download of {url} timed out: the \
+                 download did not finish within 1 s (curl exit status 28); if the server is only \
+                 slow, raise the limit with `--download-timeout SECONDS` or the environment \
+                 variable CUWHEEL_DOWNLOAD_TIMEOUT (now 1), or download the wheel yourself and \
+                 pass its path\n"
+            )
+        );
+    }
+
     let out = reproduce(tmp.path(), &url, &[], &[("CUWHEEL_STALL_TIMEOUT", "soon")]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

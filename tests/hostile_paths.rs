@@ -3,7 +3,8 @@
 //! (`symbols -o`); inputs that must be regular files — a FIFO, `/dev/zero`
 //! — are refused before a byte is read (`reproduce`, `load-check --torch`),
 //! under `timeout 60` so a blocking read fails the test instead of hanging
-//! it; and `init` shows no line of a setup.py that links out of the project.
+//! it; and `init` shows no line of a setup.py, or a file it runs, that links
+//! out of the project.
 
 mod common;
 
@@ -231,5 +232,35 @@ fn init_shows_no_line_of_a_setup_py_outside_the_project() {
         "error: setup.py:1:13: expected the end of the line, found `first`\n     1 | SECRET-LINE \
          first line of a private file\n       |             ^\ncuwheel reads setup.py without \
          running it; run `cuwheel init --ignore-setup-py` to infer from the source tree instead\n"
+    );
+
+    // A file that setup.py runs (`exec(open(…).read())`) that links out of
+    // the project is not read, and none of its lines shown.
+    let secret = root.join("outside-version.py");
+    std::fs::write(&secret, "SECRET-LINE second private file\n").unwrap();
+    std::fs::remove_file(project.join("setup.py")).unwrap();
+    std::fs::write(
+        project.join("setup.py"),
+        "exec(open(\"version.py\").read())\nfrom setuptools import setup\nsetup(name=\"x\")\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, project.join("version.py")).unwrap();
+    let out = cuwheel(
+        &["init", "--dry-run", "--cuwheel", "path:/opt/cuwheel"],
+        &[&project],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("SECRET") && !String::from_utf8_lossy(&out.stdout).contains("SECRET"));
+    assert_eq!(
+        err.lines().take(4).collect::<Vec<_>>(),
+        [
+            "init: inferred from setup.py (read statically, not run)",
+            "init: assumed (setup.py was evaluated for a CUDA build host, no environment variables \
+             set):",
+            "  setup.py:1: `exec(open(\"version.py\").read())`",
+            "    version.py links to a file outside the project: not read (cuwheel reads only \
+             files inside the project)",
+        ]
     );
 }

@@ -82,6 +82,27 @@ pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static s
     Ok((inferred, "setup.py (read statically, not run)"))
 }
 
+/// The text of the project file `rel` (relative to `root`) when it is a
+/// regular file inside the project once symlinks are resolved, else why
+/// not: the evaluator quotes the lines of what it runs (`exec(open(…))`),
+/// and no line of a file outside the project may be shown.
+pub(crate) fn project_text(root: &Path, rel: &Path) -> Result<String, String> {
+    let outside = || {
+        format!(
+            "{} links to a file outside the project: not read (cuwheel reads only files inside \
+             the project)",
+            rel.display()
+        )
+    };
+    let (Ok(root), Ok(real)) = (root.canonicalize(), root.join(rel).canonicalize()) else {
+        return Err(format!("{} cannot be read", rel.display()));
+    };
+    if !real.starts_with(&root) {
+        return Err(outside());
+    }
+    crate::safe_io::read_regular_to_string(&real).map_err(|e| format!("{e:#}"))
+}
+
 /// The text of `setup_py`, if it is a file inside the project at `root`:
 /// the evaluator's errors quote its lines, and no line of a file outside
 /// the project (a setup.py that is a symlink to `/etc/…`) may be shown.

@@ -157,6 +157,41 @@ fn reproduce_refuses_a_fifo_or_a_device_before_reading_it() {
 }
 
 #[test]
+fn symbols_and_load_check_refuse_a_fifo_or_a_device_as_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("libc10.so");
+    mkfifo(&fifo);
+    for input in [fifo.as_path(), Path::new("/dev/zero")] {
+        let what = if input == fifo {
+            "a FIFO (named pipe)"
+        } else {
+            "a character device"
+        };
+        let out = cuwheel(&["symbols"], &[input]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(out.stdout, b"");
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "error: cannot read {}: it is {what}, not a wheel, a library or a directory; \
+                 give the path of a file or a directory\n",
+                input.display()
+            )
+        );
+        let out = cuwheel(&["load-check"], &[input]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "error: cannot read {}: it is {what}, not a regular file; give the path of a \
+                 file\n",
+                input.display()
+            )
+        );
+    }
+}
+
+#[test]
 fn load_check_refuses_a_fifo_or_a_device_as_a_symbol_table() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("torch.symbols");

@@ -39,6 +39,20 @@ pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
     if let Some(path) = &args.output {
         cuwheel::safe_io::replaceable(path)?;
     }
+    // A FIFO would block the extraction's open, a device never end it.
+    for input in &args.inputs {
+        if let Ok(meta) = std::fs::metadata(input)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            bail!(
+                "cannot read {}: it is {}, not a wheel, a library or a directory; give the path \
+                 of a file or a directory",
+                input.display(),
+                cuwheel::safe_io::kind(meta.file_type())
+            );
+        }
+    }
     let table = symbols::extract_paths(&args.inputs)?;
     let text = table.write();
     match &args.output {

@@ -7,7 +7,12 @@
 //! A URL may carry a user and password (`https://user:token@host/…`) or a
 //! token in its query (`?token=…`): no message shows them ([`redact`]), and
 //! curl gets the URL on its standard input, not on its command line, where
-//! other users could read it.
+//! other users could read it. There it is one quoted line of curl's config,
+//! so a URL holding white space or a control character is refused first
+//! ([`check_chars`]): a newline would start a new curl option (`output =
+//! …`, overwriting any file). curl gets connect, total and stall timeouts
+//! ([`Timeouts`]), so a server that accepts and never answers ends the
+//! download with a message naming the limit and how to raise it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

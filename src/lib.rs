@@ -15,7 +15,8 @@
 //! `reproduce` the verdict on whether a checkout rebuilds a wheel bit for bit;
 //! `flake` checks that a flake builds the project it is asked about;
 //! `process` runs the registries' clients; `json` writes the canonical JSON
-//! of cuwheel's files.
+//! of cuwheel's files; `safe_io` reads and writes only regular files;
+//! `url` shows URLs without their secrets.
 
 pub mod audit;
 pub mod build;
@@ -29,6 +30,8 @@ pub mod plan;
 pub mod process;
 pub mod publish;
 pub mod reproduce;
+pub mod safe_io;
 pub mod spec;
 pub mod store;
+pub mod url;
 pub mod wheel;

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use cuwheel::reproduce::download::{CONNECT_TIMEOUT, STALL_TIMEOUT, TOTAL_TIMEOUT, Timeouts};
 use cuwheel::reproduce::{ReproduceOptions, Verdict, reproduce};
 
 use super::cache::SubstituterArgs;
@@ -25,7 +26,12 @@ Exit status:
   3  not reproduced: the rebuilt wheel differs (the report says where), or a derivation gave \
 other bytes when built again
   4  the checkout is not the one the wheel was built from (the report lists each file); nothing \
-was built")]
+was built
+
+A URL is downloaded with curl, within the timeouts above; each flag's environment variable
+(CUWHEEL_CONNECT_TIMEOUT, CUWHEEL_DOWNLOAD_TIMEOUT, CUWHEEL_STALL_TIMEOUT) sets it when the flag
+is not given. A URL holding white space or a control character is refused, and no message shows
+a URL's user, password, query or fragment.")]
 pub struct ReproduceArgs {
     /// The wheel: a path, or an http:// or https:// URL (downloaded with curl)
     #[arg(value_name = "WHEEL|URL")]
@@ -47,13 +53,55 @@ pub struct ReproduceArgs {
     store: Option<PathBuf>,
     #[command(flatten)]
     cache: SubstituterArgs,
+    /// Give up connecting to a URL's server after SECONDS (default 30; or
+    /// the environment variable CUWHEEL_CONNECT_TIMEOUT)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    connect_timeout: Option<u64>,
+    /// Give up a download that has not finished after SECONDS (default
+    /// 7200; or the environment variable CUWHEEL_DOWNLOAD_TIMEOUT)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    download_timeout: Option<u64>,
+    /// Give up a download when no byte has come for SECONDS, e.g. from a
+    /// server that accepts the connection and never answers (default 60;
+    /// or the environment variable CUWHEEL_STALL_TIMEOUT)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    stall_timeout: Option<u64>,
     /// Print the verdict as JSON
     #[arg(long)]
     pub json: bool,
 }
 
+/// A timeout: the flag's value, else the environment variable's, else the default.
+fn timeout(flag: Option<u64>, (var, flag_name): (&str, &str), default: u64) -> Result<u64> {
+    if let Some(seconds) = flag {
+        return Ok(seconds);
+    }
+    match std::env::var(var) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(seconds) if seconds > 0 => Ok(seconds),
+            _ => bail!(
+                "the environment variable {var} is `{}`, not a whole number of seconds above 0: \
+                 set it to e.g. 120, unset it, or pass {flag_name} SECONDS",
+                text.escape_debug()
+            ),
+        },
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(std::env::VarError::NotUnicode(_)) => bail!(
+            "the environment variable {var} is not UTF-8: set it to a whole number of seconds, \
+             or unset it"
+        ),
+    }
+}
+
 pub fn run(args: ReproduceArgs) -> Result<ExitCode> {
+    let defaults = Timeouts::default();
+    let timeouts = Timeouts {
+        connect: timeout(args.connect_timeout, CONNECT_TIMEOUT, defaults.connect)?,
+        total: timeout(args.download_timeout, TOTAL_TIMEOUT, defaults.total)?,
+        stall: timeout(args.stall_timeout, STALL_TIMEOUT, defaults.stall)?,
+    };
     let options = ReproduceOptions {
+        timeouts,
         project: args.project,
         flake: args.flake,
         check: !args.no_check,

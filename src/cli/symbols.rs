@@ -6,8 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -29,16 +28,35 @@ pub struct SymbolsArgs {
     /// shared libraries; every shared library found goes into one table
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// Write the table here (atomically) instead of to standard output
+    /// Write the table here (atomically) instead of to standard output; FILE
+    /// must be a regular file or not exist (a device, FIFO, symlink or
+    /// directory is refused)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
 
 pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.output {
+        cuwheel::safe_io::replaceable(path)?;
+    }
+    // A FIFO would block the extraction's open, a device never end it.
+    for input in &args.inputs {
+        if let Ok(meta) = std::fs::metadata(input)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            bail!(
+                "cannot read {}: it is {}, not a wheel, a library or a directory; give the path \
+                 of a file or a directory",
+                input.display(),
+                cuwheel::safe_io::kind(meta.file_type())
+            );
+        }
+    }
     let table = symbols::extract_paths(&args.inputs)?;
     let text = table.write();
     match &args.output {
-        Some(path) => write_atomically(path, text.as_bytes())?,
+        Some(path) => cuwheel::safe_io::write_atomically(path, text.as_bytes())?,
         None => std::io::stdout()
             .write_all(text.as_bytes())
             .context("writing the table to standard output")?,
@@ -117,8 +135,9 @@ impl LoadTables {
 
 /// One `LABEL=TABLE` argument's table, read and parsed.
 fn read_table((label, path): &(String, PathBuf)) -> Result<Labelled> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the symbol table {}", path.display()))?;
+    // A FIFO or a device (`--torch 2.11.0=/dev/zero`) is refused unread.
+    let text = cuwheel::safe_io::read_regular_to_string(path)
+        .with_context(|| format!("reading the symbol table {label}={}", path.display()))?;
     let table = SymbolTable::parse(&text).with_context(|| {
         format!(
             "{} is not a symbol table; make one with `cuwheel symbols`",
@@ -197,8 +216,7 @@ fn read_files(files: &[PathBuf]) -> Result<Vec<(String, ElfFacts)>> {
     files
         .iter()
         .map(|path| {
-            let data =
-                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            let data = cuwheel::safe_io::read_regular(path)?;
             let name = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -207,23 +225,4 @@ fn read_files(files: &[PathBuf]) -> Result<Vec<(String, ElfFacts)>> {
             Ok((name, facts))
         })
         .collect()
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over
-/// `path`: a reader never sees half a table.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    // readable by all, as a file the shell would create
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }

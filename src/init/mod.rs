@@ -28,13 +28,13 @@ pub mod setup_cfg;
 
 use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use self::flake::CuwheelRef;
 use self::model::Inferred;
+use crate::safe_io::write_atomically;
 
 #[derive(Debug, Clone, Default)]
 pub struct InitOptions {
@@ -71,8 +71,7 @@ pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static s
     if ignore_setup_py || !setup_py.is_file() {
         return Ok((layout::from_tree(root)?, "the source tree"));
     }
-    let text = fs::read_to_string(&setup_py)
-        .with_context(|| format!("cannot read {}", setup_py.display()))?;
+    let text = read_setup_py(root, &setup_py)?;
     let evaluation = python::evaluate_setup_py(root, &text).map_err(|e| {
         anyhow::anyhow!("{e}\ncuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` to infer from the source tree instead")
     })?;
@@ -81,6 +80,49 @@ pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static s
         .assumptions
         .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));
     Ok((inferred, "setup.py (read statically, not run)"))
+}
+
+/// The text of the project file `rel` (relative to `root`) when it is a
+/// regular file inside the project once symlinks are resolved, else why
+/// not: the evaluator quotes the lines of what it runs (`exec(open(…))`),
+/// and no line of a file outside the project may be shown.
+pub(crate) fn project_text(root: &Path, rel: &Path) -> Result<String, String> {
+    let outside = || {
+        format!(
+            "{} links to a file outside the project: not read (cuwheel reads only files inside \
+             the project)",
+            rel.display()
+        )
+    };
+    let (Ok(root), Ok(real)) = (root.canonicalize(), root.join(rel).canonicalize()) else {
+        return Err(format!("{} cannot be read", rel.display()));
+    };
+    if !real.starts_with(&root) {
+        return Err(outside());
+    }
+    crate::safe_io::read_regular_to_string(&real).map_err(|e| format!("{e:#}"))
+}
+
+/// The text of `setup_py`, if it is a file inside the project at `root`:
+/// the evaluator's errors quote its lines, and no line of a file outside
+/// the project (a setup.py that is a symlink to `/etc/…`) may be shown.
+fn read_setup_py(root: &Path, setup_py: &Path) -> Result<String> {
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot open the project directory {}", root.display()))?;
+    let real = setup_py
+        .canonicalize()
+        .with_context(|| format!("cannot read {}", setup_py.display()))?;
+    if !real.starts_with(&root) {
+        anyhow::bail!(
+            "{} is a symbolic link to a file outside the project ({}): cuwheel reads setup.py \
+             only inside the project and shows no line of a file outside it; copy the file into \
+             the project, or run `cuwheel init --ignore-setup-py` to infer from the source tree",
+            setup_py.display(),
+            real.display()
+        );
+    }
+    crate::safe_io::read_regular_to_string(&real)
 }
 
 pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
@@ -149,10 +191,10 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         old_flake.is_none() || (options.force && old_flake.as_deref() != Some(flake.as_str()));
     let mut written = Vec::new();
     if !options.dry_run {
-        write_atomically(&pyproject_path, &merged.text)?;
+        write_atomically(&pyproject_path, merged.text.as_bytes())?;
         written.push(pyproject_path);
         if flake_written {
-            write_atomically(&flake_path, &flake)?;
+            write_atomically(&flake_path, flake.as_bytes())?;
             written.push(flake_path);
         }
     }
@@ -197,18 +239,6 @@ pub(crate) fn write_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf)
         fs::write(full, text).expect("a file");
     }
     (dir, root)
-}
-
-/// Replaces `path` with `text` through a temporary file beside it.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
 }
 
 impl Outcome {

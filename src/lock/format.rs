@@ -4,8 +4,6 @@
 //! atomically, and the store-name rule for artifact files.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -247,23 +245,7 @@ impl Lock {
 
 /// Writes a lock's bytes through a temporary file in the same directory and
 /// a rename, so a reader sees the old lock or the new one, never a part.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut temp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    // A temporary file is private (0600); a lock is meant to be shared.
-    let readable = std::fs::Permissions::from_mode(0o644);
-    temp.write_all(bytes)
-        .and_then(|()| temp.as_file().set_permissions(readable))
-        .and_then(|()| temp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", temp.path().display()))?;
-    temp.persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
-}
+pub use crate::safe_io::write_atomically;
 
 #[cfg(test)]
 mod tests {
@@ -396,7 +378,9 @@ mod tests {
         sample().write(&path).unwrap();
         assert_eq!(Lock::read(&path).unwrap(), sample());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
         assert_eq!(mode & 0o777, 0o644);
     }
 }

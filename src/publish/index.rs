@@ -73,18 +73,29 @@ pub enum WheelLinks {
 impl WheelLinks {
     /// `--base-url` as given, an `http://`, `https://` or `file://` URL
     /// with no query or fragment; a trailing `/` is dropped.
+    /// Messages show the URL [`crate::url::redact`]ed.
     pub fn base_url(url: &str) -> Result<WheelLinks, String> {
+        let shown = crate::url::redact(url);
         let refuse = |why: &str| {
             Err(format!(
-                "--base-url `{url}` is not usable: {why}; give the http://, https:// or file:// \
+                "--base-url `{shown}` is not usable: {why}; give the http://, https:// or file:// \
                  URL the wheels are served under, e.g. https://example.org/whl"
             ))
         };
-        let Some((scheme, rest)) = url.split_once("://") else {
+        let Some(scheme) = crate::url::scheme(url) else {
             return refuse("it has no scheme");
         };
-        if !matches!(scheme, "http" | "https" | "file") {
+        let rest = &url[scheme.len() + 3..];
+        let scheme = scheme.to_ascii_lowercase();
+        if !matches!(scheme.as_str(), "http" | "https" | "file") {
             return refuse(&format!("the scheme `{scheme}` is not http, https or file"));
+        }
+        // Before any character is named: a password's may be among them.
+        if rest.contains('@') {
+            return refuse(
+                "it holds `@`: give it without user or password (the index pages would show \
+                 them), and percent-encode an `@` of a path as %40",
+            );
         }
         if let Some(bad) = url
             .chars()
@@ -102,10 +113,13 @@ impl WheelLinks {
             if !rest.starts_with('/') {
                 return refuse("a file URL must name an absolute path (file:///srv/whl)");
             }
-        } else if host.is_empty() || host.contains('@') {
-            return refuse("it needs a host, without user or password");
+        } else if host.is_empty() {
+            return refuse("it needs a host");
         }
-        Ok(WheelLinks::BaseUrl(url.trim_end_matches('/').to_string()))
+        Ok(WheelLinks::BaseUrl(format!(
+            "{scheme}://{}",
+            rest.trim_end_matches('/')
+        )))
     }
 
     /// The links a page was written with, from one of its files' name and
@@ -551,6 +565,19 @@ mod tests {
         ] {
             WheelLinks::base_url(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
+        assert_eq!(
+            WheelLinks::base_url("HTTPS://example.test/whl/"),
+            Ok(WheelLinks::BaseUrl("https://example.test/whl".into()))
+        );
+        for secret in ["pw", "pa/ss", "PW"] {
+            for url in [
+                format!("https://user:{secret}@example.test/"),
+                format!("HTTPS://user:{secret}@example.test/?q"),
+            ] {
+                let err = WheelLinks::base_url(&url).unwrap_err();
+                assert!(!err.contains(&format!(":{secret}")), "{err}");
+            }
+        }
         for (bad, words) in [
             ("example.test/whl", "no scheme"),
             ("ftp://example.test", "`ftp`"),
@@ -558,11 +585,14 @@ mod tests {
             ("https://example.test/\"><script>", "'\"'"),
             ("https://example.test/?token=1", "query"),
             ("https://user:pw@example.test/", "without user"),
+            ("https://user:pa/ss@example.test/", "without user"),
+            ("HTTPS://user:PW@example.test/", "without user"),
+            ("https://example.test/a\nb", "'\\n'"),
             ("file://relative/dir", "absolute path"),
         ] {
             let err = WheelLinks::base_url(bad).unwrap_err();
             assert!(
-                err.contains(&format!("`{bad}`")) && err.contains(words),
+                err.contains(&format!("`{}`", crate::url::redact(bad))) && err.contains(words),
                 "{bad}: {err}"
             );
         }

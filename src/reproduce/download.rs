@@ -7,7 +7,12 @@
 //! A URL may carry a user and password (`https://user:token@host/…`) or a
 //! token in its query (`?token=…`): no message shows them ([`redact`]), and
 //! curl gets the URL on its standard input, not on its command line, where
-//! other users could read it.
+//! other users could read it. There it is one quoted line of curl's config,
+//! so a URL holding white space or a control character is refused first
+//! ([`check_chars`]): a newline would start a new curl option (`output =
+//! …`, overwriting any file). curl gets connect, total and stall timeouts
+//! ([`Timeouts`]), so a server that accepts and never answers ends the
+//! download with a message naming the limit and how to raise it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,51 +20,76 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-/// True when `arg` names a wheel by URL rather than by path.
+use crate::url::{check_chars, redact, scrub};
+
+/// True when `arg` names a wheel by URL rather than by path: `http://` or
+/// `https://`, in any letter case.
 pub fn is_url(arg: &str) -> bool {
-    arg.starts_with("http://") || arg.starts_with("https://")
+    crate::url::is_http(arg)
 }
 
-/// The URL as messages may show it: without user, password, query or
-/// fragment (`https://***@host/path?***`).
-pub fn redact(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (format!("{scheme}://"), rest),
-        None => (String::new(), url),
-    };
-    let (before_query, query) = match rest.find(['?', '#']) {
-        Some(at) => (&rest[..at], true),
-        None => (rest, false),
-    };
-    let (authority, path) = match before_query.find('/') {
-        Some(at) => before_query.split_at(at),
-        None => (before_query, ""),
-    };
-    let host = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => authority.to_string(),
-    };
-    format!("{scheme}{host}{path}{}", if query { "?***" } else { "" })
+/// How long curl may take, in seconds: to connect, in all, and without
+/// receiving a byte (a server that accepts and never answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// `--connect-timeout`.
+    pub connect: u64,
+    /// `--max-time`: the whole download.
+    pub total: u64,
+    /// `--speed-time` with `--speed-limit 1`: the longest wait for a byte.
+    pub stall: u64,
 }
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            connect: 30,
+            total: 7200,
+            stall: 60,
+        }
+    }
+}
+
+/// The environment variables and flags that set each of [`Timeouts`].
+pub const CONNECT_TIMEOUT: (&str, &str) = ("CUWHEEL_CONNECT_TIMEOUT", "--connect-timeout");
+pub const TOTAL_TIMEOUT: (&str, &str) = ("CUWHEEL_DOWNLOAD_TIMEOUT", "--download-timeout");
+pub const STALL_TIMEOUT: (&str, &str) = ("CUWHEEL_STALL_TIMEOUT", "--stall-timeout");
 
 /// The file name a URL names: its last path segment, without query or
-/// fragment, percent-decoded.
+/// fragment, percent-decoded (the authority ends at the first `/`, `?` or
+/// `#`, as curl reads it); messages show the URL [`redact`]ed.
 pub fn file_name(url: &str) -> Result<String> {
     let shown = redact(url);
-    let url = shown.as_str();
-    let path = url.split(['?', '#']).next().unwrap_or(url);
-    let after_scheme = path.split_once("://").map_or(path, |(_, rest)| rest);
-    let Some((_, segment)) = after_scheme.split_once('/') else {
-        bail!("{url} names no file: give the URL of the .whl itself");
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = after_scheme
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(after_scheme);
+    let Some((_, segment)) = path.split_once('/') else {
+        bail!("{shown} names no file: give the URL of the .whl itself");
     };
     let last = segment.rsplit('/').next().unwrap_or_default();
-    let name = percent_decode(last)
-        .ok_or_else(|| anyhow::anyhow!("{url}: `{last}` is not valid percent-encoded UTF-8"))?;
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        bail!("{url} names no file: give the URL of the .whl itself");
+    let name = percent_decode(last).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{shown}: its last path segment is not valid percent-encoded UTF-8: give the URL \
+                 of the .whl itself"
+        )
+    })?;
+    if name.is_empty()
+        || name.contains(['/', '\0'])
+        || name == "."
+        || name == ".."
+        || name.chars().any(char::is_control)
+    {
+        bail!("{shown} names no file: give the URL of the .whl itself");
     }
     if !name.ends_with(".whl") {
-        bail!("{url} names `{name}`, not a wheel (`.whl`): give the URL of the wheel file");
+        // The name is not shown apart: a malformed URL's password can end
+        // up in it (`http://user:pa/ss@host`); `shown` holds it when safe.
+        bail!(
+            "{shown} names no wheel (its last path segment does not end in `.whl`): give the \
+             URL of the wheel file"
+        );
     }
     Ok(name)
 }
@@ -82,23 +112,45 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Downloads `url` into `dir`; returns the file's path.
-pub fn download(url: &str, dir: &Path) -> Result<PathBuf> {
+/// The curl config that names `url`: one quoted `url = "…"` line. `url`
+/// must have passed [`check_chars`] (no newline can end the line); `\\`
+/// and `"` are escaped as curl's quoting wants.
+fn curl_config(url: &str) -> String {
+    format!(
+        "url = \"{}\"\n",
+        url.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+/// Downloads `url` into `dir` within `timeouts`; returns the file's path.
+/// A URL holding whitespace or a control character is refused before curl
+/// runs.
+pub fn download(url: &str, dir: &Path, timeouts: Timeouts) -> Result<PathBuf> {
+    check_chars(url)?;
     let name = file_name(url)?;
     let shown = redact(url);
     let dest = dir.join(&name);
-    // The URL goes to curl as a config line on stdin (`url = "…"`), with
-    // curl's own quoting: `\\` and `\"` escaped.
-    let config = format!(
-        "url = \"{}\"\n",
-        url.replace('\\', "\\\\").replace('"', "\\\"")
-    );
+    // The URL goes to curl as a config line on stdin, not on the command
+    // line, where other users could read a password in it.
+    let config = curl_config(url);
     let mut child = Command::new("curl")
         .args([
             "--fail",
             "--silent",
             "--show-error",
             "--location",
+            "--proto",
+            "=http,https",
+            "--proto-redir",
+            "=http,https",
+            "--connect-timeout",
+            &timeouts.connect.to_string(),
+            "--max-time",
+            &timeouts.total.to_string(),
+            "--speed-limit",
+            "1",
+            "--speed-time",
+            &timeouts.stall.to_string(),
             "--config",
             "-",
             "--output",
@@ -123,33 +175,49 @@ pub fn download(url: &str, dir: &Path) -> Result<PathBuf> {
         .wait_with_output()
         .with_context(|| format!("curl, downloading {shown}, did not finish"))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!(
-            "the download of {shown} failed ({}):\n{}",
-            output.status,
-            scrub(stderr.trim_end(), url)
-        );
+        let stderr = scrub(String::from_utf8_lossy(&output.stderr).trim_end(), url);
+        bail!(failure(&shown, output.status.code(), &stderr, timeouts));
     }
     Ok(dest)
 }
 
-/// `text` with the URL and its secret parts replaced by their redacted form.
-fn scrub(text: &str, url: &str) -> String {
-    let mut text = text.replace(url, &redact(url));
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if let Some((userinfo, _)) = authority.rsplit_once('@') {
-        for secret in userinfo.split(':').filter(|s| s.len() >= 3) {
-            text = text.replace(secret, "***");
-        }
+/// The message for a failed download: curl's own words; for a timeout
+/// (curl's exit status 28), instead, which limit ran out and how to raise it.
+fn failure(shown: &str, code: Option<i32>, stderr: &str, timeouts: Timeouts) -> String {
+    let status = code.map_or("killed by a signal".to_string(), |c| {
+        format!("curl exit status {c}")
+    });
+    if code != Some(28) {
+        return format!("the download of {shown} failed ({status}):\n{stderr}");
     }
-    if let Some((_, query)) = url.split_once('?') {
-        let query = query.split('#').next().unwrap_or_default();
-        if !query.is_empty() {
-            text = text.replace(query, "***");
-        }
-    }
-    text
+    let (what, limit, (var, flag)) =
+        if stderr.contains("Connection timed out") || stderr.contains("connect() timed out") {
+            (
+                format!("could not connect within {} s", timeouts.connect),
+                timeouts.connect,
+                CONNECT_TIMEOUT,
+            )
+        } else if stderr.contains("too slow") {
+            (
+                format!(
+                    "the server did not answer: no byte came for {} s",
+                    timeouts.stall
+                ),
+                timeouts.stall,
+                STALL_TIMEOUT,
+            )
+        } else {
+            (
+                format!("the download did not finish within {} s", timeouts.total),
+                timeouts.total,
+                TOTAL_TIMEOUT,
+            )
+        };
+    format!(
+        "the download of {shown} timed out: {what} ({status}); if the server is only \
+         slow, raise the limit with `{flag} SECONDS` or the environment variable {var} (now \
+         {limit}), or download the wheel yourself and pass its path"
+    )
 }
 
 #[cfg(test)]
@@ -177,26 +245,85 @@ mod tests {
     #[test]
     fn credentials_and_queries_are_never_shown() {
         let url = "https://alice:s3cret-token@example.org:8443/whl/demo-1.0-py3-none-any.whl?X-Amz-Signature=abc123#frag";
-        assert_eq!(
-            redact(url),
-            "https://***@example.org:8443/whl/demo-1.0-py3-none-any.whl?***"
-        );
-        assert_eq!(redact("http://h/a.whl"), "http://h/a.whl");
-        let scrubbed = scrub(
-            &format!("curl: (22) {url} failed for alice / s3cret-token / X-Amz-Signature=abc123"),
-            url,
-        );
-        for secret in ["alice", "s3cret-token", "abc123"] {
-            assert!(!scrubbed.contains(secret), "{scrubbed}");
-        }
         let err = file_name("https://bob:hunter22@h/index.html?token=zzz")
             .unwrap_err()
             .to_string();
-        assert!(
-            !err.contains("hunter22") && !err.contains("zzz") && !err.contains("bob"),
-            "{err}"
+        assert_eq!(
+            err,
+            "https://***@h/index.html?*** names no wheel (its last path segment does not end in \
+             `.whl`): give the URL of the wheel file"
         );
         assert_eq!(file_name(url).unwrap(), "demo-1.0-py3-none-any.whl");
+        let err = file_name("http://user:pa/ss@h").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "http://***@h names no wheel (its last path segment does not end in `.whl`): give \
+             the URL of the wheel file"
+        );
+    }
+
+    #[test]
+    fn a_newline_never_reaches_curls_config() {
+        let url = "http://h.invalid/x.whl\noutput = /tmp/victim\nurl = http://127.0.0.1:1/p.whl";
+        let dir = tempfile::tempdir().unwrap();
+        let err = download(url, dir.path(), Timeouts::default())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the URL http://h.invalid/x.whl\\noutput = /tmp/victim\\nurl = \
+             http://127.0.0.1:1/p.whl holds a newline (U+000A) at character 23, which no URL \
+             holds unencoded (a newline there would start a new curl option): copy the URL \
+             again without it, or percent-encode it (%0A)"
+        );
+        assert_eq!(
+            curl_config(r#"http://h/a"b\c.whl"#),
+            "url = \"http://h/a\\\"b\\\\c.whl\"\n"
+        );
+    }
+
+    #[test]
+    fn a_timeout_says_which_limit_and_how_to_raise_it() {
+        let t = Timeouts {
+            connect: 3,
+            total: 9,
+            stall: 2,
+        };
+        assert_eq!(
+            failure(
+                "http://h/a.whl",
+                Some(28),
+                "curl: (28) Operation too slow. Less than 1 bytes/sec transferred the last 2 seconds",
+                t
+            ),
+            "the download of http://h/a.whl timed out: the server did not answer: no byte came \
+             for 2 s (curl exit status 28); if the server is only slow, raise the limit with \
+             `--stall-timeout SECONDS` or the environment variable CUWHEEL_STALL_TIMEOUT (now 2), \
+             or download the wheel yourself and pass its path"
+        );
+        let connect = failure(
+            "u",
+            Some(28),
+            "curl: (28) Connection timed out after 3001 ms",
+            t,
+        );
+        assert!(
+            connect.contains("could not connect within 3 s"),
+            "{connect}"
+        );
+        assert!(connect.contains("`--connect-timeout SECONDS`"), "{connect}");
+        let total = failure(
+            "u",
+            Some(28),
+            "curl: (28) Operation timed out after 9000 ms",
+            t,
+        );
+        assert!(total.contains("did not finish within 9 s"), "{total}");
+        assert!(total.contains("CUWHEEL_DOWNLOAD_TIMEOUT"), "{total}");
+        assert_eq!(
+            failure("u", Some(22), "curl: (22) 404", t),
+            "the download of u failed (curl exit status 22):\ncurl: (22) 404"
+        );
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct ReproduceOptions {
     /// A binary cache to substitute from (`cuwheel cache export`), so that
     /// a wheel can be rebuilt after the registries dropped its inputs.
     pub substituter: Option<Substituter>,
+    /// How long the download of a wheel given by URL may take.
+    pub timeouts: download::Timeouts,
 }
 
 /// The answer.
@@ -153,12 +155,21 @@ pub fn reproduce(
 ) -> Result<Verdict> {
     let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
     let path = if download::is_url(wheel) {
-        progress(&format!("downloading {}", download::redact(wheel)));
-        download::download(wheel, downloads.path())?
+        crate::url::check_chars(wheel)?;
+        progress(&format!("downloading {}", crate::url::redact(wheel)));
+        download::download(wheel, downloads.path(), options.timeouts)?
+    } else if crate::url::scheme(wheel).is_some() {
+        bail!(
+            "{}: only http:// and https:// URLs are downloaded; download the wheel yourself and \
+             pass its path",
+            crate::url::redact(wheel)
+        );
     } else {
         PathBuf::from(wheel)
     };
-    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A FIFO or a device is refused before it is read (it would block, or
+    // never end).
+    let bytes = crate::safe_io::read_regular(&path)?;
     let given = WheelArchive::from_bytes(&path, &bytes)?;
     let name = path
         .file_name()

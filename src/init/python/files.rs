@@ -233,7 +233,13 @@ impl Interpreter {
             .and_then(|u| u.text_of.clone());
         match file {
             Some(file) if file.extension().is_some_and(|e| e == "py") => {
-                let text = fs::read_to_string(self.root.join(&file)).unwrap_or_default();
+                let text = match crate::init::project_text(&self.root, &file) {
+                    Ok(text) => text,
+                    Err(why) => {
+                        self.note(line, why);
+                        return Ok(Value::None);
+                    }
+                };
                 // As in Python, into the calling function's locals (what
                 // `locals()` then shows) or, at the top, the globals.
                 let scope = self.frame().scopes.first().cloned().expect("a scope");

@@ -127,6 +127,17 @@ pub enum ZipError {
     )]
     NoEndRecord,
     #[error(
+        "not a readable zip archive: {trailing} trailing bytes follow its \
+         end-of-central-directory record (at byte {record}, ending at byte {ends}), and a zip \
+         archive must end with that record; something appended data to the file: download or \
+         build it again, or cut the extra bytes off (truncate -s {ends})"
+    )]
+    TrailingBytes {
+        record: u64,
+        ends: u64,
+        trailing: u64,
+    },
+    #[error(
         "not a readable zip archive (its central directory is damaged: {0}); it is truncated or \
          corrupt: download or build it again"
     )]
@@ -344,7 +355,7 @@ fn find_directory(file: &File, len: u64) -> Result<Directory, ZipError> {
             u32_at(&tail, at) == EOCD_SIGNATURE
                 && at + EOCD_LEN + usize::from(u16_at(&tail, at + 20)) == tail.len()
         })
-        .ok_or(ZipError::NoEndRecord)?;
+        .ok_or_else(|| trailing_bytes(&tail, len - tail_len))?;
     let eocd_pos = len - tail_len + at as u64;
     let record = &tail[at..at + EOCD_LEN];
     if u16_at(record, 4) != 0 || u16_at(record, 6) != 0 || u16_at(record, 8) != u16_at(record, 10) {
@@ -411,6 +422,26 @@ fn find_directory(file: &File, len: u64) -> Result<Directory, ZipError> {
         )));
     }
     Ok(dir)
+}
+
+/// Why no end record ends the file: [`ZipError::TrailingBytes`] when one
+/// is followed by bytes its comment does not account for (`tail` starts at
+/// byte `tail_start` of the file), else [`ZipError::NoEndRecord`].
+fn trailing_bytes(tail: &[u8], tail_start: u64) -> ZipError {
+    (0..=tail.len() - EOCD_LEN)
+        .rev()
+        .find(|&at| {
+            u32_at(tail, at) == EOCD_SIGNATURE
+                && at + EOCD_LEN + usize::from(u16_at(tail, at + 20)) < tail.len()
+        })
+        .map_or(ZipError::NoEndRecord, |at| {
+            let ends = tail_start + (at + EOCD_LEN + usize::from(u16_at(tail, at + 20))) as u64;
+            ZipError::TrailingBytes {
+                record: tail_start + at as u64,
+                ends,
+                trailing: tail_start + tail.len() as u64 - ends,
+            }
+        })
 }
 
 /// A central-directory entry before its local header is read.

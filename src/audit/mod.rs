@@ -39,6 +39,7 @@ pub mod loader;
 pub mod manylinux;
 mod report;
 pub mod scan;
+pub mod siblings;
 pub mod symbols;
 
 use std::collections::BTreeMap;

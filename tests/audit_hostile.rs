@@ -366,6 +366,11 @@ fn inputs_that_are_not_files_are_refused_without_reading() {
 /// `$ORIGIN/../nvidia/cu13/lib`, as torch's libraries do; the stub library
 /// it links against stays outside the wheel.
 fn extension_linking_a_sibling(dir: &Path) -> Vec<u8> {
+    extension_with_rpath(dir, "$ORIGIN/../nvidia/cu13/lib")
+}
+
+/// An extension that needs `libcupti.so.13`, with this RPATH.
+fn extension_with_rpath(dir: &Path, rpath: &str) -> Vec<u8> {
     gcc(
         dir,
         "stub/libcupti.so.13",
@@ -385,7 +390,7 @@ fn extension_linking_a_sibling(dir: &Path) -> Vec<u8> {
             "-shared",
             "-fPIC",
             "-Wl,--disable-new-dtags",
-            "-Wl,-rpath,$ORIGIN/../nvidia/cu13/lib",
+            &format!("-Wl,-rpath,{rpath}"),
             &format!("{}/stub/libcupti.so.13", dir.display()),
         ],
     );
@@ -460,4 +465,61 @@ fn a_library_of_a_required_sibling_wheel_is_a_note_and_unknown_ones_fail() {
             ],
         );
     }
+}
+
+#[test]
+fn dead_entries_into_a_sibling_or_the_own_package_are_notes_others_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let requires = "Requires-Dist: cuda-toolkit[cupti]==13.0.2\n";
+    let member = "demo/sub/_ext.cpython-311-x86_64-linux-gnu.so";
+    // from demo/sub/: `../../../nvidia/cu13/lib` climbs above site-packages
+    // (torch's _C.so does this); `../lib64` is demo/lib64, absent from the
+    // wheel's own package (torch's protoc); both reach nothing
+    let ext = extension_with_rpath(
+        dir.path(),
+        "$ORIGIN/../../../nvidia/cu13/lib:$ORIGIN/../lib64",
+    );
+    let wheel = write_wheel_with_metadata(
+        dir.path(),
+        "demo-0.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[(member, ext), ("demo/__init__.py", Vec::new())],
+        requires,
+    );
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_PASSED,
+        &[
+            "PASSED",
+            "note: 1 RPATH/RUNPATH entry points above the wheel's root at a nvidia/cu13/lib/ that \
+             `cuda-toolkit[cupti]==13.0.2` (in its Requires-Dist) installs one level lower",
+            "note: 1 RPATH/RUNPATH entry points to demo/lib64/, inside the wheel's own package \
+             directory but absent from it",
+        ],
+    );
+
+    // a top-level directory the wheel does not own, and anything above the
+    // root that is no sibling's, still fail
+    let d = dir.path().join("other");
+    std::fs::create_dir(&d).unwrap();
+    let ext = extension_with_rpath(&d, "$ORIGIN/../../lib64:$ORIGIN/../../../usr/lib");
+    let wheel = write_wheel_with_metadata(
+        &d,
+        "demo-0.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+        &[(member, ext)],
+        requires,
+    );
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_FAILED,
+        &[
+            "FAILED (2 problems)",
+            &format!(
+                "{member}: RPATH entry `$ORIGIN/../../lib64` leaves the wheel: resolves to lib64/"
+            ),
+            &format!(
+                "{member}: RPATH entry `$ORIGIN/../../../usr/lib` leaves the wheel: climbs above \
+                 the wheel's root"
+            ),
+        ],
+    );
 }

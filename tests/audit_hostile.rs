@@ -282,6 +282,14 @@ fn terminal_escapes_in_member_names_never_reach_the_terminal() {
     let all = format!("{}{}", run.stdout, run.stderr);
     assert!(!all.contains('\u{1b}') && !all.contains('\0'), "{all:?}");
     assert!(!all.lines().any(|l| l.starts_with("RESULT")), "{all}");
+    // the reader's own error escapes it, for every command that opens wheels
+    let error = cuwheel::wheel::WheelFile::open(&wheel).unwrap_err().to_string();
+    assert!(
+        error.contains("member path `demo/x\\nRESULT: PASSED\\u{1b}[2J\\0.py` is unsafe")
+            && !error.contains('\n')
+            && !error.contains('\u{1b}'),
+        "{error:?}"
+    );
 
     // a name the reader accepts (a right-to-left override is no control
     // character) but RECORD does not list: the finding shows it escaped

@@ -34,6 +34,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use crate::wheel::terminal::terminal_safe;
+
 pub use entry::EntryReader;
 
 /// Most entries a central directory may list.
@@ -584,8 +586,8 @@ fn read_entries(file: &File, len: u64) -> Result<Vec<ZipEntry>, ZipError> {
         let ((_, end, name), (start, _, other)) = (pair[0], pair[1]);
         if end > start {
             return Err(ZipError::Overlap {
-                member: name.to_string(),
-                other: format!("member `{other}`"),
+                member: terminal_safe(name).into_owned(),
+                other: format!("member `{}`", terminal_safe(other)),
             });
         }
     }
@@ -602,9 +604,10 @@ fn read_entries(file: &File, len: u64) -> Result<Vec<ZipEntry>, ZipError> {
 }
 
 fn check_entry(file: &File, raw: RawEntry, cd_offset: u64) -> Result<ZipEntry, ZipError> {
-    let member = || raw.name.clone();
+    // names in messages are escaped: a name may hold a newline or ESC
+    let member = || terminal_safe(&raw.name).into_owned();
     let local_error = |problem: String| ZipError::LocalHeader {
-        member: raw.name.clone(),
+        member: member(),
         problem,
     };
     if raw.flags & FLAG_ENCRYPTED != 0 {
@@ -663,7 +666,7 @@ fn check_entry(file: &File, raw: RawEntry, cd_offset: u64) -> Result<ZipEntry, Z
     )?;
     if local_name != raw.name.as_bytes() {
         return Err(ZipError::NameMismatch {
-            central: raw.name.clone(),
+            central: member(),
             local: escape_name(&local_name),
         });
     }

@@ -22,6 +22,7 @@ use super::loader::{self, LoadedObject, Resolution};
 use super::manylinux::{self, ManylinuxPolicy, PolicyInput};
 use super::report::CudaExpectation;
 use super::scan::MemberScan;
+use super::siblings::Siblings;
 use crate::wheel::{Tag, WheelFile, WheelProblem};
 
 /// The largest provenance file read.
@@ -105,6 +106,8 @@ pub struct AuditContext<'a> {
     pub elfs: Vec<ElfMember<'a>>,
     /// How each `(member, soname)` DT_NEEDED entry resolves.
     pub resolved: BTreeMap<(String, String), Resolution>,
+    /// What the NVIDIA wheels of its own `Requires-Dist` install beside it.
+    pub siblings: Siblings,
     pub cuda_archs: CudaArchs,
     best_policy: OnceLock<&'static ManylinuxPolicy>,
     load: OnceLock<Option<LoadVerdict>>,
@@ -138,7 +141,14 @@ impl<'a> AuditContext<'a> {
                 facts: e.facts,
             })
             .collect();
-        let resolved = loader::resolve_needed(&objects, &member_names, &options.runtime_provided);
+        let siblings =
+            Siblings::from_requires_dist(wheel.metadata().requires_dist.iter().map(String::as_str));
+        let resolved = loader::resolve_needed_with(
+            &objects,
+            &member_names,
+            &options.runtime_provided,
+            &siblings,
+        );
         let cuda_archs = cuda_archs(wheel, options);
         AuditContext {
             wheel,
@@ -150,6 +160,7 @@ impl<'a> AuditContext<'a> {
             wheel_problems,
             elfs,
             resolved,
+            siblings,
             cuda_archs,
             best_policy: OnceLock::new(),
             load: OnceLock::new(),

@@ -185,7 +185,36 @@ impl ElfFacts {
             x86_isa_needed: None,
         };
 
-        for segment in header.program_headers(endian, data).map_err(malformed)? {
+        let file_len = data.len().unwrap_or(u64::MAX);
+        let phnum = header.phnum(endian, data).map_err(malformed)?;
+        let table_end = (phnum as u64)
+            .checked_mul(u64::from(header.e_phentsize(endian)))
+            .and_then(|size| size.checked_add(header.e_phoff(endian)));
+        if table_end.is_none_or(|end| end > file_len) {
+            return Err(fail(ElfErrorKind::Malformed(format!(
+                "its program header table ({} entries from byte {}) runs past the end of the \
+                 {file_len}-byte file; the dynamic loader refuses it (dlopen: \"cannot read file \
+                 data\")",
+                phnum,
+                header.e_phoff(endian),
+            ))));
+        }
+        for (i, segment) in header
+            .program_headers(endian, data)
+            .map_err(malformed)?
+            .iter()
+            .enumerate()
+        {
+            let (start, size) = (segment.p_offset(endian), segment.p_filesz(endian));
+            if size > 0 && start.checked_add(size).is_none_or(|end| end > file_len) {
+                return Err(fail(ElfErrorKind::Malformed(format!(
+                    "program header {i} ({}) covers bytes {start}..{} of a {file_len}-byte file, \
+                     past its end; the dynamic loader would map bytes the file does not have \
+                     (loading it fails, or crashes with SIGBUS)",
+                    segment_type(segment.p_type(endian)),
+                    start.saturating_add(size),
+                ))));
+            }
             if let Some(interp) = segment.interpreter(endian, data).map_err(malformed)? {
                 facts.interpreter = Some(lossy(interp));
             }
@@ -347,6 +376,22 @@ fn check_dynamic(entries: &[elf::Dyn64<LE>]) -> Result<(), String> {
         }
     }
     Err("its .dynamic section is corrupt: no DT_NULL entry ends it".to_string())
+}
+
+/// A program header type as `readelf -l` names it.
+fn segment_type(p_type: u32) -> String {
+    match p_type {
+        elf::PT_LOAD => "LOAD".to_string(),
+        elf::PT_DYNAMIC => "DYNAMIC".to_string(),
+        elf::PT_INTERP => "INTERP".to_string(),
+        elf::PT_NOTE => "NOTE".to_string(),
+        elf::PT_PHDR => "PHDR".to_string(),
+        elf::PT_TLS => "TLS".to_string(),
+        elf::PT_GNU_EH_FRAME => "GNU_EH_FRAME".to_string(),
+        elf::PT_GNU_RELRO => "GNU_RELRO".to_string(),
+        elf::PT_GNU_PROPERTY => "GNU_PROPERTY".to_string(),
+        other => format!("type {other:#x}"),
+    }
 }
 
 fn parse_header<'d, R: ReadRef<'d>>(

@@ -18,6 +18,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 use super::elf::ElfFacts;
+use super::siblings::Siblings;
 
 /// A library that exists at run time without being in the wheel.
 #[derive(Debug, Deserialize)]
@@ -68,14 +69,15 @@ pub enum SearchDir {
     Outside(String),
 }
 
-/// Expands one RPATH/RUNPATH `entry` of the member at `member` (a path
-/// relative to the wheel's root) against the directories the wheel holds.
-pub fn expand(entry: &str, member: &str, wheel_dirs: &BTreeSet<String>) -> SearchDir {
+/// The directory one RPATH/RUNPATH `entry` of the member at `member` (a
+/// path relative to the wheel's root) names, relative to the wheel's root;
+/// or why it is not relative to the wheel at all.
+pub fn origin_dir(entry: &str, member: &str) -> Result<String, String> {
     let rest = entry
         .strip_prefix("$ORIGIN")
         .or_else(|| entry.strip_prefix("${ORIGIN}"));
     let Some(rest) = rest.filter(|r| r.is_empty() || r.starts_with('/')) else {
-        return SearchDir::Outside(if entry.starts_with('/') {
+        return Err(if entry.starts_with('/') {
             "an absolute path on the build machine".to_string()
         } else {
             "not relative to $ORIGIN, so it depends on the machine or working directory".to_string()
@@ -88,13 +90,22 @@ pub fn expand(entry: &str, member: &str, wheel_dirs: &BTreeSet<String>) -> Searc
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() {
-                    return SearchDir::Outside("climbs above the wheel's root".to_string());
+                    return Err("climbs above the wheel's root".to_string());
                 }
             }
             name => parts.push(name),
         }
     }
-    let dir = parts.join("/");
+    Ok(parts.join("/"))
+}
+
+/// Expands one RPATH/RUNPATH `entry` of the member at `member` (a path
+/// relative to the wheel's root) against the directories the wheel holds.
+pub fn expand(entry: &str, member: &str, wheel_dirs: &WheelDirs<'_>) -> SearchDir {
+    let dir = match origin_dir(entry, member) {
+        Ok(dir) => dir,
+        Err(why) => return SearchDir::Outside(why),
+    };
     if wheel_dirs.contains(&dir) {
         SearchDir::Inside(dir)
     } else {
@@ -105,17 +116,33 @@ pub fn expand(entry: &str, member: &str, wheel_dirs: &BTreeSet<String>) -> Searc
     }
 }
 
-/// Every directory that holds a member, with all its ancestors; `""` is the root.
-pub fn wheel_dirs<'a>(members: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
-    let mut dirs = BTreeSet::from([String::new()]);
-    for member in members {
-        let mut path = member;
-        while let Some((parent, _)) = path.rsplit_once('/') {
-            dirs.insert(parent.to_string());
-            path = parent;
-        }
+/// The directories of a wheel: the root and every ancestor of a member.
+/// Answered from the sorted member names themselves (a directory `d` holds
+/// something exactly when some member starts with `d/`), so it takes no
+/// memory beyond the names, however deep their paths.
+pub struct WheelDirs<'a> {
+    members: &'a BTreeSet<String>,
+}
+
+impl<'a> WheelDirs<'a> {
+    pub fn new(members: &'a BTreeSet<String>) -> WheelDirs<'a> {
+        WheelDirs { members }
     }
-    dirs
+
+    /// Whether `dir` (`""` for the root) is a directory of the wheel.
+    pub fn contains(&self, dir: &str) -> bool {
+        if dir.is_empty() {
+            return true;
+        }
+        let prefix = format!("{dir}/");
+        self.members
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .is_some_and(|first| first.starts_with(&prefix))
+    }
 }
 
 /// Where one DT_NEEDED entry resolves.
@@ -129,6 +156,9 @@ pub enum Resolution {
     /// The wheel holds a file of that name (this member), but the object's
     /// search path does not reach it.
     NotOnSearchPath(String),
+    /// To nothing in the wheel, but a sibling wheel that the wheel's own
+    /// `Requires-Dist` names installs it ([`super::siblings`]): that requirement.
+    SiblingWheel(String),
     /// To something outside the wheel: the system, or nothing.
     External,
 }
@@ -146,7 +176,17 @@ pub fn resolve_needed(
     members: &BTreeSet<String>,
     runtime_provided: &BTreeSet<String>,
 ) -> BTreeMap<(String, String), Resolution> {
-    let dirs = wheel_dirs(members.iter().map(String::as_str));
+    resolve_needed_with(objects, members, runtime_provided, &Siblings::default())
+}
+
+/// [`resolve_needed`], with the libraries the wheel's sibling wheels provide.
+pub fn resolve_needed_with(
+    objects: &[LoadedObject<'_>],
+    members: &BTreeSet<String>,
+    runtime_provided: &BTreeSet<String>,
+    siblings: &Siblings,
+) -> BTreeMap<(String, String), Resolution> {
+    let dirs = WheelDirs::new(members);
     let inside = |entries: &[String], member: &str| -> Vec<String> {
         entries
             .iter()
@@ -232,6 +272,8 @@ pub fn resolve_needed(
                 Resolution::RuntimeProvided
             } else if let Some(elsewhere) = by_file_name.get(soname.as_str()) {
                 Resolution::NotOnSearchPath(elsewhere.to_string())
+            } else if let Some(requirement) = siblings.soname_provider(soname) {
+                Resolution::SiblingWheel(requirement.to_string())
             } else {
                 Resolution::External
             };
@@ -291,7 +333,12 @@ mod tests {
 
     #[test]
     fn origin_entries_expand_inside_the_wheel() {
-        let dirs = wheel_dirs(["pkg/sub/_ext.so", "pkg.libs/libfoo.so.1"]);
+        let members: BTreeSet<String> = ["pkg/sub/_ext.so", "pkg.libs/libfoo.so.1", "pkg.libsx"]
+            .map(String::from)
+            .into();
+        let dirs = WheelDirs::new(&members);
+        assert!(dirs.contains("pkg") && dirs.contains("pkg/sub") && dirs.contains(""));
+        assert!(!dirs.contains("pkg/s") && !dirs.contains("pkg.libsx") && !dirs.contains("pk"));
         let at = "pkg/sub/_ext.so";
         assert_eq!(
             expand("$ORIGIN", at, &dirs),

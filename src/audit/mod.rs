@@ -10,7 +10,10 @@
 //! facts, fat binaries); [`context`] derives the shared facts once (how each
 //! DT_NEEDED resolves, the best manylinux policy, the expected CUDA archs);
 //! then every check of [`checks::CHECKS`] — one module each, with its own
-//! wording — adds its findings. The policies are data (`data/`).
+//! wording — adds its findings. The policies are data (`data/`). What the
+//! NVIDIA wheels of the wheel's own `Requires-Dist` install beside it is
+//! derived from their names ([`siblings`]): an RPATH into one of their
+//! directories, or a library one provides, is a note, not a failure.
 //!
 //! # The provenance file
 //!
@@ -39,6 +42,7 @@ pub mod loader;
 pub mod manylinux;
 mod report;
 pub mod scan;
+pub mod siblings;
 pub mod symbols;
 
 use std::collections::BTreeMap;

@@ -12,6 +12,7 @@ use super::fatbin::Fatbin;
 use super::load::{ReleaseVerdict, compatibility_summary, compatibility_text};
 use super::loader::Resolution;
 use crate::spec::PythonVersion;
+use crate::wheel::terminal::terminal_safe;
 
 /// One failed check: which member, what is wrong, what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -95,8 +96,14 @@ pub struct AuditReport {
     pub notes: Vec<String>,
 }
 
+/// How many findings of one check, and reasons of the platform verdict,
+/// the text report lists before it sums up the rest.
+pub const LISTED_PER_CHECK: usize = 20;
+
 impl AuditReport {
-    /// The report as text for a terminal.
+    /// The report as text for a terminal: every name and message escaped
+    /// ([`terminal_safe`]), long lists cut to [`LISTED_PER_CHECK`] items
+    /// and a count (the JSON report keeps them all).
     pub fn render(&self) -> String {
         let mut out = String::new();
         let verdict = if self.passed {
@@ -108,17 +115,20 @@ impl AuditReport {
                 if self.findings.len() == 1 { "" } else { "s" }
             )
         };
-        let _ = writeln!(out, "{}: {verdict}", self.wheel);
+        let _ = writeln!(out, "{}: {verdict}", safe(&self.wheel));
         match &self.platform {
             Some(p) => {
                 let _ = writeln!(
                     out,
                     "  platform: ELF files allow {}; tagged {}",
                     p.allowed,
-                    p.tagged.join(", ")
+                    safe(&p.tagged.join(", "))
                 );
-                for reason in &p.held_by {
-                    let _ = writeln!(out, "    not more compatible because {reason}");
+                for reason in p.held_by.iter().take(LISTED_PER_CHECK) {
+                    let _ = writeln!(out, "    not more compatible because {}", safe(reason));
+                }
+                if let Some(more) = p.held_by.len().checked_sub(LISTED_PER_CHECK + 1) {
+                    let _ = writeln!(out, "    \u{2026} and {} more reasons", more + 1);
                 }
             }
             None => {
@@ -132,7 +142,7 @@ impl AuditReport {
             let _ = writeln!(
                 out,
                 "  CUDA archs expected ({}): {}",
-                expected.from,
+                safe(&expected.from),
                 expected.archs.declared.join(", ")
             );
         }
@@ -144,7 +154,7 @@ impl AuditReport {
                 compatibility_summary(&load.releases)
             );
             for line in compatibility_text(&load.releases).lines() {
-                let _ = writeln!(out, "  {line}");
+                let _ = writeln!(out, "  {}", safe(line));
             }
         }
         for elf in self.elf_files.iter().filter(|e| e.fatbin.is_some()) {
@@ -154,23 +164,40 @@ impl AuditReport {
             let _ = writeln!(
                 out,
                 "  fat binary {}: {} ({} of {} images compressed)",
-                elf.member,
+                safe(&elf.member),
                 images.join(" "),
                 compressed,
                 fatbin.images.len()
             );
         }
-        for (i, finding) in self.findings.iter().enumerate() {
-            let _ = write!(out, "  {}. [{}] ", i + 1, finding.check.label);
-            if let Some(member) = &finding.member {
-                let _ = write!(out, "{member}: ");
+        let mut number = 0;
+        for group in self.findings.chunk_by(|a, b| a.check == b.check) {
+            for finding in group.iter().take(LISTED_PER_CHECK) {
+                number += 1;
+                let _ = write!(out, "  {number}. [{}] ", finding.check.label);
+                if let Some(member) = &finding.member {
+                    let _ = write!(out, "{}: ", safe(member));
+                }
+                let _ = writeln!(out, "{}", safe(&finding.problem));
+                let _ = writeln!(out, "     fix: {}", safe(&finding.fix));
             }
-            let _ = writeln!(out, "{}", finding.problem);
-            let _ = writeln!(out, "     fix: {}", finding.fix);
+            if let Some(more) = group.len().checked_sub(LISTED_PER_CHECK + 1) {
+                let label = group[0].check.label;
+                let _ = writeln!(
+                    out,
+                    "  \u{2026} and {} more [{label}] findings like these (`--json` lists all {})",
+                    more + 1,
+                    group.len()
+                );
+            }
         }
         for note in &self.notes {
-            let _ = writeln!(out, "  note: {note}");
+            let _ = writeln!(out, "  note: {}", safe(note));
         }
         out
     }
+}
+
+fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    terminal_safe(text)
 }

@@ -9,6 +9,7 @@ use clap::Args;
 
 use cuwheel::audit::archs::ExpectedArchs;
 use cuwheel::audit::{AuditOptions, AuditReport, audit_wheel};
+use cuwheel::wheel::terminal::terminal_safe;
 
 /// Exit status when every wheel was read but at least one failed the audit.
 const EXIT_AUDIT_FAILED: u8 = 3;
@@ -75,7 +76,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
                 reports.push(report);
             }
             Err(err) => {
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", terminal_safe(&format!("{err:#}")));
                 entries.push(serde_json::json!({
                     "wheel": wheel
                         .file_name()

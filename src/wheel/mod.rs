@@ -8,6 +8,7 @@
 //! platform tag of a wheel cuwheel builds.
 
 pub mod filename;
+pub mod known_tags;
 pub mod member_path;
 pub mod metadata;
 pub mod pep440;
@@ -19,6 +20,7 @@ pub mod reader;
 pub mod record;
 pub mod specifier;
 pub mod tags;
+pub mod terminal;
 pub mod writer;
 pub mod zip;
 

@@ -22,6 +22,7 @@ use super::filename::{FilenameError, WheelFilename};
 use super::member_path::check_member_path;
 use super::metadata::{CoreMetadata, MetadataError, WheelInfo};
 use super::problems::{MemberDigest, Record, WheelProblem, identity_problems};
+use super::terminal::terminal_safe;
 use super::zip::{EntryKind, EntryReader, ZipArchive, ZipEntry, ZipError, unwrap_zip_error};
 
 /// The largest METADATA or WHEEL read; no honest one comes near.
@@ -165,7 +166,7 @@ impl WheelFile {
         if let Some((name, &count)) = counts.iter().find(|(_, count)| **count > 1) {
             return Err(WheelError::DuplicateMember {
                 path,
-                member: name.to_string(),
+                member: terminal_safe(name).into_owned(),
                 count,
             });
         }
@@ -175,7 +176,7 @@ impl WheelFile {
             let checked = entry.name.strip_suffix('/').unwrap_or(&entry.name);
             check_member_path(checked).map_err(|reason| WheelError::UnsafeMemberPath {
                 path: path.clone(),
-                member: entry.name.clone(),
+                member: terminal_safe(&entry.name).into_owned(),
                 reason,
             })?;
             match entry.kind {
@@ -187,7 +188,7 @@ impl WheelFile {
                 kind => {
                     return Err(WheelError::UnsafeMemberType {
                         path,
-                        member: entry.name.clone(),
+                        member: terminal_safe(&entry.name).into_owned(),
                         kind: kind.describe(),
                     });
                 }

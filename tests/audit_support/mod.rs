@@ -77,6 +77,17 @@ fn record_hash(data: &[u8]) -> String {
 /// with METADATA, WHEEL (one Tag line per tag of the file name) and a
 /// correct RECORD. Members may add more `.dist-info` files.
 pub fn write_wheel(dir: &Path, file_name: &str, members: &[(&str, Vec<u8>)]) -> PathBuf {
+    write_wheel_with_metadata(dir, file_name, members, "")
+}
+
+/// [`write_wheel`] with `extra` (whole lines, e.g. `Requires-Dist: x\n`)
+/// appended to METADATA.
+pub fn write_wheel_with_metadata(
+    dir: &Path,
+    file_name: &str,
+    members: &[(&str, Vec<u8>)],
+    extra: &str,
+) -> PathBuf {
     let stem = file_name.strip_suffix(".whl").expect("a .whl name");
     let parts: Vec<&str> = stem.split('-').collect();
     let [name, version, python, abi, platform] = parts[..] else {
@@ -97,7 +108,7 @@ pub fn write_wheel(dir: &Path, file_name: &str, members: &[(&str, Vec<u8>)]) -> 
         .collect();
     all.push((
         format!("{dist_info}/METADATA"),
-        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n").into_bytes(),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}").into_bytes(),
     ));
     all.push((
         format!("{dist_info}/WHEEL"),

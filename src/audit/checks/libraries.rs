@@ -1,9 +1,10 @@
 //! `libraries`: every DT_NEEDED must resolve inside the wheel, be in a
-//! manylinux whitelist, or be provided at run time by torch or CUDA
-//! ([`crate::audit::loader`], `data/runtime-provided.json`); a note names
-//! the libraries the verdict assumes.
+//! manylinux whitelist, be provided at run time by torch or CUDA
+//! ([`crate::audit::loader`], `data/runtime-provided.json`), or be installed
+//! by a sibling wheel the wheel's own `Requires-Dist` names
+//! ([`crate::audit::siblings`]); notes name the libraries the verdict assumes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
@@ -22,9 +23,13 @@ impl AuditCheck for Libraries {
 
     fn run(&self, ctx: &AuditContext<'_>, out: &mut CheckOutput) {
         let mut relied_on = BTreeSet::new();
+        let mut from_siblings: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for ((member, soname), resolution) in &ctx.resolved {
             match resolution {
                 Resolution::InWheel(_) => {}
+                Resolution::SiblingWheel(requirement) => {
+                    from_siblings.entry(requirement).or_default().insert(soname);
+                }
                 Resolution::RuntimeProvided => {
                     relied_on.insert(soname.clone());
                 }
@@ -62,6 +67,12 @@ impl AuditCheck for Libraries {
                     },
                 ),
             }
+        }
+        for (requirement, sonames) in from_siblings {
+            out.note(format!(
+                "assumes `{requirement}`, which its Requires-Dist names, installs {}",
+                sonames.into_iter().collect::<Vec<_>>().join(", ")
+            ));
         }
         if !relied_on.is_empty() {
             let provided = loader::runtime_provided();

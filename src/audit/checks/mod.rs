@@ -16,6 +16,7 @@ mod load;
 mod platform;
 mod search_path;
 mod stable_abi;
+mod tags;
 mod wheel_format;
 
 use serde::Serialize;
@@ -50,6 +51,7 @@ pub trait AuditCheck: Sync {
 /// Every check, in the order the report lists their findings.
 pub const CHECKS: &[&dyn AuditCheck] = &[
     &wheel_format::WheelFormat,
+    &tags::Tags,
     &elf_files::ElfFiles,
     &platform::PlatformTag,
     &libraries::Libraries,

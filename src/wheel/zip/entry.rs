@@ -16,6 +16,7 @@ use miniz_oxide::inflate::stream::{InflateState, inflate};
 use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 use super::{METHOD_DEFLATE, ZipEntry, ZipError};
+use crate::wheel::terminal::terminal_safe;
 
 /// The compressed bytes read per system call while a member streams.
 const INPUT_BUFFER: usize = 256 << 10;
@@ -86,13 +87,13 @@ impl<'a> EntryReader<'a> {
         self.done = true;
         if self.state.is_some() && !self.stream_ended {
             return Err(self.fail(ZipError::Inflate {
-                member: self.entry.name.clone(),
+                member: terminal_safe(&self.entry.name).into_owned(),
                 problem: "the stream is cut off before its end marker".to_string(),
             }));
         }
         if self.produced != self.entry.size {
             return Err(self.fail(ZipError::SizeMismatch {
-                member: self.entry.name.clone(),
+                member: terminal_safe(&self.entry.name).into_owned(),
                 declared: self.entry.size,
                 actual: self.produced.to_string(),
             }));
@@ -101,13 +102,13 @@ impl<'a> EntryReader<'a> {
             + (self.input_end - self.input_start);
         if unread != 0 {
             return Err(self.fail(ZipError::Inflate {
-                member: self.entry.name.clone(),
+                member: terminal_safe(&self.entry.name).into_owned(),
                 problem: format!("{unread} compressed bytes follow the end of its DEFLATE stream"),
             }));
         }
         let crc = std::mem::take(&mut self.crc).finalize();
         if crc != self.entry.crc32 {
-            return Err(self.fail(ZipError::Crc(self.entry.name.clone())));
+            return Err(self.fail(ZipError::Crc(terminal_safe(&self.entry.name).into_owned())));
         }
         Ok(())
     }
@@ -115,7 +116,7 @@ impl<'a> EntryReader<'a> {
     /// Inflates into `buf`; 0 once the DEFLATE stream has ended.
     fn inflate_into(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let corrupt = |problem: String| ZipError::Inflate {
-            member: self.entry.name.clone(),
+            member: terminal_safe(&self.entry.name).into_owned(),
             problem,
         };
         loop {
@@ -193,7 +194,7 @@ impl Read for EntryReader<'_> {
         if self.produced > self.entry.size {
             self.done = true;
             return Err(self.fail(ZipError::SizeMismatch {
-                member: self.entry.name.clone(),
+                member: terminal_safe(&self.entry.name).into_owned(),
                 declared: self.entry.size,
                 actual: "more".to_string(),
             }));

@@ -34,6 +34,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use crate::wheel::terminal::terminal_safe;
+
 pub use entry::EntryReader;
 
 /// Most entries a central directory may list.
@@ -126,6 +128,17 @@ pub enum ZipError {
          is truncated or corrupt: download or build it again"
     )]
     NoEndRecord,
+    #[error(
+        "not a readable zip archive: {trailing} trailing bytes follow its \
+         end-of-central-directory record (at byte {record}, ending at byte {ends}), and a zip \
+         archive must end with that record; something appended data to the file: download or \
+         build it again, or cut the extra bytes off (truncate -s {ends})"
+    )]
+    TrailingBytes {
+        record: u64,
+        ends: u64,
+        trailing: u64,
+    },
     #[error(
         "not a readable zip archive (its central directory is damaged: {0}); it is truncated or \
          corrupt: download or build it again"
@@ -344,7 +357,7 @@ fn find_directory(file: &File, len: u64) -> Result<Directory, ZipError> {
             u32_at(&tail, at) == EOCD_SIGNATURE
                 && at + EOCD_LEN + usize::from(u16_at(&tail, at + 20)) == tail.len()
         })
-        .ok_or(ZipError::NoEndRecord)?;
+        .ok_or_else(|| trailing_bytes(&tail, len - tail_len))?;
     let eocd_pos = len - tail_len + at as u64;
     let record = &tail[at..at + EOCD_LEN];
     if u16_at(record, 4) != 0 || u16_at(record, 6) != 0 || u16_at(record, 8) != u16_at(record, 10) {
@@ -411,6 +424,26 @@ fn find_directory(file: &File, len: u64) -> Result<Directory, ZipError> {
         )));
     }
     Ok(dir)
+}
+
+/// Why no end record ends the file: [`ZipError::TrailingBytes`] when one
+/// is followed by bytes its comment does not account for (`tail` starts at
+/// byte `tail_start` of the file), else [`ZipError::NoEndRecord`].
+fn trailing_bytes(tail: &[u8], tail_start: u64) -> ZipError {
+    (0..=tail.len() - EOCD_LEN)
+        .rev()
+        .find(|&at| {
+            u32_at(tail, at) == EOCD_SIGNATURE
+                && at + EOCD_LEN + usize::from(u16_at(tail, at + 20)) < tail.len()
+        })
+        .map_or(ZipError::NoEndRecord, |at| {
+            let ends = tail_start + (at + EOCD_LEN + usize::from(u16_at(tail, at + 20))) as u64;
+            ZipError::TrailingBytes {
+                record: tail_start + at as u64,
+                ends,
+                trailing: tail_start + tail.len() as u64 - ends,
+            }
+        })
 }
 
 /// A central-directory entry before its local header is read.
@@ -553,8 +586,8 @@ fn read_entries(file: &File, len: u64) -> Result<Vec<ZipEntry>, ZipError> {
         let ((_, end, name), (start, _, other)) = (pair[0], pair[1]);
         if end > start {
             return Err(ZipError::Overlap {
-                member: name.to_string(),
-                other: format!("member `{other}`"),
+                member: terminal_safe(name).into_owned(),
+                other: format!("member `{}`", terminal_safe(other)),
             });
         }
     }
@@ -571,9 +604,10 @@ fn read_entries(file: &File, len: u64) -> Result<Vec<ZipEntry>, ZipError> {
 }
 
 fn check_entry(file: &File, raw: RawEntry, cd_offset: u64) -> Result<ZipEntry, ZipError> {
-    let member = || raw.name.clone();
+    // names in messages are escaped: a name may hold a newline or ESC
+    let member = || terminal_safe(&raw.name).into_owned();
     let local_error = |problem: String| ZipError::LocalHeader {
-        member: raw.name.clone(),
+        member: member(),
         problem,
     };
     if raw.flags & FLAG_ENCRYPTED != 0 {
@@ -632,7 +666,7 @@ fn check_entry(file: &File, raw: RawEntry, cd_offset: u64) -> Result<ZipEntry, Z
     )?;
     if local_name != raw.name.as_bytes() {
         return Err(ZipError::NameMismatch {
-            central: raw.name.clone(),
+            central: member(),
             local: escape_name(&local_name),
         });
     }

@@ -118,7 +118,7 @@ def read_project(root: Path) -> Project:
     tables = [dict(top, name=top.get("module", "_C"))] if shorthand else top["modules"]
     modules = []
     for t in tables:
-        # A module's lists come after the top-level ones (docs/config.md).
+        # A module's lists come after the top-level ones (docs/reference/config.md).
         merged = {k: list(top.get(k, [])) + ([] if shorthand else list(t.get(k, []))) for k in keys}
         modules.append(Module(
             name=t["name"], cuda=t.get("cuda", True), kernels=expand(t.get("kernels", [])),

@@ -34,7 +34,7 @@ let
       pyproject =
         if builtins.pathExists pyprojectFile then builtins.fromTOML (builtins.readFile pyprojectFile)
         else throw "cuwheel: ${where} has no pyproject.toml (a flake sees only the files git tracks: `git add pyproject.toml`).";
-      config = pyproject.tool.cuwheel or (throw "cuwheel: ${where}/pyproject.toml has no [tool.cuwheel] table: write one (README: Your own project).");
+      config = pyproject.tool.cuwheel or (throw "cuwheel: ${where}/pyproject.toml has no [tool.cuwheel] table: write one (cuwheel init; docs/guide/init.md).");
       # What `cuwheel lock` records as config-sha256 (src/json.rs writes the same JSON).
       configSha256 = builtins.hashString "sha256" (builtins.toJSON config);
       lockData =

@@ -3,7 +3,7 @@
 # builds, and checks each the way a user would meet it: the audit the build
 # ran, then pip's choice for a glibc 2.28 platform (RHEL 8's) from an index
 # that `cuwheel publish` wrote and a server on loopback serves. Prints a
-# Markdown report (docs/matrix-results.md records one run).
+# Markdown report (docs/reports/matrix.md records one run).
 #
 # usage: scripts/demo-matrix.sh [CELL...]   (default: every cell `cuwheel plan` lists)
 #

@@ -39,7 +39,7 @@ cuwheel=target/release/cuwheel
 # archive you supply: `--archives DIR`). Debian drops superseded versions
 # from its mirror; fetch then takes them from another suite or Debian's
 # snapshot archive, and where none serves them any more the script re-pins
-# just those and says so (docs/fetch.md).
+# just those and says so (docs/reference/fetch.md).
 cell=cu130-py313-torch211
 bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
   --cell "$cell"

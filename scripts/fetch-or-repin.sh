@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cuwheel fetch` of a project; when it exits 3 — pinned Debian packages that
 # neither their suite, another suite of the mirror nor Debian's snapshot
-# archive serves any more (docs/fetch.md) — re-pin just those with
+# archive serves any more (docs/reference/fetch.md) — re-pin just those with
 # `cuwheel lock --refresh`, saying so plainly, and fetch again. Any other
 # failure stops here with fetch's status.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cuwheel on two real PyPI extensions nobody here wrote: torch-cluster 1.6.3
-# and grouped-gemm 0.3.0 (docs/real-extensions.md records the results).
+# and grouped-gemm 0.3.0 (docs/reports/real-extensions.md records the results).
 #
 #   bash scripts/real-extensions.sh prepare PACKAGE DIR
 #       gets PACKAGE's sdist with pip, unpacks it into DIR (outside this

@@ -50,7 +50,7 @@ pub fn check_builds_project<'a>(
         .with_context(|| {
             format!(
                 "cannot ask {installable} which project it builds: is {flake} a flake made by \
-                 cuwheel's lib.mkProject (README: Your own project)? Pass --flake with the \
+                 cuwheel's lib.mkProject (docs/guide/init.md)? Pass --flake with the \
                  flake that builds {}",
                 dir.display()
             )

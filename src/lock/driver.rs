@@ -8,7 +8,7 @@
 //! copy it was built with, so `cuwheel fetch` of any project also fetches
 //! what the flake needs to build this very driver). Out: a [`DriverLock`],
 //! and its pinned files as a [`Lock`] view for fetch and cache export.
-//! Same canonical JSON rules as the project lock (docs/lock-format.md).
+//! Same canonical JSON rules as the project lock (docs/reference/lock-format.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `cuwheel.lock` as data (docs/lock-format.md is its contract): the types,
+//! `cuwheel.lock` as data (docs/reference/lock-format.md is its contract): the types,
 //! their canonical JSON (two-space indent, keys sorted, a final newline, so
 //! the same lock always has the same bytes), reading it back, writing it
 //! atomically, and the store-name rule for artifact files.

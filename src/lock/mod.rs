@@ -1,7 +1,7 @@
 //! `cuwheel lock`: every toolchain of every matrix cell, pinned by hash.
 //!
 //! In: a project directory (its `pyproject.toml`). Out: `cuwheel.lock`
-//! beside it, in the format of docs/lock-format.md, written atomically and
+//! beside it, in the format of docs/reference/lock-format.md, written atomically and
 //! byte-identical when nothing upstream changed.
 //!
 //! The stages: the spec is loaded; [`torch`] reads each torch minor's facts

@@ -2,7 +2,7 @@
 """The wheels cuwheel built for torch-cluster and grouped-gemm, on a real GPU.
 
 In: a torch-cluster wheel and/or a grouped-gemm wheel (files, or directories
-holding them; each package whose wheel is given is checked; scripts/real-extensions.sh builds them, docs/real-extensions.md
+holding them; each package whose wheel is given is checked; scripts/real-extensions.sh builds them, docs/reports/real-extensions.md
 says how), on a machine with a CUDA GPU and torch installed, offline. Out: a
 table (package, check, max error or mismatches, result) on stdout, appended
 as Markdown to --markdown FILE; exit 0 when every check passes, 1 when one

@@ -283,7 +283,9 @@ fn terminal_escapes_in_member_names_never_reach_the_terminal() {
     assert!(!all.contains('\u{1b}') && !all.contains('\0'), "{all:?}");
     assert!(!all.lines().any(|l| l.starts_with("RESULT")), "{all}");
     // the reader's own error escapes it, for every command that opens wheels
-    let error = cuwheel::wheel::WheelFile::open(&wheel).unwrap_err().to_string();
+    let error = cuwheel::wheel::WheelFile::open(&wheel)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("member path `demo/x\\nRESULT: PASSED\\u{1b}[2J\\0.py` is unsafe")
             && !error.contains('\n')

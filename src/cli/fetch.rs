@@ -126,7 +126,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for name in vanished {
-        println!("{name}");
+        super::output::stdout_line(&name)?;
     }
     Ok(ExitCode::from(EXIT_VANISHED))
 }

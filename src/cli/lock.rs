@@ -60,7 +60,7 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         for change in &refreshed.changes {
-            println!("{change}");
+            super::output::stdout_line(&change.to_string())?;
         }
         eprintln!(
             "lock: re-pinned {} files the mirror no longer carries ({} version changes) in {}; \

@@ -10,6 +10,8 @@ use clap::Args;
 use cuwheel::publish::index::WheelLinks;
 use cuwheel::publish::publish;
 
+use super::output::stdout_line;
+
 #[derive(Args)]
 #[command(after_help = "\
 Layout of DIR (serve it with any static file server, e.g. `python3 -m http.server -d DIR`):
@@ -54,10 +56,10 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
         );
     }
     for file in &summary.added {
-        println!("published {file}");
+        stdout_line(&format!("published {file}"))?;
     }
     for file in &summary.already_published {
-        println!("already published {file}");
+        stdout_line(&format!("already published {file}"))?;
     }
     let variants = if summary.variants.is_empty() {
         "no variant indexes".to_string()
@@ -69,7 +71,7 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    println!(
+    stdout_line(&format!(
         "{}: {} wheel{} listed in the combined index and {variants}{}",
         args.to.display(),
         summary.listed,
@@ -79,6 +81,6 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
         } else {
             " (unchanged)"
         }
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -293,6 +293,8 @@ impl AptSuite {
         ] {
             cmd.arg("-o").arg(format!("{key}={value}"));
         }
+        // Connect and stall timeouts, and a bounded number of tries.
+        cmd.args(super::net::NetLimits::current().apt_args());
         cmd
     }
 

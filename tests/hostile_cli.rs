@@ -2,7 +2,8 @@
 //! process of the binary, asserting its exit status and message:
 //! - stdout on a full device (`/dev/full`): a one-line error and exit 1,
 //!   never a panic (exit 101), for `--help`, `--version`, `audit`,
-//!   `plan --json` and `publish`; a full stderr ends with exit 1 too;
+//!   `plan --json`, `publish` and `store nar-hash`; a full stderr ends with
+//!   exit 1 too;
 //! - `lock` refuses config errors that need no registry (an unknown
 //!   baseline, archs no toolkit has, a missing `--archives` directory)
 //!   before it runs pip or apt-get: both are recorders here, and never run;
@@ -67,6 +68,7 @@ fn output_to_a_full_device_is_an_error_not_a_panic() {
     let wheel = wheel.to_str().unwrap();
     let demo = demo();
     let index = tmp.path().join("index");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
     let commands: Vec<Vec<&str>> = vec![
         vec!["--help"],
         vec!["--version"],
@@ -75,6 +77,8 @@ fn output_to_a_full_device_is_an_error_not_a_panic() {
         vec!["audit", "--json", wheel],
         vec!["plan", "--json", "--project", demo.to_str().unwrap()],
         vec!["publish", "--to", index.to_str().unwrap(), wheel],
+        // Still printed with print!: caught by the panic hook.
+        vec!["store", "nar-hash", src],
     ];
     for args in &commands {
         let out = Command::new(cuwheel_bin())

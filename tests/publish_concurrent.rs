@@ -1,7 +1,9 @@
 //! `cuwheel publish` (real processes of the binary) racing into index
 //! directories that do not exist yet: 100 pairs, and 10 rounds of 8 at once,
 //! each into its own new directory, all land (every wheel listed, none
-//! refused), since the directory is judged under its lock; and a publish
+//! refused), since the directory is judged under its lock; a refused first
+//! publish leaves no directory, and racing with good ones loses none of
+//! them (their waits survive its removing the lock file); and a publish
 //! that finds the lock held says so once on stderr, naming the lock file and
 //! the process holding it, and goes on when the lock is released.
 
@@ -19,14 +21,19 @@ use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, Z
 
 /// A pure-Python `demo-ext` wheel of `version` in `dir`.
 fn wheel(dir: &Path, version: &str) -> PathBuf {
+    project_wheel(dir, "demo-ext", version)
+}
+
+/// A pure-Python wheel of `project` and `version` in `dir`.
+fn project_wheel(dir: &Path, project: &str, version: &str) -> PathBuf {
     let metadata = CoreMetadata::new(
-        ProjectName::new("demo-ext").unwrap(),
+        ProjectName::new(project).unwrap(),
         Version::parse(version).unwrap(),
     );
     let mut builder = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
     builder
         .add_member(
-            "demo_ext/__init__.py",
+            &format!("{}/__init__.py", project.replace('-', "_")),
             format!("VERSION = {version:?}\n").into_bytes(),
             false,
         )
@@ -125,6 +132,61 @@ fn a_refused_first_publish_leaves_no_directory() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cannot be read"), "{stderr}");
     assert!(!index.exists());
+
+    // Refused under the lock (after it created the directory): removed too.
+    let clash = project_wheel(&tmp.path().join("w"), "cu130", "0.1.0+pt211cu130");
+    let out = spawn_publish(&index, &clash).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is also the name of a variant index"),
+        "{stderr}"
+    );
+    assert!(!index.exists());
+}
+
+#[test]
+fn refused_first_publishes_racing_with_good_ones_lose_none_of_the_good() {
+    // A project named like its own variant index (cu130) is refused under
+    // the lock; refused first, it removes the directory it created, while
+    // the others wait on its lock file.
+    let tmp = tempfile::tempdir().unwrap();
+    let good: Vec<PathBuf> = (0..4)
+        .map(|k| wheel(&tmp.path().join("w"), &format!("0.1.{k}+pt211cu130")))
+        .collect();
+    let bad: Vec<PathBuf> = (0..4)
+        .map(|k| {
+            project_wheel(
+                &tmp.path().join("w"),
+                "cu130",
+                &format!("0.1.{k}+pt211cu130"),
+            )
+        })
+        .collect();
+    for round in 0..10 {
+        let index = tmp.path().join(format!("round-{round}"));
+        // Refused ones first, so they often take the lock first.
+        let started: Vec<(Child, bool)> = bad
+            .iter()
+            .map(|w| (spawn_publish(&index, w), false))
+            .chain(good.iter().map(|w| (spawn_publish(&index, w), true)))
+            .collect();
+        for (child, ok) in started {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if ok {
+                assert_eq!(out.status.code(), Some(0), "round {round}: {stderr}");
+            } else {
+                assert_eq!(out.status.code(), Some(1), "round {round}: {stderr}");
+                assert!(
+                    stderr.contains("the project name `cu130` is also the name of a variant index"),
+                    "round {round}: {stderr}"
+                );
+            }
+        }
+        let expected: BTreeSet<String> = good.iter().map(|w| file_name(w)).collect();
+        assert_eq!(listed(&index), expected, "round {round}");
+    }
 }
 
 /// An exclusive flock on `path`, held until the file is dropped.

@@ -265,6 +265,32 @@ mod tests {
     }
 
     #[test]
+    fn a_waiter_whose_lock_file_was_removed_takes_the_new_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("new");
+        let first = lock(&dir, &mut |_| panic!("nothing holds it yet")).unwrap();
+        assert!(first.created_dir());
+        let (waiting, waits) = std::sync::mpsc::channel();
+        let waiter = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                lock(&dir, &mut |w| waiting.send(w.clone()).unwrap()).unwrap()
+            })
+        };
+        let told = waits.recv().unwrap();
+        assert_eq!(told.lock_file, dir.join(LOCK_FILE));
+        assert_eq!(told.holder.map(|(pid, _)| pid), Some(std::process::id()));
+        // A refused first publish: its directory goes, while the other waits.
+        first.remove_new_dir();
+        let second = waiter.join().unwrap();
+        assert!(second.created_dir(), "it made the directory again");
+        let path = dir.join(LOCK_FILE);
+        let on_disk = fs::metadata(&path).unwrap();
+        let held = second._file.metadata().unwrap();
+        assert_eq!((on_disk.dev(), on_disk.ino()), (held.dev(), held.ino()));
+    }
+
+    #[test]
     fn waiting_names_the_file_and_the_holder() {
         let waiting = Waiting {
             lock_file: PathBuf::from("idx/.lock"),

@@ -21,8 +21,9 @@ Layout of DIR (serve it with any static file server, e.g. `python3 -m http.serve
 Every index.html has an index.json beside it (PEP 691); a server that negotiates content
 serves it for `Accept: application/vnd.pypi.simple.v1+json`.
 
-Publishes into one DIR take turns (an exclusive lock on DIR/.lock), so every wheel of every
-publish ends up listed. The current index is trusted only after it verifies (its pages hash to
+Publishes into one DIR take turns (an exclusive lock on DIR/.lock, taken before DIR is judged,
+so concurrent first publishes into a new DIR all land; one that waits says so on stderr, naming
+the process holding the lock), so every wheel of every publish ends up listed. The current index is trusted only after it verifies (its pages hash to
 their generation's name and list wheels present with their recorded sha256); publish never
 follows a symlink out of DIR and removes only what it made.
 

@@ -9,6 +9,8 @@
 //!   before it runs pip or apt-get: both are recorders here, and never run;
 //! - `lock` against a registry that cannot be reached (pip pointed at a
 //!   closed loopback port) says so, and how to fix it, never "no release";
+//!   one that accepts connections and never answers ends in pip's timeout
+//!   (`--net-timeout`), reported the same way;
 //! - `fetch --cell` of a cell the lock does not have is refused before
 //!   anything is downloaded, naming the lock's cells;
 //! - pip is given cuwheel's network limits (`--net-timeout`,
@@ -301,6 +303,52 @@ fn an_unreachable_registry_is_reported_as_such() {
     assert!(err.contains("--net-timeout"), "{err}");
     assert!(!err.contains("has no release"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
+}
+
+#[test]
+fn a_registry_that_accepts_and_never_answers_ends_in_a_timeout() {
+    // A loopback server that accepts every connection and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let project = demo_copy(tmp.path(), |t| t);
+    // `timeout` only guards the test run: without cuwheel's limits pip
+    // would wait for the server forever.
+    let out = common::bounded(300, cuwheel_bin().to_str().unwrap())
+        .args(["lock", "--project"])
+        .arg(&project)
+        .args(["--archives"])
+        .arg(demo().join("archives"))
+        .args([
+            "--python",
+            "python3",
+            "--net-timeout",
+            "1",
+            "--net-retries",
+            "0",
+        ])
+        .env("PIP_INDEX_URL", format!("http://127.0.0.1:{port}/simple"))
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .env_remove("PIP_EXTRA_INDEX_URL")
+        .env_remove("PIP_FIND_LINKS")
+        .env_remove("PIP_TIMEOUT")
+        .env_remove("PIP_RETRIES")
+        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("pip could not reach the package index (the connection timed out)"),
+        "{err}"
+    );
 }
 
 #[test]

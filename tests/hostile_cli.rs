@@ -10,7 +10,8 @@
 //! - `lock` against a registry that cannot be reached (pip pointed at a
 //!   closed loopback port) says so, and how to fix it, never "no release";
 //!   one that accepts connections and never answers ends in pip's timeout
-//!   (`--net-timeout`), reported the same way;
+//!   (`--net-timeout`), reported the same way; so is a Debian mirror on a
+//!   closed port (`lock --refresh`, which asks apt-get first);
 //! - `fetch --cell` of a cell the lock does not have is refused before
 //!   anything is downloaded, naming the lock's cells;
 //! - pip is given cuwheel's network limits (`--net-timeout`,
@@ -349,6 +350,32 @@ fn a_registry_that_accepts_and_never_answers_ends_in_a_timeout() {
         err.contains("pip could not reach the package index (the connection timed out)"),
         "{err}"
     );
+}
+
+#[test]
+fn an_unreachable_debian_mirror_is_reported_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = demo_copy(tmp.path(), |t| t);
+    let out = Command::new(cuwheel_bin())
+        .args(["lock", "--refresh", "--project"])
+        .arg(&project)
+        .args(["--net-timeout", "2", "--net-retries", "0"])
+        .env("CUWHEEL_DEBIAN_MIRROR", "http://127.0.0.1:1/debian")
+        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: the Debian mirror of ")
+            && err.contains(
+                " could not be reached (this is not a missing package); check the network \
+                 connection and any proxy"
+            ),
+        "{err}"
+    );
+    assert!(err.contains("Could not connect to 127.0.0.1:1"), "{err}");
 }
 
 #[test]

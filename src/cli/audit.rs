@@ -70,7 +70,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         match audit_wheel(wheel, &options) {
             Ok(report) => {
                 if !args.json {
-                    println!("{}", report.render());
+                    super::output::stdout_line(&report.render())?;
                 }
                 entries.push(serde_json::to_value(&report).context("cannot encode a report")?);
                 reports.push(report);
@@ -91,7 +91,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     }
     if args.json {
         let json = serde_json::to_string_pretty(&entries).context("cannot encode the reports")?;
-        println!("{json}");
+        super::output::stdout_line(&json)?;
     }
     Ok(if unreadable {
         ExitCode::from(super::EXIT_ERROR)

@@ -18,6 +18,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::cache::SubstituterArgs;
+use cuwheel::fetch::select::artifacts_for_cells;
 use cuwheel::fetch::{FetchOptions, Vanished, fetch};
 use cuwheel::lock::LOCK_FILE;
 use cuwheel::lock::driver::{DRIVER_LOCK_FILE, DriverLock};
@@ -65,10 +66,18 @@ pub struct FetchArgs {
     /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
+    #[command(flatten)]
+    net: super::lock::NetArgs,
 }
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
+    args.net.install()?;
     let lock = Lock::read(&args.project.join(LOCK_FILE))?;
+    // An unknown cell is refused before anything is downloaded (the
+    // driver's paths included), naming the lock's cells.
+    if !args.cells.is_empty() {
+        artifacts_for_cells(&lock, &args.cells)?;
+    }
     let nix = match &args.store {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
@@ -126,7 +135,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for name in vanished {
-        println!("{name}");
+        super::output::stdout_line(&name)?;
     }
     Ok(ExitCode::from(EXIT_VANISHED))
 }

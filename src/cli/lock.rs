@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use cuwheel::lock::net::NetLimits;
 use cuwheel::lock::refresh::refresh_project;
 use cuwheel::lock::{LockOptions, lock_driver, lock_project};
 
@@ -33,9 +34,36 @@ pub struct LockArgs {
     /// $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
+    #[command(flatten)]
+    net: NetArgs,
+}
+
+/// The limits of the registries' clients (pip, apt-get, curl, cargo).
+#[derive(Args)]
+pub struct NetArgs {
+    /// Seconds pip, apt-get, curl and cargo wait for a connection or for
+    /// progress on one before they retry or fail (pip --timeout, apt-get
+    /// Acquire::http(s)::Timeout, curl --connect-timeout and --speed-time,
+    /// CARGO_HTTP_TIMEOUT) [default: $CUWHEEL_NET_TIMEOUT, else 30]
+    #[arg(long, value_name = "SECONDS")]
+    net_timeout: Option<u32>,
+    /// How many times each of them tries again after a failed connection
+    /// (pip --retries, apt-get Acquire::Retries, curl --retry,
+    /// CARGO_NET_RETRY) [default: $CUWHEEL_NET_RETRIES, else 2]
+    #[arg(long, value_name = "N")]
+    net_retries: Option<u32>,
+}
+
+impl NetArgs {
+    /// Makes these the limits of every client this process runs.
+    pub fn install(&self) -> Result<()> {
+        NetLimits::resolve(self.net_timeout, self.net_retries)?.install();
+        Ok(())
+    }
 }
 
 pub fn run(args: LockArgs) -> Result<ExitCode> {
+    args.net.install()?;
     let options = LockOptions {
         python: args.python,
         archives: args.archives,
@@ -60,7 +88,7 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         for change in &refreshed.changes {
-            println!("{change}");
+            super::output::stdout_line(&change.to_string())?;
         }
         eprintln!(
             "lock: re-pinned {} files the mirror no longer carries ({} version changes) in {}; \

@@ -7,22 +7,34 @@ mod cache;
 mod fetch;
 mod init;
 mod lock;
+mod output;
 mod plan;
 mod publish;
 mod reproduce;
 mod store;
 mod symbols;
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use output::{OutputError, Stream};
 
 /// Exit status for a command that could not do its work (bad input, a tool
 /// that failed). Verdicts such as a failed audit use their own codes.
 const EXIT_ERROR: u8 = 1;
 
 #[derive(Parser)]
-#[command(name = "cuwheel", version, about, propagate_version = true)]
+#[command(
+    name = "cuwheel",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Output: when stdout or stderr cannot be written (a full device), cuwheel ends \
+    with a one-line error on stderr (if stderr works) and exit status 1; a closed pipe \
+    (`cuwheel audit … | head -1`) ends it quietly, as any Unix filter."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -79,7 +91,11 @@ pub fn json_error(message: &str) -> String {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    output::install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return parse_failure(&error),
+    };
     let json = cli.command.wants_json();
     let result = match cli.command {
         Command::Audit(args) => audit::run(args),
@@ -95,14 +111,33 @@ pub fn main() -> ExitCode {
         Command::Store(command) => store::run(command),
         Command::Symbols(args) => symbols::run_symbols(args),
     };
+    // What `print!` left in stdout's buffer fails here, not unseen at exit.
+    let result = result.and_then(|code| Ok(output::flush_stdout().map(|()| code)?));
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            if let Some(failed) = err.chain().find_map(|e| e.downcast_ref::<OutputError>()) {
+                return output::report_output_failure(failed);
+            }
+            output::stderr_line(&format!("error: {err:#}"));
             if json {
-                println!("{}", json_error(&format!("{err:#}")));
+                let _ = output::stdout_line(&json_error(&format!("{err:#}")));
             }
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// Prints what clap has to say about the arguments (the help, the version,
+/// or a usage error) and gives its exit status; help that cannot be written
+/// is an output error, not a success.
+fn parse_failure(error: &clap::Error) -> ExitCode {
+    let printed = error.print().and_then(|()| io::stdout().flush());
+    match printed {
+        Err(source) if !error.use_stderr() => output::report_output_failure(&OutputError {
+            stream: Stream::Stdout,
+            source,
+        }),
+        _ => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_ERROR)),
     }
 }

@@ -36,7 +36,7 @@ pub struct PlanArgs {
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
     let (_, project, plan) = sources::plan_project(&args.project)?;
     if args.json {
-        print!("{}", plan.to_json());
+        super::output::stdout(&plan.to_json())?;
         return Ok(ExitCode::SUCCESS);
     }
     let flake = match args.flake {
@@ -54,12 +54,14 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    print!("{}", summary(&plan, built.as_ref()));
+    super::output::stdout(&summary(&plan, built.as_ref()))?;
     for line in project.whole_include_dirs() {
-        println!("note: {line}");
+        super::output::stdout_line(&format!("note: {line}"))?;
     }
     if flake.is_none() && !args.no_store {
-        println!("(no flake.nix above the project: whether each derivation is built is not shown)");
+        super::output::stdout_line(
+            "(no flake.nix above the project: whether each derivation is built is not shown)",
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

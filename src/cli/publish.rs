@@ -10,6 +10,8 @@ use clap::Args;
 use cuwheel::publish::index::WheelLinks;
 use cuwheel::publish::publish;
 
+use super::output::stdout_line;
+
 #[derive(Args)]
 #[command(after_help = "\
 Layout of DIR (serve it with any static file server, e.g. `python3 -m http.server -d DIR`):
@@ -19,8 +21,9 @@ Layout of DIR (serve it with any static file server, e.g. `python3 -m http.serve
 Every index.html has an index.json beside it (PEP 691); a server that negotiates content
 serves it for `Accept: application/vnd.pypi.simple.v1+json`.
 
-Publishes into one DIR take turns (an exclusive lock on DIR/.lock), so every wheel of every
-publish ends up listed. The current index is trusted only after it verifies (its pages hash to
+Publishes into one DIR take turns (an exclusive lock on DIR/.lock, taken before DIR is judged,
+so concurrent first publishes into a new DIR all land; one that waits says so on stderr, naming
+the process holding the lock), so every wheel of every publish ends up listed. The current index is trusted only after it verifies (its pages hash to
 their generation's name and list wheels present with their recorded sha256); publish never
 follows a symlink out of DIR and removes only what it made.
 
@@ -54,10 +57,10 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
         );
     }
     for file in &summary.added {
-        println!("published {file}");
+        stdout_line(&format!("published {file}"))?;
     }
     for file in &summary.already_published {
-        println!("already published {file}");
+        stdout_line(&format!("already published {file}"))?;
     }
     let variants = if summary.variants.is_empty() {
         "no variant indexes".to_string()
@@ -69,7 +72,7 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    println!(
+    stdout_line(&format!(
         "{}: {} wheel{} listed in the combined index and {variants}{}",
         args.to.display(),
         summary.listed,
@@ -79,6 +82,6 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
         } else {
             " (unchanged)"
         }
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -121,6 +121,7 @@ pub fn cargo_fetch(dir: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     checked_output(
         Command::new(&cargo)
+            .envs(crate::lock::net::NetLimits::current().cargo_env())
             .args(["fetch", "--locked", "--manifest-path"])
             .arg(project.join("Cargo.toml")),
         "cargo fetch of cuwheel's locked crates",

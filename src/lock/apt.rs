@@ -293,6 +293,8 @@ impl AptSuite {
         ] {
             cmd.arg("-o").arg(format!("{key}={value}"));
         }
+        // Connect and stall timeouts, and a bounded number of tries.
+        cmd.args(super::net::NetLimits::current().apt_args());
         cmd
     }
 
@@ -300,7 +302,21 @@ impl AptSuite {
     pub fn update(&self) -> Result<()> {
         let mut cmd = self.command("apt-get");
         cmd.args(["-q", "update"]);
-        run(cmd, &format!("apt-get update for Debian {}", self.suite)).map(drop)
+        run(cmd, &format!("apt-get update for Debian {}", self.suite))
+            .map(drop)
+            .map_err(|error| {
+                if !mirror_unreachable(&format!("{error:#}")) {
+                    return error;
+                }
+                error.context(format!(
+                    "the Debian mirror of {} could not be reached (this is not a missing \
+                     package); check the network connection and any proxy (http_proxy, apt's \
+                     Acquire::http::Proxy), the mirror (CUWHEEL_DEBIAN_MIRROR), or give it more \
+                     time with {}",
+                    self.suite,
+                    super::net::NetLimits::how_to_change()
+                ))
+            })
     }
 
     /// Every package of the suite (after [`update`](Self::update)).
@@ -403,6 +419,21 @@ fn is_gone(message: &str) -> bool {
         .any(|needle| message.contains(needle))
 }
 
+/// Whether apt's output says it could not reach a mirror (connect,
+/// resolve or timeout failures), as opposed to a mirror that answered.
+pub fn mirror_unreachable(output: &str) -> bool {
+    [
+        "Could not connect to",
+        "Temporary failure resolving",
+        "Could not resolve",
+        "Connection timed out",
+        "Connection failed",
+        "Failed to connect",
+    ]
+    .iter()
+    .any(|marker| output.contains(marker))
+}
+
 fn run(mut cmd: Command, what: &str) -> Result<String> {
     let output = checked_output(&mut cmd, what, || {
         format!("cannot run {what}: is apt installed? (cuwheel reads Debian through apt)")
@@ -413,6 +444,20 @@ fn run(mut cmd: Command, what: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreachable_mirrors_are_told_from_answers() {
+        assert!(mirror_unreachable(
+            "Err:1 http://127.0.0.1:1 trixie InRelease\n  Could not connect to 127.0.0.1:1 \
+             (127.0.0.1). - connect (111: Connection refused)"
+        ));
+        assert!(mirror_unreachable(
+            "Err:1 http://m trixie InRelease\n  Temporary failure resolving 'm'"
+        ));
+        assert!(!mirror_unreachable(
+            "E: The repository 'http://h x Release' does not have a Release file."
+        ));
+    }
 
     fn find(files: &[(&str, &str)]) -> Option<String> {
         let owned: Vec<(PathBuf, String)> = files

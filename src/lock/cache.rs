@@ -187,7 +187,9 @@ impl Clients {
             Source::Archive { url: Some(url) } => {
                 let path = dir.join(file);
                 let mut curl = std::process::Command::new("curl");
-                curl.args(["-fsSL", "--retry", "2", "-o"])
+                curl.args(["-fsSL"])
+                    .args(super::net::NetLimits::current().curl_args())
+                    .arg("-o")
                     .arg(&path)
                     .arg(url);
                 crate::process::checked_output(&mut curl, &format!("curl of {url}"), || {

@@ -4,7 +4,9 @@
 //! beside it, in the format of docs/reference/lock-format.md, written atomically and
 //! byte-identical when nothing upstream changed.
 //!
-//! The stages: the spec is loaded; [`torch`] reads each torch minor's facts
+//! The stages: the spec is loaded, and [`preflight`] refuses what needs no
+//! registry (an unknown baseline, archs no toolkit has, a missing archive
+//! directory) before any is asked; [`torch`] reads each torch minor's facts
 //! (CUDA, wheels per Python, platform tag) from pip's resolution, and
 //! [`toolkits`] lists the toolkits a cell's nvcc may be — metadata only, no
 //! download — and the cells are checked against those facts and the
@@ -25,9 +27,11 @@ pub mod cache;
 pub mod debian;
 pub mod driver;
 pub mod format;
+pub mod net;
 pub mod pins;
 pub mod pip;
 pub mod plan;
+pub mod preflight;
 pub mod refresh;
 pub mod snapshot;
 pub mod toolkits;
@@ -88,6 +92,13 @@ pub fn read_facts(spec: &Spec, pip: &Pip) -> Result<MatrixFacts> {
 /// returns the lock and its path.
 pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, PathBuf)> {
     let spec = Spec::load(project)?;
+    // What needs no registry is refused before any is asked.
+    preflight::check(
+        &spec.config,
+        &spec.pyproject,
+        CompatTable::embedded(),
+        &preflight::archive_dirs(&options.archives),
+    )?;
     let pip = Pip::new(options.python.as_deref());
     let facts = read_facts(&spec, &pip)?;
     // The compatibility check: an impossible cell ends here, before any

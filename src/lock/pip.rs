@@ -16,6 +16,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use super::net::NetLimits;
 use crate::process::checked_output;
 use crate::spec::{Baseline, PythonAbi, PythonVersion};
 use crate::wheel::WheelFilename;
@@ -253,9 +254,15 @@ impl Pip {
         }
     }
 
-    fn command(&self) -> Command {
+    /// `python -m pip` with cuwheel's network limits, logging everything
+    /// to `log` (pip's debug log, read only to tell an unreachable index
+    /// from one without the release).
+    fn command(&self, log: &Path) -> Command {
         let mut cmd = Command::new(&self.python);
         cmd.args(["-m", "pip"])
+            .args(NetLimits::current().pip_args())
+            .arg("--log")
+            .arg(log)
             .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
             .env("PIP_NO_INPUT", "1");
         cmd
@@ -298,7 +305,8 @@ impl Pip {
     ) -> Result<Option<Vec<ResolvedWheel>>> {
         let dir = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
         let report = dir.path().join("report.json");
-        let mut cmd = self.command();
+        let log = dir.path().join("pip.log");
+        let mut cmd = self.command(&log);
         cmd.args([
             "install",
             "--dry-run",
@@ -322,6 +330,7 @@ impl Pip {
         );
         let output = cmd.output().with_context(|| self.cannot_start(&what))?;
         if !output.status.success() {
+            unreachable_index(&what, &log)?;
             let stderr = String::from_utf8_lossy(&output.stderr);
             if stderr.contains("No matching distribution found") {
                 return Ok(None);
@@ -338,7 +347,9 @@ impl Pip {
     /// The releases of `package` with a file for `target`, newest first;
     /// empty when there is none.
     pub fn index_versions(&self, package: &str, target: &Target) -> Result<Vec<String>> {
-        let mut cmd = self.command();
+        let dir = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
+        let log = dir.path().join("pip.log");
+        let mut cmd = self.command(&log);
         cmd.args(["index", "versions", package]).args(target.args());
         let output = cmd.output().with_context(|| {
             format!(
@@ -349,6 +360,10 @@ impl Pip {
         })?;
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {
+            unreachable_index(
+                &format!("pip's listing of {package} for Python {}", target.python),
+                &log,
+            )?;
             if stderr.contains("No matching distribution found") {
                 return Ok(Vec::new());
             }
@@ -366,13 +381,19 @@ impl Pip {
     /// `pip download --no-deps name==version` of exactly `file` into `dir`;
     /// `TMPDIR` is `dir` too, so the partial download is visible there.
     pub fn download(&self, name: &str, version: &str, file: &str, dir: &Path) -> Result<PathBuf> {
-        let mut cmd = self.command();
+        let logs = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
+        let log = logs.path().join("pip.log");
+        let mut cmd = self.command(&log);
         cmd.args(["download", "--no-deps", "-q", "-d"])
             .arg(dir)
             .args(download_args(file)?)
             .arg(format!("{name}=={version}"))
             .env("TMPDIR", dir);
-        self.run(cmd, &format!("pip download of {file}"))?;
+        let what = format!("pip download of {file}");
+        if let Err(error) = self.run(cmd, &what) {
+            unreachable_index(&what, &log)?;
+            return Err(error);
+        }
         let path = dir.join(file);
         if !path.is_file() {
             let found: Vec<String> = std::fs::read_dir(dir)
@@ -408,6 +429,70 @@ impl Pip {
             self.python.display()
         )
     }
+}
+
+/// pip could not reach its package index: its answer ("no matching
+/// distribution") says nothing about which releases exist.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{what} failed: pip could not reach the package index ({reason}), so cuwheel cannot tell \
+     which releases exist (this is not a missing release). Fix: check the network connection \
+     and any proxy (HTTPS_PROXY, pip's `proxy` setting), the index pip is configured with \
+     (`pip config list`, PIP_INDEX_URL), or give a slow index more time with {limits}; \
+     `cuwheel fetch --offline` uses only what is cached"
+)]
+pub struct IndexUnreachable {
+    pub what: String,
+    /// Why, as pip's log says it (`[Errno 111] Connection refused`).
+    pub reason: String,
+    limits: String,
+}
+
+/// An [`IndexUnreachable`] error when pip's log at `log` shows that it
+/// could not reach an index.
+fn unreachable_index(what: &str, log: &Path) -> Result<(), IndexUnreachable> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    match unreachable_reason(&text) {
+        Some(reason) => Err(IndexUnreachable {
+            what: what.to_owned(),
+            reason,
+            limits: NetLimits::how_to_change(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Why pip could not reach an index, from its debug log: its `Could not
+/// fetch URL …: connection error | timed out | … ssl certificate` lines and
+/// urllib3's `connection broken by` retries; `None` when every page it
+/// asked for answered (an HTTP error such as 404 is an answer). The URL is
+/// never quoted (it may hold credentials): only the cause.
+pub fn unreachable_reason(log: &str) -> Option<String> {
+    let line = log.lines().find(|line| {
+        let fetch_failed = line.contains("Could not fetch URL")
+            && (line.contains(": connection error:")
+                || line.contains(": timed out")
+                || line.contains("problem confirming the ssl certificate"));
+        fetch_failed
+            || line.contains("after connection broken by")
+            || (line.contains("Max retries exceeded") && line.contains("Caused by"))
+    })?;
+    let reason = if let Some(start) = line.find("[Errno ") {
+        let rest = &line[start..];
+        let end = rest.find(['\'', '"', ')']).unwrap_or(rest.len());
+        rest[..end].trim().to_owned()
+    } else if line.contains("ssl certificate") || line.contains("SSLError") {
+        "its TLS certificate could not be verified".to_owned()
+    } else if line.contains("ProxyError") {
+        "the proxy refused or failed the connection".to_owned()
+    } else if line.contains("timed out") || line.contains("Timeout") {
+        "the connection timed out".to_owned()
+    } else if line.contains("NameResolutionError") {
+        "its host name does not resolve".to_owned()
+    } else {
+        "connection error".to_owned()
+    };
+    Some(reason)
 }
 
 #[cfg(test)]
@@ -450,6 +535,35 @@ mod tests {
         );
         let err = parse_report(&no_hash).unwrap_err().to_string();
         assert!(err.contains("no sha256"), "{err}");
+    }
+
+    #[test]
+    fn an_unreachable_index_is_told_from_a_missing_release() {
+        let refused = "2026-11-26T11:57:20,552 Fetching project page and analyzing links: http://u:pw@127.0.0.1:1/simple/torch/\n\
+            2026-11-26T11:57:20,559 Could not fetch URL http://u:pw@127.0.0.1:1/simple/torch/: connection error: HTTPConnectionPool(host='127.0.0.1', port=1): Max retries exceeded with url: /simple/torch/ (Caused by NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7f01a3373010>: Failed to establish a new connection: [Errno 111] Connection refused')) - skipping\n";
+        assert_eq!(
+            unreachable_reason(refused).as_deref(),
+            Some("[Errno 111] Connection refused")
+        );
+        let stalled = "x Could not fetch URL https://h/simple/torch/: timed out - skipping\n";
+        assert_eq!(
+            unreachable_reason(stalled).as_deref(),
+            Some("the connection timed out")
+        );
+        let not_found = "x Could not fetch URL https://h/simple/nope/: 404 Client Error: Not Found for url: https://h/simple/nope/ - skipping\n";
+        assert_eq!(unreachable_reason(not_found), None);
+        assert_eq!(unreachable_reason(""), None);
+        let error = IndexUnreachable {
+            what: "pip's listing of torch".into(),
+            reason: "[Errno 111] Connection refused".into(),
+            limits: NetLimits::how_to_change(),
+        }
+        .to_string();
+        assert!(!error.contains("pw"), "{error}");
+        assert!(
+            error.contains("could not reach the package index"),
+            "{error}"
+        );
     }
 
     #[test]

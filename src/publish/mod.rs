@@ -12,7 +12,10 @@
 //! memory), declare a PEP 440 `Requires-Python` if any, and not clash with
 //! another given wheel. Then, holding the directory's exclusive lock
 //! ([`lock`]), so concurrent publishes take turns and each adds to what the
-//! one before it made: the current index is read and verified ([`verify`]:
+//! one before it made (a publish that waits says so, once): the directory is
+//! judged (missing, empty but for the lock file, or an index: judged under
+//! the lock, so concurrent first publishes into a new directory all land),
+//! the current index is read and verified ([`verify`]:
 //! a generation is trusted only when its pages and the wheels they list are
 //! exactly what publish wrote), no published wheel may change its bytes,
 //! and no file may be in the index's way; the new wheels are written
@@ -31,7 +34,7 @@ pub mod verify;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -70,25 +73,42 @@ struct NewWheel {
 /// Publishes `wheels` into the index directory `dir` (created if missing).
 /// Refuses, writing nothing, when any wheel is unreadable, fails the audit or
 /// conflicts with the published ones, or when the index does not verify.
+/// A publish that has to wait for another says so on stderr, once.
 pub fn publish(dir: &Path, wheels: &[PathBuf], links: &WheelLinks) -> Result<PublishSummary> {
+    publish_with(dir, wheels, links, &mut |waiting| {
+        let _ = writeln!(io::stderr(), "publish: {waiting}");
+    })
+}
+
+/// [`publish`], telling `on_wait` when it waits for another publish's lock.
+pub fn publish_with(
+    dir: &Path,
+    wheels: &[PathBuf],
+    links: &WheelLinks,
+    on_wait: &mut dyn FnMut(&lock::Waiting),
+) -> Result<PublishSummary> {
     if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) && !dir.is_dir() {
         bail!(
             "{} exists and is not a directory; publish into a directory",
             dir.display()
         );
     }
-    // Read-only checks first: a foreign directory gets no lock file.
-    check_index_dir(dir)?;
+    // Read-only checks first: a foreign directory gets no lock file. One
+    // that has a lock file may be a first publish's, half written: it is
+    // judged again under the lock, once that publish is done.
+    if let Err(error) = check_index_dir(dir) {
+        if !dir.join(lock::LOCK_FILE).exists() {
+            return Err(error);
+        }
+    }
     tree::check_generations_dir(dir)?;
     // The slow part, reading only the wheels: before the lock.
     let given = check_wheels(wheels, dir)?;
-    let created = !dir.exists();
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let result = lock::lock(dir).and_then(|_held| publish_locked(dir, given, links));
-    if result.is_err() && created {
+    let held = lock::lock(dir, on_wait)?;
+    let result = publish_locked(dir, given, links);
+    if result.is_err() {
         // Leave no trace of a refused publish into a new directory.
-        let _ = fs::remove_file(dir.join(lock::LOCK_FILE));
-        let _ = fs::remove_dir(dir);
+        held.remove_new_dir();
     }
     result
 }

@@ -286,6 +286,11 @@ impl CompatTable {
         self.baselines.get(baseline)
     }
 
+    /// Every baseline the table knows, oldest first.
+    pub fn baselines(&self) -> impl Iterator<Item = &Baseline> {
+        self.baselines.keys()
+    }
+
     /// Checks every cell and returns every violation, cells with the same
     /// finding grouped, ordered by rule and then by message.
     pub fn check(&self, cells: &[Cell], matrix: &Matrix<'_>) -> Result<(), Vec<Violation>> {

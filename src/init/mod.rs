@@ -25,6 +25,7 @@ pub mod pyproject;
 pub mod python;
 pub mod render;
 pub mod setup_cfg;
+pub mod toolkits;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -73,10 +74,8 @@ pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static s
     }
     let text = fs::read_to_string(&setup_py)
         .with_context(|| format!("cannot read {}", setup_py.display()))?;
-    let evaluation = python::evaluate_setup_py(root, &text).map_err(|e| {
-        anyhow::anyhow!("{e}\ncuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` to infer from the source tree instead")
-    })?;
-    let mut inferred = extract::from_setup(root, &evaluation)?;
+    // Once per toolkit of the matrix: what setup.py computes from it.
+    let mut inferred = toolkits::infer_setup_py(root, &text, &toolkits::default_toolkits())?;
     inferred
         .assumptions
         .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));

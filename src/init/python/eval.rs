@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
+use super::host::Toolkit;
 use super::parse_module;
 use super::source::{Source, SourceError};
 use super::value::{Call, Function, Scope, Unknown, Value, shared};
@@ -150,12 +151,26 @@ pub struct Interpreter {
     pub(super) importing: bool,
     /// Project modules already loaded, by dotted name.
     pub(super) modules: HashMap<String, Scope>,
+    /// The toolkit this evaluation is for; `None`: what depends on it is
+    /// unknown.
+    pub(super) toolkit: Option<Toolkit>,
     steps: usize,
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
 /// path: `__file__` and `os.path.abspath` answer inside it).
 pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalError> {
+    evaluate_setup_py_for(root, text, None)
+}
+
+/// Evaluates `text` as [`evaluate_setup_py`] does, with what depends on the
+/// toolkit (`nvcc -V`, `torch.version.cuda`, `torch.__version__`) answered
+/// for `toolkit`.
+pub fn evaluate_setup_py_for(
+    root: &Path,
+    text: &str,
+    toolkit: Option<&Toolkit>,
+) -> Result<Evaluation, EvalError> {
     let source = Rc::new(Source::new("setup.py", text));
     let body = parse_module(text).map_err(|e| source.syntax_error(&e))?;
     let globals: Scope = shared(HashMap::new());
@@ -177,6 +192,7 @@ pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalErro
         reads: Vec::new(),
         importing: false,
         modules: HashMap::new(),
+        toolkit: toolkit.cloned(),
         steps: 0,
     };
     let raised = match interpreter.block(&body)? {
@@ -606,6 +622,7 @@ impl Interpreter {
                         .map(|u| u.files.clone())
                         .unwrap_or_default(),
                     text_of: None,
+                    under_cuda_home: None,
                 });
                 if let Some(frame) = self.frames.last_mut() {
                     frame.skipped.get_or_insert(skipped);

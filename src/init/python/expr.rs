@@ -271,7 +271,9 @@ impl Interpreter {
 
     fn fstring(&mut self, parts: &[FPart], line: usize) -> Result<Value, EvalError> {
         let mut text = String::new();
-        for part in parts {
+        // `f"{CUDA_HOME}/bin/nvcc"`: a path under CUDA_HOME.
+        let mut cuda_home = false;
+        for (i, part) in parts.iter().enumerate() {
             match part {
                 FPart::Text(s) => text.push_str(s),
                 FPart::Field {
@@ -280,6 +282,13 @@ impl Interpreter {
                     spec,
                 } => {
                     let value = self.eval(expr)?;
+                    if let (0, None, true) = (i, conversion, spec.is_empty()) {
+                        if let Some(prefix) = super::host::under_cuda_home(&value) {
+                            text.push_str(&prefix);
+                            cuda_home = true;
+                            continue;
+                        }
+                    }
                     let spec = match self.fstring(spec, line)? {
                         Value::Str(s) => s,
                         other => return Ok(other),
@@ -295,6 +304,12 @@ impl Interpreter {
                     }
                 }
             }
+            if let Err(why) = super::budget::text_fits(text.len()) {
+                return Ok(Value::unknown(why, self.at(line)));
+            }
+        }
+        if cuda_home {
+            return Ok(super::host::cuda_home_path(text, self.at(line)));
         }
         Ok(Value::Str(text))
     }
@@ -418,6 +433,12 @@ impl Interpreter {
                 }
                 _ => {}
             }
+        }
+        // `CUDA_HOME + "/bin/nvcc"`: still unknown as text, but runnable.
+        if let (BinOp::Add, Some(prefix), Value::Str(tail)) =
+            (op, super::host::under_cuda_home(left), right)
+        {
+            return super::host::cuda_home_path(format!("{prefix}{tail}"), self.at(line));
         }
         if let (Value::Host(_), _) | (_, Value::Host(_)) = (left, right) {
             let host = if let Value::Host(_) = left {
@@ -643,6 +664,9 @@ impl Interpreter {
                         self.at(line),
                     ));
                 }
+                if let Some(value) = self.toolkit_value(&dotted, line) {
+                    return Ok(value);
+                }
                 match super::natives::qualified(&dotted) {
                     Some(found) => {
                         self.host_fact(&dotted, line);
@@ -652,6 +676,20 @@ impl Interpreter {
                 }
             }
             Value::Unknown(u) => Value::Unknown(u.clone()),
+            Value::Version(version) => super::methods::version_attribute(version, name)
+                .unwrap_or_else(|| {
+                    Value::unknown(
+                        format!("`Version.{name}` is not modelled by cuwheel"),
+                        self.at(line),
+                    )
+                }),
+            // `subprocess.run(...)`'s CompletedProcess.
+            Value::Dict(pairs) if matches!(name, "stdout" | "stderr" | "returncode") => pairs
+                .borrow()
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(name))
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| Value::Method(Box::new(value.clone()), name.to_string())),
             Value::Host(fact) => Value::unknown(
                 format!("`.{name}` of {fact}, which is only known on the build host"),
                 self.at(line),

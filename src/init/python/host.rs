@@ -105,3 +105,123 @@ impl Interpreter {
         }
     }
 }
+
+/// The toolkit and torch one evaluation of `setup.py` is for: `init`
+/// evaluates it once per toolkit of the matrix, so that what setup.py asks
+/// of the toolkit (`nvcc -V`, `torch.version.cuda`, `torch.__version__`)
+/// has that toolkit's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    /// The nvcc that compiles the cells (`12.5`): what `nvcc -V` says.
+    pub nvcc: String,
+    /// The CUDA torch was built for (`12.8`): `torch.version.cuda`.
+    pub cuda: String,
+    /// The cells' torch (`2.9.0+cu128`): `torch.__version__`.
+    pub torch: String,
+    /// The archs torch itself was built for at that CUDA (`(9, 0)`), when
+    /// they were read from its wheel: the answer to
+    /// `torch.cuda.get_device_capability()`-driven branches.
+    pub torch_archs: Option<Vec<(u32, u32)>>,
+}
+
+impl Toolkit {
+    /// How a note names the cells this evaluation is for.
+    pub fn describe(&self) -> String {
+        format!(
+            "nvcc {}, torch {} (torch.version.cuda {})",
+            self.nvcc, self.torch, self.cuda
+        )
+    }
+
+    /// What `nvcc -V` prints (the release line is what setup.py files read).
+    pub fn nvcc_output(&self) -> String {
+        format!(
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n\
+             Cuda compilation tools, release {nvcc}, V{nvcc}.0\nBuild cuda_{nvcc}.r{nvcc}/compiler.0_0\n",
+            nvcc = self.nvcc
+        )
+    }
+}
+
+/// `cmd` is `nvcc -V` (or `--version`): a list whose program is nvcc (a
+/// name, a path, or a path under `CUDA_HOME`), or one command string.
+pub(super) fn is_nvcc_version(cmd: &Value) -> bool {
+    let program_is_nvcc = |program: &Value| {
+        let path = match program {
+            Value::Str(s) | Value::Path(s) => Some(s.clone()),
+            Value::Unknown(u) => u.under_cuda_home.clone(),
+            _ => None,
+        };
+        path.is_some_and(|p| p.rsplit('/').next() == Some("nvcc"))
+    };
+    let asks_version = |arg: &str| arg == "-V" || arg == "--version";
+    let command_line = match cmd {
+        Value::Str(line) => Some(line.clone()),
+        // `f"{CUDA_HOME}/bin/nvcc -V"`
+        Value::Unknown(u) => u.under_cuda_home.clone(),
+        _ => None,
+    };
+    match command_line {
+        Some(line) => {
+            let mut words = line.split_whitespace();
+            words
+                .next()
+                .is_some_and(|p| program_is_nvcc(&Value::str(p)))
+                && words.any(asks_version)
+        }
+        None => match cmd.items() {
+            Ok(items) => {
+                items.first().is_some_and(program_is_nvcc)
+                    && items[1..]
+                        .iter()
+                        .any(|a| a.as_str().is_some_and(asks_version))
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// The path under `CUDA_HOME` a value is (`""` for `CUDA_HOME` itself).
+pub(super) fn under_cuda_home(value: &Value) -> Option<String> {
+    match value {
+        Value::Host("CUDA_HOME") => Some(String::new()),
+        Value::Unknown(u) => u.under_cuda_home.clone(),
+        _ => None,
+    }
+}
+
+/// A path under `CUDA_HOME`: unknown where it is read as text, but a
+/// subprocess that runs it (`CUDA_HOME + "/bin/nvcc"`) runs the toolkit's.
+pub(super) fn cuda_home_path(suffix: String, at: String) -> Value {
+    Value::Unknown(std::rc::Rc::new(super::value::Unknown {
+        why: "depends on CUDA_HOME, which is only known on the build host".into(),
+        at,
+        files: Default::default(),
+        text_of: None,
+        under_cuda_home: Some(suffix),
+    }))
+}
+
+impl Interpreter {
+    /// What a name that differs per toolkit is in this evaluation
+    /// (`torch.version.cuda`, `torch.__version__`), noted with its line;
+    /// `None` when it is not such a name or no toolkit is bound.
+    pub(super) fn toolkit_value(&mut self, dotted: &str, line: usize) -> Option<Value> {
+        let toolkit = self.toolkit.clone()?;
+        let value = match dotted {
+            "torch.version.cuda" => toolkit.cuda.clone(),
+            "torch.__version__" => toolkit.torch.clone(),
+            _ => return None,
+        };
+        if !self.importing {
+            self.note(
+                line,
+                format!(
+                    "evaluated once per toolkit of the matrix: `{dotted}` is {value:?} for {}",
+                    toolkit.describe()
+                ),
+            );
+        }
+        Some(Value::str(value))
+    }
+}

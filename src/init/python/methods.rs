@@ -437,6 +437,47 @@ fn str_format(format: &str, args: &[Value], kwargs: &Kwargs) -> Option<String> {
     Some(out)
 }
 
+/// `version.major`, `.minor`, `.micro`, `.release`, `.base_version`, …
+/// of a `packaging.version.Version`.
+pub(super) fn version_attribute(version: &crate::wheel::Version, name: &str) -> Option<Value> {
+    let release = version.release();
+    let part = |i: usize| Value::Int(release.get(i).map_or(0, |n| *n as i64));
+    let base = || {
+        let numbers: Vec<String> = release.iter().map(u64::to_string).collect();
+        match version.epoch() {
+            0 => numbers.join("."),
+            epoch => format!("{epoch}!{}", numbers.join(".")),
+        }
+    };
+    Some(match name {
+        "major" => part(0),
+        "minor" => part(1),
+        "micro" => part(2),
+        "epoch" => Value::Int(version.epoch() as i64),
+        "release" => Value::Tuple(Rc::new(
+            release.iter().map(|n| Value::Int(*n as i64)).collect(),
+        )),
+        "base_version" => Value::str(base()),
+        "public" => Value::str(version.without_local().to_string()),
+        "local" => match version.local() {
+            [] => Value::None,
+            parts => Value::str(
+                parts
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("."),
+            ),
+        },
+        "is_prerelease" => Value::Bool(version.pre().is_some() || version.dev().is_some()),
+        "is_devrelease" => Value::Bool(version.dev().is_some()),
+        "is_postrelease" => Value::Bool(version.post().is_some()),
+        "post" => version.post().map_or(Value::None, |n| Value::Int(n as i64)),
+        "dev" => version.dev().map_or(Value::None, |n| Value::Int(n as i64)),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

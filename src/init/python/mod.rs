@@ -13,6 +13,7 @@
 //! and `files` (the modelled libraries), `host` (the build host).
 
 pub mod ast;
+pub mod budget;
 mod eval;
 mod expr;
 mod files;
@@ -30,7 +31,9 @@ mod tokenize;
 pub mod value;
 
 pub use eval::{
-    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, unknown_why as value_why,
+    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, evaluate_setup_py_for,
+    unknown_why as value_why,
 };
 pub use files::{normpath, project_relative};
+pub use host::Toolkit;
 pub use parse::parse_module;

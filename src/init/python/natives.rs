@@ -91,6 +91,12 @@ const NATIVES: &[&str] = &[
     "torch.cuda.is_available",
     "torch.cuda.get_device_capability",
     "torch.__config__.parallel_info",
+    // the toolkit's version, asked of nvcc and compared
+    "subprocess.check_output",
+    "subprocess.run",
+    "subprocess.getoutput",
+    "packaging.version.Version",
+    "packaging.version.parse",
 ];
 
 /// The callables [`files`](super::files) models, besides `os.*`.
@@ -113,6 +119,7 @@ const MODULES: &[&str] = &[
     "torch.cuda",
     "torch.version",
     "torch.__config__",
+    "packaging.version",
 ];
 
 /// Other names for the same thing.
@@ -122,6 +129,17 @@ const ALIASES: &[(&str, &str)] = &[
     ("distutils.core.Extension", "setuptools.Extension"),
     ("distutils.extension.Extension", "setuptools.Extension"),
     ("setuptools.extension.Extension", "setuptools.Extension"),
+    ("pkg_resources.parse_version", "packaging.version.parse"),
+    ("pkg_resources.packaging.version", "packaging.version"),
+    ("setuptools.extern.packaging.version", "packaging.version"),
+    (
+        "distutils.version.LooseVersion",
+        "packaging.version.Version",
+    ),
+    (
+        "torch.torch_version.TorchVersion",
+        "packaging.version.Version",
+    ),
 ];
 
 /// Why a common name has no value here.
@@ -262,6 +280,43 @@ impl Interpreter {
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
+            "subprocess.check_output" | "subprocess.run" | "subprocess.getoutput" => {
+                let cmd = args.first().cloned().or_else(|| kw("args"));
+                match (&self.toolkit, cmd) {
+                    (Some(toolkit), Some(cmd)) if super::host::is_nvcc_version(&cmd) => {
+                        let output = toolkit.nvcc_output();
+                        self.note(
+                            line,
+                            format!(
+                                "evaluated once per toolkit of the matrix: `nvcc -V` says release {} for {}",
+                                toolkit.nvcc,
+                                toolkit.describe()
+                            ),
+                        );
+                        if name == "subprocess.run" {
+                            // A CompletedProcess: its attributes are read
+                            // from this dict (see `attribute`).
+                            Value::Dict(shared(vec![
+                                (Value::str("stdout"), Value::str(output)),
+                                (Value::str("stderr"), Value::str("")),
+                                (Value::str("returncode"), Value::Int(0)),
+                            ]))
+                        } else {
+                            Value::str(output)
+                        }
+                    }
+                    _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
+                }
+            }
+            "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
+                Value::Version(v) => Value::Version(v.clone()),
+                Value::Str(text) => match crate::wheel::Version::parse(text) {
+                    Ok(v) => Value::Version(Rc::new(v)),
+                    Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
+                },
+                Value::Unknown(u) => Value::Unknown(u.clone()),
+                other => unknown(self, format!("`Version()` of a {}", other.type_name())),
+            },
             "print" | "warnings.warn" => Value::None,
             "sys.exit" => {
                 self.note(line, "sys.exit() is reached under cuwheel's assumptions");
@@ -297,6 +352,17 @@ impl Interpreter {
                 ))
             }
             _ => {
+                // `os.path.join(CUDA_HOME, "bin", "nvcc")`: a path under CUDA_HOME.
+                let cuda_home = args.first().and_then(super::host::under_cuda_home);
+                if let (Some(prefix), "os.path.join") = (cuda_home, name) {
+                    let rest: Option<Vec<&str>> = args[1..].iter().map(Value::as_str).collect();
+                    if let Some(rest) = rest {
+                        let joined = rest
+                            .iter()
+                            .fold(prefix, |base, part| ops::join_path(&base, part));
+                        return Ok(super::host::cuda_home_path(joined, self.at(line)));
+                    }
+                }
                 if let Some(u) = first_unknown {
                     return Ok(Value::Unknown(u));
                 }

@@ -53,6 +53,9 @@ pub enum Value {
     /// A fact of the build host that is set but has no usable value
     /// (`CUDA_HOME`, `torch.version.cuda`): true, not `None`.
     Host(&'static str),
+    /// A `packaging.version.Version` (also what `packaging.version.parse`
+    /// returns): ordered as PEP 440 orders versions.
+    Version(Rc<crate::wheel::Version>),
     Unknown(Rc<Unknown>),
 }
 
@@ -99,6 +102,9 @@ pub struct Unknown {
     pub files: BTreeSet<PathBuf>,
     /// Set when the value is exactly a project file's whole text.
     pub text_of: Option<PathBuf>,
+    /// Set when the value is a path under `CUDA_HOME` (`/bin/nvcc`, what
+    /// follows it): a subprocess that runs it is the toolkit's.
+    pub under_cuda_home: Option<String>,
 }
 
 impl Value {
@@ -116,6 +122,7 @@ impl Value {
             at: at.into(),
             files: BTreeSet::new(),
             text_of: None,
+            under_cuda_home: None,
         }))
     }
 
@@ -144,6 +151,7 @@ impl Value {
             at: at.into(),
             files,
             text_of: None,
+            under_cuda_home: None,
         }))
     }
 
@@ -180,6 +188,7 @@ impl Value {
             Value::File(_) => "file",
             Value::Extension(_) => "Extension",
             Value::Host(_) => "build-host value",
+            Value::Version(_) => "Version",
             Value::Unknown(_) => "unknown",
         }
     }
@@ -216,6 +225,7 @@ impl Value {
     pub fn to_text(&self) -> Option<String> {
         match self {
             Value::Str(s) | Value::Path(s) => Some(s.clone()),
+            Value::Version(v) => Some(v.to_string()),
             _ => self.repr(),
         }
     }
@@ -256,6 +266,7 @@ impl Value {
                 format!("{quote}{escaped}{quote}")
             }
             Value::Path(p) => format!("PosixPath('{p}')"),
+            Value::Version(v) => format!("<Version('{v}')>"),
             Value::List(items) => seq(&items.borrow(), "[", "]")?,
             Value::Tuple(items) => seq(items, "(", ")")?,
             Value::Set(items) if items.borrow().is_empty() => "set()".into(),
@@ -292,6 +303,7 @@ pub fn equal(a: &Value, b: &Value) -> Option<bool> {
                         .any(|(k2, v2)| equal(k, k2) == Some(true) && equal(v, v2) == Some(true))
                 })
         }
+        (Value::Version(x), Value::Version(y)) => x == y,
         (Value::Module(x), Value::Module(y)) => x == y,
         (Value::Native(x), Value::Native(y)) => x == y,
         (Value::Environ, Value::Environ) => true,
@@ -328,6 +340,7 @@ pub fn order(a: &Value, b: &Value) -> Option<Ordering> {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        (Value::Version(x), Value::Version(y)) => Some(x.as_ref().cmp(y)),
         (Value::List(x), Value::List(y)) => seq_order(&x.borrow(), &y.borrow()),
         (Value::Tuple(x), Value::Tuple(y)) => seq_order(x, y),
         _ => number(a)?.partial_cmp(&number(b)?),

@@ -1,0 +1,49 @@
+//! The evaluator's budgets: how large a value, how deep a nesting and how
+//! many steps one `setup.py` may take. Python has no such limits, but a
+//! setup.py that needs more than these is not one cuwheel can read — and a
+//! hostile one (`"a" * 10**12`, 100,000 nested parentheses) must end in a
+//! message, not in a crash.
+//!
+//! In: a size about to be made. Out: `Ok`, or the reason the value is not
+//! inferred (the caller makes it an unknown value, so the rest of the
+//! evaluation goes on).
+
+/// The most bytes one string may hold.
+pub const MAX_TEXT: usize = 1 << 20;
+/// The most items one list, tuple, set or dict may hold.
+pub const MAX_ITEMS: usize = 1 << 20;
+/// The deepest nesting of brackets, and of expressions and blocks, the
+/// parser reads (CPython's own tokenizer stops at 200 brackets).
+pub const MAX_NESTING: usize = 200;
+/// The deepest an expression tree may be (a chain of `+` is as deep as it
+/// is long).
+pub const MAX_TREE_DEPTH: usize = 400;
+
+/// Whether a string of `len` bytes may be made.
+pub fn text_fits(len: usize) -> Result<(), String> {
+    if len > MAX_TEXT {
+        return Err(format!(
+            "not inferred: a string of more than {MAX_TEXT} bytes exceeds cuwheel's budget for one value"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a sequence of `len` items may be made.
+pub fn items_fit(len: usize) -> Result<(), String> {
+    if len > MAX_ITEMS {
+        return Err(format!(
+            "not inferred: a sequence of more than {MAX_ITEMS} items exceeds cuwheel's budget for one value"
+        ));
+    }
+    Ok(())
+}
+
+/// `base * times` as a size, or the budget's reason when it is too large
+/// (or overflows).
+pub fn repeated(base: usize, times: i64, text: bool) -> Result<usize, String> {
+    let times = usize::try_from(times).unwrap_or(0);
+    let len = base.saturating_mul(times);
+    if text { text_fits(len) } else { items_fit(len) }?;
+    Ok(len)
+}

@@ -19,6 +19,14 @@ pub const MAX_NESTING: usize = 200;
 /// is long).
 pub const MAX_TREE_DEPTH: usize = 400;
 
+/// The deepest expressions are evaluated, calls included.
+pub const MAX_EVAL_DEPTH: usize = 2_000;
+/// The most steps (statements and expressions) one top-level statement of
+/// setup.py may take; beyond it that statement is not inferred.
+pub const STATEMENT_STEPS: usize = 2_000_000;
+/// The most steps the whole evaluation may take.
+pub const TOTAL_STEPS: usize = 8_000_000;
+
 /// Whether a string of `len` bytes may be made.
 pub fn text_fits(len: usize) -> Result<(), String> {
     if len > MAX_TEXT {

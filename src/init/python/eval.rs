@@ -22,10 +22,8 @@ use super::parse_module;
 use super::source::{Source, SourceError};
 use super::value::{Call, Function, Scope, Unknown, Value, shared};
 
-/// The most statements and expressions one file may take to evaluate.
-const STEP_LIMIT: usize = 2_000_000;
 /// The deepest call nesting.
-const DEPTH_LIMIT: usize = 64;
+pub(super) const DEPTH_LIMIT: usize = 64;
 /// What marks the branch of an `if` that builds the CUDA module.
 const CUDA_MARK: &str = "CUDAExtension";
 /// What marks a branch that chooses GPU archs: nvcc's arch options and
@@ -99,6 +97,10 @@ pub enum EvalError {
     Syntax(#[from] SourceError),
     #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
     Limit { at: String, problem: String },
+    /// One statement took more steps than its budget: caught where
+    /// setup.py's statement began ([`Interpreter::top_level`]).
+    #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
+    Steps { at: String, problem: String },
 }
 
 /// How a statement ends.
@@ -155,6 +157,10 @@ pub struct Interpreter {
     /// unknown.
     pub(super) toolkit: Option<Toolkit>,
     steps: usize,
+    /// The step count when the current top-level statement began.
+    statement_start: usize,
+    /// How deep [`eval`](Interpreter::eval) is nested.
+    pub(super) eval_depth: usize,
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
@@ -194,8 +200,10 @@ pub fn evaluate_setup_py_for(
         modules: HashMap::new(),
         toolkit: toolkit.cloned(),
         steps: 0,
+        statement_start: 0,
+        eval_depth: 0,
     };
-    let raised = match interpreter.block(&body)? {
+    let raised = match interpreter.top_level(&body)? {
         Flow::Raise(at) => Some(at),
         _ => None,
     };
@@ -235,16 +243,56 @@ impl Interpreter {
     }
 
     pub(super) fn step(&mut self, line: usize) -> Result<(), EvalError> {
+        use super::budget::{STATEMENT_STEPS, TOTAL_STEPS};
         self.steps += 1;
-        if self.steps > STEP_LIMIT {
+        if self.steps > TOTAL_STEPS {
             return Err(EvalError::Limit {
                 at: self.at(line),
                 problem: format!(
-                    "more than {STEP_LIMIT} evaluation steps (a loop that does not end?)"
+                    "more than {TOTAL_STEPS} evaluation steps in all, cuwheel's budget for setup.py"
+                ),
+            });
+        }
+        if self.steps - self.statement_start > STATEMENT_STEPS {
+            return Err(EvalError::Steps {
+                at: self.at(line),
+                problem: format!(
+                    "more than {STATEMENT_STEPS} evaluation steps (a loop that does not end?) \
+                     exceed cuwheel's budget for one statement"
                 ),
             });
         }
         Ok(())
+    }
+
+    /// setup.py's own statements: one that exceeds the step budget is not
+    /// inferred (noted, and the names it assigns are unknown), and the
+    /// evaluation goes on with the next.
+    fn top_level(&mut self, body: &[Stmt]) -> Result<Flow, EvalError> {
+        for stmt in body {
+            self.statement_start = self.steps;
+            let depth = self.frames.len();
+            match self.statement(stmt) {
+                Ok(Flow::Next) => {}
+                Ok(other) => return Ok(other),
+                Err(EvalError::Steps { at, problem }) => {
+                    self.frames.truncate(depth);
+                    let why = format!("not inferred: {problem} at {at}");
+                    self.note(
+                        stmt.line,
+                        format!("{why}; this statement was left out and evaluation went on"),
+                    );
+                    let mut names = Vec::new();
+                    super::ast::assigned_names(std::slice::from_ref(stmt), &mut names);
+                    for name in names {
+                        let value = Value::unknown(why.clone(), self.at(stmt.line));
+                        self.bind(&name, value);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Flow::Next)
     }
 
     pub(super) fn enter(&mut self, frame: Frame, line: usize) -> Result<(), EvalError> {

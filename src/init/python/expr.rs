@@ -22,6 +22,23 @@ pub(super) type Kwargs = Vec<(String, Value)>;
 
 impl Interpreter {
     pub(super) fn eval(&mut self, expr: &Expr) -> Result<Value, EvalError> {
+        use super::budget::MAX_EVAL_DEPTH;
+        if self.eval_depth >= MAX_EVAL_DEPTH {
+            return Ok(Value::unknown(
+                format!(
+                    "not inferred: expressions and calls nested more than {MAX_EVAL_DEPTH} deep \
+                     exceed cuwheel's budget"
+                ),
+                self.at(expr.line),
+            ));
+        }
+        self.eval_depth += 1;
+        let value = self.eval_unguarded(expr);
+        self.eval_depth -= 1;
+        value
+    }
+
+    fn eval_unguarded(&mut self, expr: &Expr) -> Result<Value, EvalError> {
         self.step(expr.line)?;
         let line = expr.line;
         Ok(match &expr.kind {
@@ -508,6 +525,11 @@ impl Interpreter {
         let current = self.eval(target)?;
         if op == BinOp::Add {
             if let (Value::List(items), Ok(more)) = (&current, right.items()) {
+                let len = items.borrow().len().saturating_add(more.len());
+                if let Err(why) = super::budget::items_fit(len) {
+                    let value = Value::unknown(why, self.at(line));
+                    return self.assign(target, value);
+                }
                 items.borrow_mut().extend(more);
                 return Ok(());
             }
@@ -614,6 +636,15 @@ impl Interpreter {
             yields: generator.then(Vec::new),
             ..Frame::new(scopes, function.source.clone())
         };
+        if self.frames.len() >= super::eval::DEPTH_LIMIT {
+            return Ok(Value::unknown(
+                format!(
+                    "not inferred: calls nested more than {} deep exceed cuwheel's budget",
+                    super::eval::DEPTH_LIMIT
+                ),
+                self.at(line),
+            ));
+        }
         self.enter(frame, line)?;
         let flow = self.block(&function.def.body);
         let frame = self.leave();

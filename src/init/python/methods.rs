@@ -66,7 +66,14 @@ impl Interpreter {
                 }
                 "extend" => match arg(0).items() {
                     Ok(more) => {
-                        items.borrow_mut().extend(more);
+                        let len = items.borrow().len().saturating_add(more.len());
+                        match super::budget::items_fit(len) {
+                            Ok(()) => items.borrow_mut().extend(more),
+                            Err(why) => {
+                                self.note(line, why.clone());
+                                items.borrow_mut().push(unknown(self, why));
+                            }
+                        }
                         Value::None
                     }
                     Err(_) => {
@@ -328,7 +335,18 @@ fn string_method(s: &str, name: &str, args: &[Value]) -> Option<Result<Value, St
         "lower" => Value::str(s.to_lowercase()),
         "upper" => Value::str(s.to_uppercase()),
         "replace" => match (text(0), text(1)) {
-            (Some(from), Some(to)) => Value::str(s.replace(&from, &to)),
+            (Some(from), Some(to)) => {
+                let count = if from.is_empty() {
+                    s.chars().count() + 1
+                } else {
+                    s.matches(from.as_str()).count()
+                };
+                let len = s.len().saturating_add(count.saturating_mul(to.len()));
+                if let Err(why) = super::budget::text_fits(len) {
+                    return Some(Err(why));
+                }
+                Value::str(s.replace(&from, &to))
+            }
             _ => return Some(Err("`replace()` with arguments that are not strings".into())),
         },
         "startswith" | "endswith" => {
@@ -356,6 +374,16 @@ fn string_method(s: &str, name: &str, args: &[Value]) -> Option<Result<Value, St
                 .iter()
                 .map(|i| i.as_str().map(str::to_string))
                 .collect();
+            let len = parts.as_ref().map_or(0, |parts| {
+                parts
+                    .iter()
+                    .fold(s.len().saturating_mul(parts.len()), |n, p| {
+                        n.saturating_add(p.len())
+                    })
+            });
+            if let Err(why) = super::budget::text_fits(len) {
+                return Some(Err(why));
+            }
             match parts {
                 Some(parts) => Value::str(parts.join(s)),
                 None => {
@@ -433,6 +461,7 @@ fn str_format(format: &str, args: &[Value], kwargs: &Kwargs) -> Option<String> {
             }
             _ => out.push(c),
         }
+        super::budget::text_fits(out.len()).ok()?;
     }
     Some(out)
 }

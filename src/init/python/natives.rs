@@ -464,7 +464,7 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
         },
         "bool" => Value::Bool(arg(0).truth().ok_or("`bool()` of an unknown value")?),
         "abs" => match &arg(0) {
-            Value::Int(i) => Value::Int(i.abs()),
+            Value::Int(i) => Value::Int(i.checked_abs().ok_or("an integer beyond 64 bits")?),
             Value::Float(f) => Value::Float(f.abs()),
             other => return Err(format!("`abs()` of a {}", other.type_name())),
         },
@@ -538,7 +538,8 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
                 2 => (int(&arg(0))?, int(&arg(1))?, 1),
                 _ => (int(&arg(0))?, int(&arg(1))?, int(&arg(2))?),
             };
-            if step == 0 || (stop - start) / step > 100_000 {
+            let count = stop.saturating_sub(start).checked_div(step).unwrap_or(0);
+            if step == 0 || count > 100_000 {
                 return Err("a `range()` cuwheel does not expand".into());
             }
             let mut out = Vec::new();
@@ -624,6 +625,11 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
         }
         "itertools.product" => {
             let lists: Vec<Vec<Value>> = args.iter().map(items).collect::<Result<_, _>>()?;
+            super::budget::items_fit(
+                lists
+                    .iter()
+                    .fold(1usize, |n, list| n.saturating_mul(list.len())),
+            )?;
             let mut product: Vec<Vec<Value>> = vec![Vec::new()];
             for list in &lists {
                 product = product

@@ -28,11 +28,52 @@ pub fn parse_module(text: &str) -> Result<Vec<Stmt>, SyntaxError> {
 pub(super) struct Parser {
     pub(super) tokens: Vec<Token>,
     pub(super) pos: usize,
+    /// How deep the productions being read are nested.
+    pub(super) nesting: usize,
 }
 
 impl Parser {
     pub(super) fn new(tokens: Vec<Token>) -> Parser {
-        Parser { tokens, pos: 0 }
+        Parser {
+            tokens,
+            pos: 0,
+            nesting: 0,
+        }
+    }
+
+    /// Reads a production one level deeper, within the nesting budget.
+    pub(super) fn nested<T>(
+        &mut self,
+        read: impl FnOnce(&mut Parser) -> Result<T, SyntaxError>,
+    ) -> Result<T, SyntaxError> {
+        if self.nesting >= super::budget::MAX_NESTING {
+            return Err(self.too_deep("expressions and blocks nested", super::budget::MAX_NESTING));
+        }
+        self.nesting += 1;
+        let read = read(self);
+        self.nesting -= 1;
+        read
+    }
+
+    /// The error for a nesting or chain beyond the budget.
+    pub(super) fn too_deep(&self, what: &str, limit: usize) -> SyntaxError {
+        let token = self.peek();
+        SyntaxError {
+            line: token.line,
+            col: token.col,
+            message: format!(
+                "{what} more than {limit} deep: not inferred (cuwheel's budget for setup.py)"
+            ),
+        }
+    }
+
+    /// Checks the length of an operator or trailer chain (`a + b + …`,
+    /// `f()()…`), which is as deep a tree as it is long.
+    pub(super) fn chain(&self, length: usize) -> Result<(), SyntaxError> {
+        if length > super::budget::MAX_TREE_DEPTH {
+            return Err(self.too_deep("an operator chain", super::budget::MAX_TREE_DEPTH));
+        }
+        Ok(())
     }
 
     pub(super) fn peek(&self) -> &Token {
@@ -364,6 +405,10 @@ impl Parser {
 
     /// `:` then an indented block, or simple statements on the same line.
     pub(super) fn block(&mut self) -> Result<Vec<Stmt>, SyntaxError> {
+        self.nested(Parser::block_unguarded)
+    }
+
+    fn block_unguarded(&mut self) -> Result<Vec<Stmt>, SyntaxError> {
         self.expect_op(":")?;
         if !self.at(&Tok::Newline) {
             let mut stmts = vec![self.simple_statement()?];

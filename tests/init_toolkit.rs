@@ -284,3 +284,42 @@ setup(name="new", version="1.0",
         "{said}"
     );
 }
+
+#[test]
+fn torch_version_compares_as_a_version_and_splits_as_a_string() {
+    let setup = r#"
+import torch
+from packaging.version import Version, parse
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+
+flags = ["-O3"]
+# torch's TorchVersion: "2.11.0+cu130" >= "2.10" although it sorts lower as text.
+if torch.__version__ >= "2.10":
+    flags.append("-DAT_LEAST_2_10")
+if torch.__version__ >= (2, 9):
+    flags.append("-DAT_LEAST_2_9")
+base = parse(torch.__version__.split("+")[0])
+flags.append(f"-DTORCH_MINOR={base.minor}")
+flags.append("-DTORCH_BASE=" + base.base_version)
+v = Version(torch.version.cuda)
+flags.append(f"-DCUDA_RELEASE={v.release[0]}{v.release[1]}")
+setup(name="tv", version="1.0",
+      ext_modules=[CUDAExtension("tv._C", ["csrc/k.cu", "csrc/b.cpp"], extra_compile_args={"cxx": flags})])
+"#;
+    let (text, inferred) = written(setup);
+    assert_eq!(
+        line(&text, "cxx-flags"),
+        r#"cxx-flags = ["-O3", "-DAT_LEAST_2_9"]"#
+    );
+    let said = findings(&inferred);
+    assert!(
+        said.contains(
+            "cxx-flags per toolkit: [\"-O3\", \"-DAT_LEAST_2_10\", \"-DAT_LEAST_2_9\", \
+             \"-DTORCH_MINOR=11\", \"-DTORCH_BASE=2.11.0\", \"-DCUDA_RELEASE=130\"] for nvcc 13.0, \
+             torch 2.11.0+cu130 (torch.version.cuda 13.0); [\"-O3\", \"-DAT_LEAST_2_9\", \
+             \"-DTORCH_MINOR=9\", \"-DTORCH_BASE=2.9.0\", \"-DCUDA_RELEASE=128\"] for nvcc 12.5"
+        ),
+        "{said}"
+    );
+}

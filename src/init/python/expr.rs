@@ -116,7 +116,7 @@ impl Interpreter {
                             }
                         };
                         let (l, u, s) = (part(lower)?, part(upper)?, part(step)?);
-                        return Ok(ops::slice(&value, &l, &u, &s)
+                        return Ok(ops::slice(&value.plain(), &l, &u, &s)
                             .unwrap_or_else(|why| Value::unknown(why, self.at(line))));
                     }
                     _ => self.eval(index)?,
@@ -124,7 +124,8 @@ impl Interpreter {
                 if matches!(value, Value::Environ) {
                     return Ok(self.environ_get(&index, None, line));
                 }
-                ops::index(&value, &index).unwrap_or_else(|why| Value::unknown(why, self.at(line)))
+                ops::index(&value.plain(), &index)
+                    .unwrap_or_else(|why| Value::unknown(why, self.at(line)))
             }
             ExprKind::Slice(..) => Value::unknown("a slice outside `[...]`", self.at(line)),
             ExprKind::Call(func, args) => {
@@ -465,7 +466,7 @@ impl Interpreter {
             };
             return self.unformattable(host, line);
         }
-        ops::binary(left, op, right).unwrap_or_else(|why| match (left, right) {
+        ops::binary(&left.plain(), op, &right.plain()).unwrap_or_else(|why| match (left, right) {
             (Value::Unknown(u), _) | (_, Value::Unknown(u)) => Value::Unknown(u.clone()),
             _ => Value::unknown(why, self.at(line)),
         })

@@ -222,6 +222,9 @@ impl Interpreter {
                 ),
             );
         }
-        Some(Value::str(value))
+        Some(match dotted {
+            "torch.__version__" => Value::TorchVersion(value),
+            _ => Value::str(value),
+        })
     }
 }

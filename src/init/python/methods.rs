@@ -21,6 +21,9 @@ impl Interpreter {
         kwargs: Kwargs,
         line: usize,
     ) -> Result<Value, EvalError> {
+        if let Value::TorchVersion(_) = receiver {
+            return self.call_method(&receiver.plain(), name, args, kwargs, line);
+        }
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
         let inputs: Vec<Value> = std::iter::once(receiver.clone())
             .chain(args.iter().cloned())

@@ -310,10 +310,12 @@ impl Interpreter {
             }
             "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
                 Value::Version(v) => Value::Version(v.clone()),
-                Value::Str(text) => match crate::wheel::Version::parse(text) {
-                    Ok(v) => Value::Version(Rc::new(v)),
-                    Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
-                },
+                Value::Str(text) | Value::TorchVersion(text) => {
+                    match crate::wheel::Version::parse(text) {
+                        Ok(v) => Value::Version(Rc::new(v)),
+                        Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
+                    }
+                }
                 Value::Unknown(u) => Value::Unknown(u.clone()),
                 other => unknown(self, format!("`Version()` of a {}", other.type_name())),
             },

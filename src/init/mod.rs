@@ -66,8 +66,19 @@ pub struct Outcome {
     pub written: Vec<PathBuf>,
 }
 
-/// Infers the config of the project at `root` (absolute).
+/// Infers the config of the project at `root` (absolute), setup.py
+/// evaluated for each toolkit of the default matrix.
 pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static str)> {
+    infer_for(root, ignore_setup_py, &toolkits::default_toolkits())
+}
+
+/// [`infer`], setup.py evaluated once per toolkit of `toolkits` (see
+/// [`toolkits::toolkits_for`]: one per cell of the matrix written).
+pub fn infer_for(
+    root: &Path,
+    ignore_setup_py: bool,
+    toolkits: &[python::Toolkit],
+) -> Result<(Inferred, &'static str)> {
     let setup_py = root.join("setup.py");
     if ignore_setup_py || !setup_py.is_file() {
         return Ok((layout::from_tree(root)?, "the source tree"));
@@ -75,7 +86,7 @@ pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static s
     let text = fs::read_to_string(&setup_py)
         .with_context(|| format!("cannot read {}", setup_py.display()))?;
     // Once per toolkit of the matrix: what setup.py computes from it.
-    let mut inferred = toolkits::infer_setup_py(root, &text, &toolkits::default_toolkits())?;
+    let mut inferred = toolkits::infer_setup_py(root, &text, toolkits)?;
     inferred
         .assumptions
         .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));

@@ -88,7 +88,6 @@ pub fn toolkits_for(cells: &[(TorchVersion, CudaVersion)]) -> Vec<Toolkit> {
             nvcc: default_nvcc(*cuda).to_string(),
             cuda: cuda.to_string(),
             torch: format!("{torch}.0+cu{}", cuda.compact()),
-            torch_archs: None,
         })
         .collect()
 }

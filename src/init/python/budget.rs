@@ -6,7 +6,14 @@
 //!
 //! In: a size about to be made. Out: `Ok`, or the reason the value is not
 //! inferred (the caller makes it an unknown value, so the rest of the
-//! evaluation goes on).
+//! evaluation goes on). The parser's nesting and chain checks, and the
+//! evaluator's per-statement step budget, are here too.
+
+use super::ast::{Stmt, assigned_names};
+use super::eval::{EvalError, Flow, Interpreter};
+use super::parse::Parser;
+use super::source::SyntaxError;
+use super::value::Value;
 
 /// The most bytes one string may hold.
 pub const MAX_TEXT: usize = 1 << 20;
@@ -54,4 +61,73 @@ pub fn repeated(base: usize, times: i64, text: bool) -> Result<usize, String> {
     let len = base.saturating_mul(times);
     if text { text_fits(len) } else { items_fit(len) }?;
     Ok(len)
+}
+
+impl Parser {
+    /// Reads a production one level deeper, within the nesting budget.
+    pub(super) fn nested<T>(
+        &mut self,
+        read: impl FnOnce(&mut Parser) -> Result<T, SyntaxError>,
+    ) -> Result<T, SyntaxError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.too_deep("expressions and blocks nested", MAX_NESTING));
+        }
+        self.nesting += 1;
+        let read = read(self);
+        self.nesting -= 1;
+        read
+    }
+
+    /// The error for a nesting or chain beyond the budget.
+    pub(super) fn too_deep(&self, what: &str, limit: usize) -> SyntaxError {
+        let token = self.peek();
+        SyntaxError {
+            line: token.line,
+            col: token.col,
+            message: format!(
+                "{what} more than {limit} deep: not inferred (cuwheel's budget for setup.py)"
+            ),
+        }
+    }
+
+    /// Checks the length of an operator or trailer chain (`a + b + …`,
+    /// `f()()…`), which is as deep a tree as it is long.
+    pub(super) fn chain(&self, length: usize) -> Result<(), SyntaxError> {
+        if length > MAX_TREE_DEPTH {
+            return Err(self.too_deep("an operator chain", MAX_TREE_DEPTH));
+        }
+        Ok(())
+    }
+}
+
+impl Interpreter {
+    /// setup.py's own statements: one that exceeds the step budget is not
+    /// inferred (noted, and the names it assigns are unknown), and the
+    /// evaluation goes on with the next.
+    pub(super) fn top_level(&mut self, body: &[Stmt]) -> Result<Flow, EvalError> {
+        for stmt in body {
+            self.statement_start = self.steps;
+            let depth = self.frames.len();
+            match self.statement(stmt) {
+                Ok(Flow::Next) => {}
+                Ok(other) => return Ok(other),
+                Err(EvalError::Steps { at, problem }) => {
+                    self.frames.truncate(depth);
+                    let why = format!("not inferred: {problem} at {at}");
+                    self.note(
+                        stmt.line,
+                        format!("{why}; this statement was left out and evaluation went on"),
+                    );
+                    let mut names = Vec::new();
+                    assigned_names(std::slice::from_ref(stmt), &mut names);
+                    for name in names {
+                        let value = Value::unknown(why.clone(), self.at(stmt.line));
+                        self.bind(&name, value);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Flow::Next)
+    }
 }

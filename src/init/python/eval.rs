@@ -156,9 +156,9 @@ pub struct Interpreter {
     /// The toolkit this evaluation is for; `None`: what depends on it is
     /// unknown.
     pub(super) toolkit: Option<Toolkit>,
-    steps: usize,
+    pub(super) steps: usize,
     /// The step count when the current top-level statement began.
-    statement_start: usize,
+    pub(super) statement_start: usize,
     /// How deep [`eval`](Interpreter::eval) is nested.
     pub(super) eval_depth: usize,
 }
@@ -265,36 +265,6 @@ impl Interpreter {
         Ok(())
     }
 
-    /// setup.py's own statements: one that exceeds the step budget is not
-    /// inferred (noted, and the names it assigns are unknown), and the
-    /// evaluation goes on with the next.
-    fn top_level(&mut self, body: &[Stmt]) -> Result<Flow, EvalError> {
-        for stmt in body {
-            self.statement_start = self.steps;
-            let depth = self.frames.len();
-            match self.statement(stmt) {
-                Ok(Flow::Next) => {}
-                Ok(other) => return Ok(other),
-                Err(EvalError::Steps { at, problem }) => {
-                    self.frames.truncate(depth);
-                    let why = format!("not inferred: {problem} at {at}");
-                    self.note(
-                        stmt.line,
-                        format!("{why}; this statement was left out and evaluation went on"),
-                    );
-                    let mut names = Vec::new();
-                    super::ast::assigned_names(std::slice::from_ref(stmt), &mut names);
-                    for name in names {
-                        let value = Value::unknown(why.clone(), self.at(stmt.line));
-                        self.bind(&name, value);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(Flow::Next)
-    }
-
     pub(super) fn enter(&mut self, frame: Frame, line: usize) -> Result<(), EvalError> {
         if self.frames.len() >= DEPTH_LIMIT {
             return Err(EvalError::Limit {
@@ -342,7 +312,7 @@ impl Interpreter {
         Ok(Flow::Next)
     }
 
-    fn statement(&mut self, stmt: &Stmt) -> Result<Flow, EvalError> {
+    pub(super) fn statement(&mut self, stmt: &Stmt) -> Result<Flow, EvalError> {
         self.step(stmt.line)?;
         let line = stmt.line;
         match &stmt.kind {

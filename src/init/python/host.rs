@@ -9,7 +9,9 @@
 //! every environment variable `setup.py` does not set itself is unset.
 
 use super::eval::Interpreter;
-use super::value::Value;
+use std::rc::Rc;
+
+use super::value::{Value, shared};
 
 /// The build-host facts, by qualified name (or the name a
 /// [`Value::Host`](super::value::Value::Host) carries), and how a note
@@ -118,10 +120,6 @@ pub struct Toolkit {
     pub cuda: String,
     /// The cells' torch (`2.9.0+cu128`): `torch.__version__`.
     pub torch: String,
-    /// The archs torch itself was built for at that CUDA (`(9, 0)`), when
-    /// they were read from its wheel: the answer to
-    /// `torch.cuda.get_device_capability()`-driven branches.
-    pub torch_archs: Option<Vec<(u32, u32)>>,
 }
 
 impl Toolkit {
@@ -193,7 +191,7 @@ pub(super) fn under_cuda_home(value: &Value) -> Option<String> {
 /// A path under `CUDA_HOME`: unknown where it is read as text, but a
 /// subprocess that runs it (`CUDA_HOME + "/bin/nvcc"`) runs the toolkit's.
 pub(super) fn cuda_home_path(suffix: String, at: String) -> Value {
-    Value::Unknown(std::rc::Rc::new(super::value::Unknown {
+    Value::Unknown(Rc::new(super::value::Unknown {
         why: "depends on CUDA_HOME, which is only known on the build host".into(),
         at,
         files: Default::default(),
@@ -226,5 +224,68 @@ impl Interpreter {
             "torch.__version__" => Value::TorchVersion(value),
             _ => Value::str(value),
         })
+    }
+}
+
+impl Interpreter {
+    /// `subprocess` running `nvcc -V` (the toolkit's answer), and
+    /// `packaging.version`'s `Version`/`parse`.
+    pub(super) fn toolkit_call(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        kwargs: &super::expr::Kwargs,
+        line: usize,
+    ) -> Value {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        let kw = |k: &str| kwargs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let inputs: Vec<Value> = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .cloned()
+            .collect();
+        let unknown = |this: &Self, why: String| Value::unknown_from(why, this.at(line), &inputs);
+        match name {
+            "subprocess.check_output" | "subprocess.run" | "subprocess.getoutput" => {
+                let cmd = args.first().cloned().or_else(|| kw("args"));
+                match (&self.toolkit, cmd) {
+                    (Some(toolkit), Some(cmd)) if super::host::is_nvcc_version(&cmd) => {
+                        let output = toolkit.nvcc_output();
+                        self.note(
+                            line,
+                            format!(
+                                "evaluated once per toolkit of the matrix: `nvcc -V` says release {} for {}",
+                                toolkit.nvcc,
+                                toolkit.describe()
+                            ),
+                        );
+                        if name == "subprocess.run" {
+                            // A CompletedProcess: its attributes are read
+                            // from this dict (see `attribute`).
+                            Value::Dict(shared(vec![
+                                (Value::str("stdout"), Value::str(output)),
+                                (Value::str("stderr"), Value::str("")),
+                                (Value::str("returncode"), Value::Int(0)),
+                            ]))
+                        } else {
+                            Value::str(output)
+                        }
+                    }
+                    _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
+                }
+            }
+            "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
+                Value::Version(v) => Value::Version(v.clone()),
+                Value::Str(text) | Value::TorchVersion(text) => {
+                    match crate::wheel::Version::parse(text) {
+                        Ok(v) => Value::Version(Rc::new(v)),
+                        Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
+                    }
+                }
+                Value::Unknown(u) => Value::Unknown(u.clone()),
+                other => unknown(self, format!("`Version()` of a {}", other.type_name())),
+            },
+            _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
+        }
     }
 }

@@ -8,12 +8,14 @@
 //! arguments evaluated, plus a note on every assumption made.
 //!
 //! One module per concern: `tokenize` (text → tokens), `parse` and
-//! `parse_expr` (tokens → [`ast`]), `eval` and `expr` (the evaluator and
+//! `parse_expr` (tokens → [`ast`]), `eval`, `expr` and `calls` (the evaluator and
 //! its environment), `ops` and `methods` (the built-in types), `natives`
-//! and `files` (the modelled libraries), `host` (the build host).
+//! and `files` (the modelled libraries), `host` (the build host and the
+//! toolkit an evaluation is for), `budget` (how large and deep it may go).
 
 pub mod ast;
 pub mod budget;
+mod calls;
 mod eval;
 mod expr;
 mod files;

@@ -280,45 +280,11 @@ impl Interpreter {
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
-            "subprocess.check_output" | "subprocess.run" | "subprocess.getoutput" => {
-                let cmd = args.first().cloned().or_else(|| kw("args"));
-                match (&self.toolkit, cmd) {
-                    (Some(toolkit), Some(cmd)) if super::host::is_nvcc_version(&cmd) => {
-                        let output = toolkit.nvcc_output();
-                        self.note(
-                            line,
-                            format!(
-                                "evaluated once per toolkit of the matrix: `nvcc -V` says release {} for {}",
-                                toolkit.nvcc,
-                                toolkit.describe()
-                            ),
-                        );
-                        if name == "subprocess.run" {
-                            // A CompletedProcess: its attributes are read
-                            // from this dict (see `attribute`).
-                            Value::Dict(shared(vec![
-                                (Value::str("stdout"), Value::str(output)),
-                                (Value::str("stderr"), Value::str("")),
-                                (Value::str("returncode"), Value::Int(0)),
-                            ]))
-                        } else {
-                            Value::str(output)
-                        }
-                    }
-                    _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
-                }
-            }
-            "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
-                Value::Version(v) => Value::Version(v.clone()),
-                Value::Str(text) | Value::TorchVersion(text) => {
-                    match crate::wheel::Version::parse(text) {
-                        Ok(v) => Value::Version(Rc::new(v)),
-                        Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
-                    }
-                }
-                Value::Unknown(u) => Value::Unknown(u.clone()),
-                other => unknown(self, format!("`Version()` of a {}", other.type_name())),
-            },
+            "subprocess.check_output"
+            | "subprocess.run"
+            | "subprocess.getoutput"
+            | "packaging.version.Version"
+            | "packaging.version.parse" => self.toolkit_call(name, &args, &kwargs, line),
             "print" | "warnings.warn" => Value::None,
             "sys.exit" => {
                 self.note(line, "sys.exit() is reached under cuwheel's assumptions");

@@ -41,41 +41,6 @@ impl Parser {
         }
     }
 
-    /// Reads a production one level deeper, within the nesting budget.
-    pub(super) fn nested<T>(
-        &mut self,
-        read: impl FnOnce(&mut Parser) -> Result<T, SyntaxError>,
-    ) -> Result<T, SyntaxError> {
-        if self.nesting >= super::budget::MAX_NESTING {
-            return Err(self.too_deep("expressions and blocks nested", super::budget::MAX_NESTING));
-        }
-        self.nesting += 1;
-        let read = read(self);
-        self.nesting -= 1;
-        read
-    }
-
-    /// The error for a nesting or chain beyond the budget.
-    pub(super) fn too_deep(&self, what: &str, limit: usize) -> SyntaxError {
-        let token = self.peek();
-        SyntaxError {
-            line: token.line,
-            col: token.col,
-            message: format!(
-                "{what} more than {limit} deep: not inferred (cuwheel's budget for setup.py)"
-            ),
-        }
-    }
-
-    /// Checks the length of an operator or trailer chain (`a + b + …`,
-    /// `f()()…`), which is as deep a tree as it is long.
-    pub(super) fn chain(&self, length: usize) -> Result<(), SyntaxError> {
-        if length > super::budget::MAX_TREE_DEPTH {
-            return Err(self.too_deep("an operator chain", super::budget::MAX_TREE_DEPTH));
-        }
-        Ok(())
-    }
-
     pub(super) fn peek(&self) -> &Token {
         &self.tokens[self.pos.min(self.tokens.len() - 1)]
     }

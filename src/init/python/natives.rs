@@ -276,7 +276,8 @@ impl Interpreter {
             "torch.cuda.is_available" => Value::Bool(true),
             "torch.cuda.get_device_capability" => unknown(
                 self,
-                "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py"
+                "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py; \
+                 not inferred: cuwheel does not read the archs torch was built for from its wheel"
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),

@@ -162,8 +162,9 @@ pub fn from_setup(root: &Path, evaluation: &Evaluation) -> Result<Inferred> {
             inferred.find(
                 "tool.cuwheel.cuda-archs",
                 format!(
-                    "{}: setup.py chooses archs here by what cuwheel cannot evaluate (the toolkit \
-                     version, or the GPU at hand); the branch not taken was left out",
+                    "{}: setup.py chooses archs here by what cuwheel cannot evaluate (the GPU at \
+                     hand, or a value it does not model; what depends on the toolkit is evaluated \
+                     per toolkit); the branch not taken was left out",
                     note.at
                 ),
                 "add its archs if the wheels need them; cuda-archs may be a table with a list per \

@@ -25,6 +25,7 @@ pub mod pyproject;
 pub mod python;
 pub mod render;
 pub mod setup_cfg;
+pub mod toolkits;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -65,17 +66,26 @@ pub struct Outcome {
     pub written: Vec<PathBuf>,
 }
 
-/// Infers the config of the project at `root` (absolute).
+/// Infers the config of the project at `root` (absolute), setup.py
+/// evaluated for each toolkit of the default matrix.
 pub fn infer(root: &Path, ignore_setup_py: bool) -> Result<(Inferred, &'static str)> {
+    infer_for(root, ignore_setup_py, &toolkits::default_toolkits())
+}
+
+/// [`infer`], setup.py evaluated once per toolkit of `toolkits` (see
+/// [`toolkits::toolkits_for`]: one per cell of the matrix written).
+pub fn infer_for(
+    root: &Path,
+    ignore_setup_py: bool,
+    toolkits: &[python::Toolkit],
+) -> Result<(Inferred, &'static str)> {
     let setup_py = root.join("setup.py");
     if ignore_setup_py || !setup_py.is_file() {
         return Ok((layout::from_tree(root)?, "the source tree"));
     }
     let text = read_setup_py(root, &setup_py)?;
-    let evaluation = python::evaluate_setup_py(root, &text).map_err(|e| {
-        anyhow::anyhow!("{e}\ncuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` to infer from the source tree instead")
-    })?;
-    let mut inferred = extract::from_setup(root, &evaluation)?;
+    // Once per toolkit of the matrix: what setup.py computes from it.
+    let mut inferred = toolkits::infer_setup_py(root, &text, toolkits)?;
     inferred
         .assumptions
         .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));

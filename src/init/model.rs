@@ -10,6 +10,7 @@ use std::fmt;
 
 use super::classify::{Flavour, TuClass};
 use super::python::Note;
+use crate::spec::archs::ToolkitKey;
 use crate::spec::target::CudaArch;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub struct Inferred {
     pub modules: Vec<Module>,
     /// Empty when setup.py says nothing cuwheel can read.
     pub archs: Vec<CudaArch>,
+    /// The archs of each toolkit, when setup.py computes them per toolkit
+    /// and they differ (then `archs` is not written); empty otherwise.
+    pub toolkit_archs: BTreeMap<ToolkitKey, Vec<CudaArch>>,
     /// Package directories shipped, relative to the root.
     pub packages: Vec<String>,
     pub package_include: Vec<String>,

@@ -212,7 +212,19 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             lines.extend(bindings_lines(module, false, root));
         }
     }
+    let shown = |archs: &[crate::spec::target::CudaArch]| {
+        array(&archs.iter().map(ToString::to_string).collect::<Vec<_>>())
+    };
     match inferred.archs.is_empty() {
+        _ if !inferred.toolkit_archs.is_empty() => {
+            // setup.py computes them per toolkit: the table form.
+            let entries: Vec<String> = inferred
+                .toolkit_archs
+                .iter()
+                .map(|(key, archs)| format!("{} = {}", quote(&key.to_string()), shown(archs)))
+                .collect();
+            lines.push(format!("cuda-archs = {{ {} }}", entries.join(", ")));
+        }
         true => {
             lines.push("# Not inferred: cuwheel's default.".into());
             lines.push(format!(

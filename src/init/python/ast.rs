@@ -462,3 +462,62 @@ fn stmt_any(stmt: &Stmt, pred: &dyn Fn(&Expr) -> bool, into_defs: bool) -> bool 
         | StmtKind::Continue => false,
     }
 }
+
+/// The names these statements bind by assignment (targets of `=`, `+=`,
+/// `for` and `with`, in every branch and loop body, not inside functions).
+pub fn assigned_names(body: &[Stmt], names: &mut Vec<String>) {
+    fn target(expr: &Expr, names: &mut Vec<String>) {
+        match &expr.kind {
+            ExprKind::Name(n) if !names.contains(n) => names.push(n.clone()),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().for_each(|i| target(i, names))
+            }
+            ExprKind::Starred(inner) => target(inner, names),
+            _ => {}
+        }
+    }
+    for stmt in body {
+        match &stmt.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, names)),
+            StmtKind::AugAssign { target: t, .. } | StmtKind::AnnAssign { target: t, .. } => {
+                target(t, names)
+            }
+            StmtKind::If { body, orelse, .. } | StmtKind::While { body, orelse, .. } => {
+                assigned_names(body, names);
+                assigned_names(orelse, names);
+            }
+            StmtKind::For {
+                target: t,
+                body,
+                orelse,
+                ..
+            } => {
+                target(t, names);
+                assigned_names(body, names);
+                assigned_names(orelse, names);
+            }
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
+                assigned_names(body, names);
+                for handler in handlers {
+                    assigned_names(&handler.body, names);
+                }
+                assigned_names(orelse, names);
+                assigned_names(finalbody, names);
+            }
+            StmtKind::With { items, body } => {
+                for (_, t) in items {
+                    if let Some(t) = t {
+                        target(t, names);
+                    }
+                }
+                assigned_names(body, names);
+            }
+            _ => {}
+        }
+    }
+}

@@ -17,14 +17,13 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
+use super::host::Toolkit;
 use super::parse_module;
 use super::source::{Source, SourceError};
 use super::value::{Call, Function, Scope, Unknown, Value, shared};
 
-/// The most statements and expressions one file may take to evaluate.
-const STEP_LIMIT: usize = 2_000_000;
 /// The deepest call nesting.
-const DEPTH_LIMIT: usize = 64;
+pub(super) const DEPTH_LIMIT: usize = 64;
 /// What marks the branch of an `if` that builds the CUDA module.
 const CUDA_MARK: &str = "CUDAExtension";
 /// What marks a branch that chooses GPU archs: nvcc's arch options and
@@ -98,6 +97,10 @@ pub enum EvalError {
     Syntax(#[from] SourceError),
     #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
     Limit { at: String, problem: String },
+    /// One statement took more steps than its budget: caught where
+    /// setup.py's statement began ([`Interpreter::top_level`]).
+    #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
+    Steps { at: String, problem: String },
 }
 
 /// How a statement ends.
@@ -150,12 +153,30 @@ pub struct Interpreter {
     pub(super) importing: bool,
     /// Project modules already loaded, by dotted name.
     pub(super) modules: HashMap<String, Scope>,
-    steps: usize,
+    /// The toolkit this evaluation is for; `None`: what depends on it is
+    /// unknown.
+    pub(super) toolkit: Option<Toolkit>,
+    pub(super) steps: usize,
+    /// The step count when the current top-level statement began.
+    pub(super) statement_start: usize,
+    /// How deep [`eval`](Interpreter::eval) is nested.
+    pub(super) eval_depth: usize,
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
 /// path: `__file__` and `os.path.abspath` answer inside it).
 pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalError> {
+    evaluate_setup_py_for(root, text, None)
+}
+
+/// Evaluates `text` as [`evaluate_setup_py`] does, with what depends on the
+/// toolkit (`nvcc -V`, `torch.version.cuda`, `torch.__version__`) answered
+/// for `toolkit`.
+pub fn evaluate_setup_py_for(
+    root: &Path,
+    text: &str,
+    toolkit: Option<&Toolkit>,
+) -> Result<Evaluation, EvalError> {
     let source = Rc::new(Source::new("setup.py", text));
     let body = parse_module(text).map_err(|e| source.syntax_error(&e))?;
     let globals: Scope = shared(HashMap::new());
@@ -177,9 +198,12 @@ pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalErro
         reads: Vec::new(),
         importing: false,
         modules: HashMap::new(),
+        toolkit: toolkit.cloned(),
         steps: 0,
+        statement_start: 0,
+        eval_depth: 0,
     };
-    let raised = match interpreter.block(&body)? {
+    let raised = match interpreter.top_level(&body)? {
         Flow::Raise(at) => Some(at),
         _ => None,
     };
@@ -219,12 +243,22 @@ impl Interpreter {
     }
 
     pub(super) fn step(&mut self, line: usize) -> Result<(), EvalError> {
+        use super::budget::{STATEMENT_STEPS, TOTAL_STEPS};
         self.steps += 1;
-        if self.steps > STEP_LIMIT {
+        if self.steps > TOTAL_STEPS {
             return Err(EvalError::Limit {
                 at: self.at(line),
                 problem: format!(
-                    "more than {STEP_LIMIT} evaluation steps (a loop that does not end?)"
+                    "more than {TOTAL_STEPS} evaluation steps in all, cuwheel's budget for setup.py"
+                ),
+            });
+        }
+        if self.steps - self.statement_start > STATEMENT_STEPS {
+            return Err(EvalError::Steps {
+                at: self.at(line),
+                problem: format!(
+                    "more than {STATEMENT_STEPS} evaluation steps (a loop that does not end?) \
+                     exceed cuwheel's budget for one statement"
                 ),
             });
         }
@@ -278,7 +312,7 @@ impl Interpreter {
         Ok(Flow::Next)
     }
 
-    fn statement(&mut self, stmt: &Stmt) -> Result<Flow, EvalError> {
+    pub(super) fn statement(&mut self, stmt: &Stmt) -> Result<Flow, EvalError> {
         self.step(stmt.line)?;
         let line = stmt.line;
         match &stmt.kind {
@@ -606,6 +640,7 @@ impl Interpreter {
                         .map(|u| u.files.clone())
                         .unwrap_or_default(),
                     text_of: None,
+                    under_cuda_home: None,
                 });
                 if let Some(frame) = self.frames.last_mut() {
                     frame.skipped.get_or_insert(skipped);

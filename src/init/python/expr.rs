@@ -9,11 +9,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::ast::{
-    Arg, BinOp, BoolOp, CompKind, Const, Expr, ExprKind, FPart, Generator, ParamKind, UnaryOp,
-    block_yields,
-};
-use super::eval::{Branch, EvalError, Flow, Frame, Interpreter};
+use super::ast::{Arg, BinOp, BoolOp, CompKind, Const, Expr, ExprKind, FPart, Generator, UnaryOp};
+use super::eval::{Branch, EvalError, Frame, Interpreter};
 use super::ops;
 use super::value::{Function, Value, shared};
 
@@ -22,6 +19,23 @@ pub(super) type Kwargs = Vec<(String, Value)>;
 
 impl Interpreter {
     pub(super) fn eval(&mut self, expr: &Expr) -> Result<Value, EvalError> {
+        use super::budget::MAX_EVAL_DEPTH;
+        if self.eval_depth >= MAX_EVAL_DEPTH {
+            return Ok(Value::unknown(
+                format!(
+                    "not inferred: expressions and calls nested more than {MAX_EVAL_DEPTH} deep \
+                     exceed cuwheel's budget"
+                ),
+                self.at(expr.line),
+            ));
+        }
+        self.eval_depth += 1;
+        let value = self.eval_unguarded(expr);
+        self.eval_depth -= 1;
+        value
+    }
+
+    fn eval_unguarded(&mut self, expr: &Expr) -> Result<Value, EvalError> {
         self.step(expr.line)?;
         let line = expr.line;
         Ok(match &expr.kind {
@@ -99,7 +113,7 @@ impl Interpreter {
                             }
                         };
                         let (l, u, s) = (part(lower)?, part(upper)?, part(step)?);
-                        return Ok(ops::slice(&value, &l, &u, &s)
+                        return Ok(ops::slice(&value.plain(), &l, &u, &s)
                             .unwrap_or_else(|why| Value::unknown(why, self.at(line))));
                     }
                     _ => self.eval(index)?,
@@ -107,7 +121,8 @@ impl Interpreter {
                 if matches!(value, Value::Environ) {
                     return Ok(self.environ_get(&index, None, line));
                 }
-                ops::index(&value, &index).unwrap_or_else(|why| Value::unknown(why, self.at(line)))
+                ops::index(&value.plain(), &index)
+                    .unwrap_or_else(|why| Value::unknown(why, self.at(line)))
             }
             ExprKind::Slice(..) => Value::unknown("a slice outside `[...]`", self.at(line)),
             ExprKind::Call(func, args) => {
@@ -271,7 +286,9 @@ impl Interpreter {
 
     fn fstring(&mut self, parts: &[FPart], line: usize) -> Result<Value, EvalError> {
         let mut text = String::new();
-        for part in parts {
+        // `f"{CUDA_HOME}/bin/nvcc"`: a path under CUDA_HOME.
+        let mut cuda_home = false;
+        for (i, part) in parts.iter().enumerate() {
             match part {
                 FPart::Text(s) => text.push_str(s),
                 FPart::Field {
@@ -280,6 +297,13 @@ impl Interpreter {
                     spec,
                 } => {
                     let value = self.eval(expr)?;
+                    if let (0, None, true) = (i, conversion, spec.is_empty()) {
+                        if let Some(prefix) = super::host::under_cuda_home(&value) {
+                            text.push_str(&prefix);
+                            cuda_home = true;
+                            continue;
+                        }
+                    }
                     let spec = match self.fstring(spec, line)? {
                         Value::Str(s) => s,
                         other => return Ok(other),
@@ -295,6 +319,12 @@ impl Interpreter {
                     }
                 }
             }
+            if let Err(why) = super::budget::text_fits(text.len()) {
+                return Ok(Value::unknown(why, self.at(line)));
+            }
+        }
+        if cuda_home {
+            return Ok(super::host::cuda_home_path(text, self.at(line)));
         }
         Ok(Value::Str(text))
     }
@@ -419,6 +449,12 @@ impl Interpreter {
                 _ => {}
             }
         }
+        // `CUDA_HOME + "/bin/nvcc"`: still unknown as text, but runnable.
+        if let (BinOp::Add, Some(prefix), Value::Str(tail)) =
+            (op, super::host::under_cuda_home(left), right)
+        {
+            return super::host::cuda_home_path(format!("{prefix}{tail}"), self.at(line));
+        }
         if let (Value::Host(_), _) | (_, Value::Host(_)) = (left, right) {
             let host = if let Value::Host(_) = left {
                 left
@@ -427,7 +463,7 @@ impl Interpreter {
             };
             return self.unformattable(host, line);
         }
-        ops::binary(left, op, right).unwrap_or_else(|why| match (left, right) {
+        ops::binary(&left.plain(), op, &right.plain()).unwrap_or_else(|why| match (left, right) {
             (Value::Unknown(u), _) | (_, Value::Unknown(u)) => Value::Unknown(u.clone()),
             _ => Value::unknown(why, self.at(line)),
         })
@@ -487,6 +523,11 @@ impl Interpreter {
         let current = self.eval(target)?;
         if op == BinOp::Add {
             if let (Value::List(items), Ok(more)) = (&current, right.items()) {
+                let len = items.borrow().len().saturating_add(more.len());
+                if let Err(why) = super::budget::items_fit(len) {
+                    let value = Value::unknown(why, self.at(line));
+                    return self.assign(target, value);
+                }
                 items.borrow_mut().extend(more);
                 return Ok(());
             }
@@ -504,119 +545,6 @@ impl Interpreter {
         }
         let value = self.binary(&current, op, &right, line);
         self.assign(target, value)
-    }
-
-    /// Calls a value with evaluated arguments.
-    pub(super) fn call(
-        &mut self,
-        callee: &Value,
-        args: Vec<Value>,
-        kwargs: Kwargs,
-        line: usize,
-    ) -> Result<Value, EvalError> {
-        match callee {
-            Value::Function(function) => self.call_function(function, args, kwargs, line),
-            Value::Native(name) => self.call_native(name, args, kwargs, line),
-            Value::Method(receiver, name) => self.call_method(receiver, name, args, kwargs, line),
-            Value::Unknown(u) => {
-                // What is computed from project files stays pointed at them
-                // (`re.search(..., open("pkg/__init__.py").read())`).
-                let mut files = u.files.clone();
-                for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-                    if let Some(a) = arg.as_unknown() {
-                        files.extend(a.files.iter().cloned());
-                    }
-                }
-                if files == u.files {
-                    return Ok(Value::Unknown(u.clone()));
-                }
-                Ok(Value::Unknown(Rc::new(super::value::Unknown {
-                    files,
-                    text_of: None,
-                    ..u.as_ref().clone()
-                })))
-            }
-            other => Ok(Value::unknown(
-                format!("a {} is not callable", other.type_name()),
-                self.at(line),
-            )),
-        }
-    }
-
-    fn call_function(
-        &mut self,
-        function: &Rc<Function>,
-        args: Vec<Value>,
-        kwargs: Kwargs,
-        line: usize,
-    ) -> Result<Value, EvalError> {
-        let locals = shared(HashMap::new());
-        let mut scopes = vec![locals.clone()];
-        scopes.extend(function.scopes.iter().cloned());
-        let mut args = args.into_iter();
-        let mut kwargs: Vec<(String, Value)> = kwargs;
-        let mut frame_values: Vec<(String, Value)> = Vec::new();
-        // Defaults are evaluated in the caller here (Python evaluates them
-        // once, at `def`); setup.py defaults are literals in practice.
-        for param in &function.def.params {
-            let value = match param.kind {
-                ParamKind::Normal => match args.next() {
-                    Some(v) => v,
-                    None => match kwargs.iter().position(|(k, _)| *k == param.name) {
-                        Some(i) => kwargs.remove(i).1,
-                        None => match &param.default {
-                            Some(default) => self.eval(default)?,
-                            None => Value::unknown(
-                                format!(
-                                    "`{}()` is called without `{}`",
-                                    function.def.name, param.name
-                                ),
-                                self.at(line),
-                            ),
-                        },
-                    },
-                },
-                ParamKind::Star => Value::Tuple(Rc::new(args.by_ref().collect())),
-                ParamKind::DoubleStar => {
-                    let dict = Value::Dict(shared(Vec::new()));
-                    for (k, v) in kwargs.drain(..) {
-                        ops::set_item(&dict, Value::str(k), v);
-                    }
-                    dict
-                }
-            };
-            frame_values.push((param.name.clone(), value));
-        }
-        locals.borrow_mut().extend(frame_values);
-        let generator = block_yields(&function.def.body);
-        let frame = Frame {
-            yields: generator.then(Vec::new),
-            ..Frame::new(scopes, function.source.clone())
-        };
-        self.enter(frame, line)?;
-        let flow = self.block(&function.def.body);
-        let frame = self.leave();
-        let mut result = match flow? {
-            Flow::Return(value) => value,
-            Flow::Raise(at) => Value::unknown(
-                format!("`{}()` raises at {at}", function.def.name),
-                self.at(line),
-            ),
-            _ => Value::None,
-        };
-        if let Some(frame) = frame {
-            if let Some(yielded) = frame.yields {
-                result = Value::list(yielded);
-            }
-            // A loop it skipped leaves what it returns incomplete: say so
-            // inside the list, where its reader reports it.
-            if let (Some(skipped), Value::List(items)) = (frame.skipped, &result) {
-                let mut items = items.borrow().clone();
-                items.push(Value::Unknown(skipped));
-                result = Value::list(items);
-            }
-        }
-        Ok(result)
     }
 
     /// `value.name`.
@@ -643,6 +571,9 @@ impl Interpreter {
                         self.at(line),
                     ));
                 }
+                if let Some(value) = self.toolkit_value(&dotted, line) {
+                    return Ok(value);
+                }
                 match super::natives::qualified(&dotted) {
                     Some(found) => {
                         self.host_fact(&dotted, line);
@@ -652,6 +583,20 @@ impl Interpreter {
                 }
             }
             Value::Unknown(u) => Value::Unknown(u.clone()),
+            Value::Version(version) => super::methods::version_attribute(version, name)
+                .unwrap_or_else(|| {
+                    Value::unknown(
+                        format!("`Version.{name}` is not modelled by cuwheel"),
+                        self.at(line),
+                    )
+                }),
+            // `subprocess.run(...)`'s CompletedProcess.
+            Value::Dict(pairs) if matches!(name, "stdout" | "stderr" | "returncode") => pairs
+                .borrow()
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(name))
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| Value::Method(Box::new(value.clone()), name.to_string())),
             Value::Host(fact) => Value::unknown(
                 format!("`.{name}` of {fact}, which is only known on the build host"),
                 self.at(line),

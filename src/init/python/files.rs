@@ -222,6 +222,7 @@ impl Interpreter {
             at: self.at(line),
             files: BTreeSet::from([rel.to_path_buf()]),
             text_of: Some(rel.to_path_buf()),
+            under_cuda_home: None,
         }))
     }
 

@@ -9,7 +9,9 @@
 //! every environment variable `setup.py` does not set itself is unset.
 
 use super::eval::Interpreter;
-use super::value::Value;
+use std::rc::Rc;
+
+use super::value::{Value, shared};
 
 /// The build-host facts, by qualified name (or the name a
 /// [`Value::Host`](super::value::Value::Host) carries), and how a note
@@ -102,6 +104,188 @@ impl Interpreter {
                 line,
                 "sets an environment variable to a value that is not known: ignored",
             ),
+        }
+    }
+}
+
+/// The toolkit and torch one evaluation of `setup.py` is for: `init`
+/// evaluates it once per toolkit of the matrix, so that what setup.py asks
+/// of the toolkit (`nvcc -V`, `torch.version.cuda`, `torch.__version__`)
+/// has that toolkit's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    /// The nvcc that compiles the cells (`12.5`): what `nvcc -V` says.
+    pub nvcc: String,
+    /// The CUDA torch was built for (`12.8`): `torch.version.cuda`.
+    pub cuda: String,
+    /// The cells' torch (`2.9.0+cu128`): `torch.__version__`.
+    pub torch: String,
+}
+
+impl Toolkit {
+    /// How a note names the cells this evaluation is for.
+    pub fn describe(&self) -> String {
+        format!(
+            "nvcc {}, torch {} (torch.version.cuda {})",
+            self.nvcc, self.torch, self.cuda
+        )
+    }
+
+    /// What `nvcc -V` prints (the release line is what setup.py files read).
+    pub fn nvcc_output(&self) -> String {
+        format!(
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n\
+             Cuda compilation tools, release {nvcc}, V{nvcc}.0\nBuild cuda_{nvcc}.r{nvcc}/compiler.0_0\n",
+            nvcc = self.nvcc
+        )
+    }
+}
+
+/// `cmd` is `nvcc -V` (or `--version`): a list whose program is nvcc (a
+/// name, a path, or a path under `CUDA_HOME`), or one command string.
+pub(super) fn is_nvcc_version(cmd: &Value) -> bool {
+    let program_is_nvcc = |program: &Value| {
+        let path = match program {
+            Value::Str(s) | Value::Path(s) => Some(s.clone()),
+            Value::Unknown(u) => u.under_cuda_home.clone(),
+            _ => None,
+        };
+        path.is_some_and(|p| p.rsplit('/').next() == Some("nvcc"))
+    };
+    let asks_version = |arg: &str| arg == "-V" || arg == "--version";
+    let command_line = match cmd {
+        Value::Str(line) => Some(line.clone()),
+        // `f"{CUDA_HOME}/bin/nvcc -V"`
+        Value::Unknown(u) => u.under_cuda_home.clone(),
+        _ => None,
+    };
+    match command_line {
+        Some(line) => {
+            let mut words = line.split_whitespace();
+            words
+                .next()
+                .is_some_and(|p| program_is_nvcc(&Value::str(p)))
+                && words.any(asks_version)
+        }
+        None => match cmd.items() {
+            Ok(items) => {
+                items.first().is_some_and(program_is_nvcc)
+                    && items[1..]
+                        .iter()
+                        .any(|a| a.as_str().is_some_and(asks_version))
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// The path under `CUDA_HOME` a value is (`""` for `CUDA_HOME` itself).
+pub(super) fn under_cuda_home(value: &Value) -> Option<String> {
+    match value {
+        Value::Host("CUDA_HOME") => Some(String::new()),
+        Value::Unknown(u) => u.under_cuda_home.clone(),
+        _ => None,
+    }
+}
+
+/// A path under `CUDA_HOME`: unknown where it is read as text, but a
+/// subprocess that runs it (`CUDA_HOME + "/bin/nvcc"`) runs the toolkit's.
+pub(super) fn cuda_home_path(suffix: String, at: String) -> Value {
+    Value::Unknown(Rc::new(super::value::Unknown {
+        why: "depends on CUDA_HOME, which is only known on the build host".into(),
+        at,
+        files: Default::default(),
+        text_of: None,
+        under_cuda_home: Some(suffix),
+    }))
+}
+
+impl Interpreter {
+    /// What a name that differs per toolkit is in this evaluation
+    /// (`torch.version.cuda`, `torch.__version__`), noted with its line;
+    /// `None` when it is not such a name or no toolkit is bound.
+    pub(super) fn toolkit_value(&mut self, dotted: &str, line: usize) -> Option<Value> {
+        let toolkit = self.toolkit.clone()?;
+        let value = match dotted {
+            "torch.version.cuda" => toolkit.cuda.clone(),
+            "torch.__version__" => toolkit.torch.clone(),
+            _ => return None,
+        };
+        if !self.importing {
+            self.note(
+                line,
+                format!(
+                    "evaluated once per toolkit of the matrix: `{dotted}` is {value:?} for {}",
+                    toolkit.describe()
+                ),
+            );
+        }
+        Some(match dotted {
+            "torch.__version__" => Value::TorchVersion(value),
+            _ => Value::str(value),
+        })
+    }
+}
+
+impl Interpreter {
+    /// `subprocess` running `nvcc -V` (the toolkit's answer), and
+    /// `packaging.version`'s `Version`/`parse`.
+    pub(super) fn toolkit_call(
+        &mut self,
+        name: &str,
+        args: &[Value],
+        kwargs: &super::expr::Kwargs,
+        line: usize,
+    ) -> Value {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        let kw = |k: &str| kwargs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let inputs: Vec<Value> = args
+            .iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .cloned()
+            .collect();
+        let unknown = |this: &Self, why: String| Value::unknown_from(why, this.at(line), &inputs);
+        match name {
+            "subprocess.check_output" | "subprocess.run" | "subprocess.getoutput" => {
+                let cmd = args.first().cloned().or_else(|| kw("args"));
+                match (&self.toolkit, cmd) {
+                    (Some(toolkit), Some(cmd)) if super::host::is_nvcc_version(&cmd) => {
+                        let output = toolkit.nvcc_output();
+                        self.note(
+                            line,
+                            format!(
+                                "evaluated once per toolkit of the matrix: `nvcc -V` says release {} for {}",
+                                toolkit.nvcc,
+                                toolkit.describe()
+                            ),
+                        );
+                        if name == "subprocess.run" {
+                            // A CompletedProcess: its attributes are read
+                            // from this dict (see `attribute`).
+                            Value::Dict(shared(vec![
+                                (Value::str("stdout"), Value::str(output)),
+                                (Value::str("stderr"), Value::str("")),
+                                (Value::str("returncode"), Value::Int(0)),
+                            ]))
+                        } else {
+                            Value::str(output)
+                        }
+                    }
+                    _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
+                }
+            }
+            "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
+                Value::Version(v) => Value::Version(v.clone()),
+                Value::Str(text) | Value::TorchVersion(text) => {
+                    match crate::wheel::Version::parse(text) {
+                        Ok(v) => Value::Version(Rc::new(v)),
+                        Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
+                    }
+                }
+                Value::Unknown(u) => Value::Unknown(u.clone()),
+                other => unknown(self, format!("`Version()` of a {}", other.type_name())),
+            },
+            _ => unknown(self, format!("`{name}` is not modelled by cuwheel")),
         }
     }
 }

@@ -21,6 +21,9 @@ impl Interpreter {
         kwargs: Kwargs,
         line: usize,
     ) -> Result<Value, EvalError> {
+        if let Value::TorchVersion(_) = receiver {
+            return self.call_method(&receiver.plain(), name, args, kwargs, line);
+        }
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
         let inputs: Vec<Value> = std::iter::once(receiver.clone())
             .chain(args.iter().cloned())
@@ -66,7 +69,14 @@ impl Interpreter {
                 }
                 "extend" => match arg(0).items() {
                     Ok(more) => {
-                        items.borrow_mut().extend(more);
+                        let len = items.borrow().len().saturating_add(more.len());
+                        match super::budget::items_fit(len) {
+                            Ok(()) => items.borrow_mut().extend(more),
+                            Err(why) => {
+                                self.note(line, why.clone());
+                                items.borrow_mut().push(unknown(self, why));
+                            }
+                        }
                         Value::None
                     }
                     Err(_) => {
@@ -328,7 +338,18 @@ fn string_method(s: &str, name: &str, args: &[Value]) -> Option<Result<Value, St
         "lower" => Value::str(s.to_lowercase()),
         "upper" => Value::str(s.to_uppercase()),
         "replace" => match (text(0), text(1)) {
-            (Some(from), Some(to)) => Value::str(s.replace(&from, &to)),
+            (Some(from), Some(to)) => {
+                let count = if from.is_empty() {
+                    s.chars().count() + 1
+                } else {
+                    s.matches(from.as_str()).count()
+                };
+                let len = s.len().saturating_add(count.saturating_mul(to.len()));
+                if let Err(why) = super::budget::text_fits(len) {
+                    return Some(Err(why));
+                }
+                Value::str(s.replace(&from, &to))
+            }
             _ => return Some(Err("`replace()` with arguments that are not strings".into())),
         },
         "startswith" | "endswith" => {
@@ -356,6 +377,16 @@ fn string_method(s: &str, name: &str, args: &[Value]) -> Option<Result<Value, St
                 .iter()
                 .map(|i| i.as_str().map(str::to_string))
                 .collect();
+            let len = parts.as_ref().map_or(0, |parts| {
+                parts
+                    .iter()
+                    .fold(s.len().saturating_mul(parts.len()), |n, p| {
+                        n.saturating_add(p.len())
+                    })
+            });
+            if let Err(why) = super::budget::text_fits(len) {
+                return Some(Err(why));
+            }
             match parts {
                 Some(parts) => Value::str(parts.join(s)),
                 None => {
@@ -433,8 +464,50 @@ fn str_format(format: &str, args: &[Value], kwargs: &Kwargs) -> Option<String> {
             }
             _ => out.push(c),
         }
+        super::budget::text_fits(out.len()).ok()?;
     }
     Some(out)
+}
+
+/// `version.major`, `.minor`, `.micro`, `.release`, `.base_version`, …
+/// of a `packaging.version.Version`.
+pub(super) fn version_attribute(version: &crate::wheel::Version, name: &str) -> Option<Value> {
+    let release = version.release();
+    let part = |i: usize| Value::Int(release.get(i).map_or(0, |n| *n as i64));
+    let base = || {
+        let numbers: Vec<String> = release.iter().map(u64::to_string).collect();
+        match version.epoch() {
+            0 => numbers.join("."),
+            epoch => format!("{epoch}!{}", numbers.join(".")),
+        }
+    };
+    Some(match name {
+        "major" => part(0),
+        "minor" => part(1),
+        "micro" => part(2),
+        "epoch" => Value::Int(version.epoch() as i64),
+        "release" => Value::Tuple(Rc::new(
+            release.iter().map(|n| Value::Int(*n as i64)).collect(),
+        )),
+        "base_version" => Value::str(base()),
+        "public" => Value::str(version.without_local().to_string()),
+        "local" => match version.local() {
+            [] => Value::None,
+            parts => Value::str(
+                parts
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("."),
+            ),
+        },
+        "is_prerelease" => Value::Bool(version.pre().is_some() || version.dev().is_some()),
+        "is_devrelease" => Value::Bool(version.dev().is_some()),
+        "is_postrelease" => Value::Bool(version.post().is_some()),
+        "post" => version.post().map_or(Value::None, |n| Value::Int(n as i64)),
+        "dev" => version.dev().map_or(Value::None, |n| Value::Int(n as i64)),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

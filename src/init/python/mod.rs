@@ -8,11 +8,14 @@
 //! arguments evaluated, plus a note on every assumption made.
 //!
 //! One module per concern: `tokenize` (text → tokens), `parse` and
-//! `parse_expr` (tokens → [`ast`]), `eval` and `expr` (the evaluator and
+//! `parse_expr` (tokens → [`ast`]), `eval`, `expr` and `calls` (the evaluator and
 //! its environment), `ops` and `methods` (the built-in types), `natives`
-//! and `files` (the modelled libraries), `host` (the build host).
+//! and `files` (the modelled libraries), `host` (the build host and the
+//! toolkit an evaluation is for), `budget` (how large and deep it may go).
 
 pub mod ast;
+pub mod budget;
+mod calls;
 mod eval;
 mod expr;
 mod files;
@@ -30,7 +33,9 @@ mod tokenize;
 pub mod value;
 
 pub use eval::{
-    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, unknown_why as value_why,
+    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, evaluate_setup_py_for,
+    unknown_why as value_why,
 };
 pub use files::{normpath, project_relative};
+pub use host::Toolkit;
 pub use parse::parse_module;

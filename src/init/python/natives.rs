@@ -91,6 +91,12 @@ const NATIVES: &[&str] = &[
     "torch.cuda.is_available",
     "torch.cuda.get_device_capability",
     "torch.__config__.parallel_info",
+    // the toolkit's version, asked of nvcc and compared
+    "subprocess.check_output",
+    "subprocess.run",
+    "subprocess.getoutput",
+    "packaging.version.Version",
+    "packaging.version.parse",
 ];
 
 /// The callables [`files`](super::files) models, besides `os.*`.
@@ -113,6 +119,7 @@ const MODULES: &[&str] = &[
     "torch.cuda",
     "torch.version",
     "torch.__config__",
+    "packaging.version",
 ];
 
 /// Other names for the same thing.
@@ -122,6 +129,17 @@ const ALIASES: &[(&str, &str)] = &[
     ("distutils.core.Extension", "setuptools.Extension"),
     ("distutils.extension.Extension", "setuptools.Extension"),
     ("setuptools.extension.Extension", "setuptools.Extension"),
+    ("pkg_resources.parse_version", "packaging.version.parse"),
+    ("pkg_resources.packaging.version", "packaging.version"),
+    ("setuptools.extern.packaging.version", "packaging.version"),
+    (
+        "distutils.version.LooseVersion",
+        "packaging.version.Version",
+    ),
+    (
+        "torch.torch_version.TorchVersion",
+        "packaging.version.Version",
+    ),
 ];
 
 /// Why a common name has no value here.
@@ -258,10 +276,16 @@ impl Interpreter {
             "torch.cuda.is_available" => Value::Bool(true),
             "torch.cuda.get_device_capability" => unknown(
                 self,
-                "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py"
+                "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py; \
+                 not inferred: cuwheel does not read the archs torch was built for from its wheel"
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
+            "subprocess.check_output"
+            | "subprocess.run"
+            | "subprocess.getoutput"
+            | "packaging.version.Version"
+            | "packaging.version.parse" => self.toolkit_call(name, &args, &kwargs, line),
             "print" | "warnings.warn" => Value::None,
             "sys.exit" => {
                 self.note(line, "sys.exit() is reached under cuwheel's assumptions");
@@ -297,6 +321,17 @@ impl Interpreter {
                 ))
             }
             _ => {
+                // `os.path.join(CUDA_HOME, "bin", "nvcc")`: a path under CUDA_HOME.
+                let cuda_home = args.first().and_then(super::host::under_cuda_home);
+                if let (Some(prefix), "os.path.join") = (cuda_home, name) {
+                    let rest: Option<Vec<&str>> = args[1..].iter().map(Value::as_str).collect();
+                    if let Some(rest) = rest {
+                        let joined = rest
+                            .iter()
+                            .fold(prefix, |base, part| ops::join_path(&base, part));
+                        return Ok(super::host::cuda_home_path(joined, self.at(line)));
+                    }
+                }
                 if let Some(u) = first_unknown {
                     return Ok(Value::Unknown(u));
                 }
@@ -398,7 +433,7 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
         },
         "bool" => Value::Bool(arg(0).truth().ok_or("`bool()` of an unknown value")?),
         "abs" => match &arg(0) {
-            Value::Int(i) => Value::Int(i.abs()),
+            Value::Int(i) => Value::Int(i.checked_abs().ok_or("an integer beyond 64 bits")?),
             Value::Float(f) => Value::Float(f.abs()),
             other => return Err(format!("`abs()` of a {}", other.type_name())),
         },
@@ -472,7 +507,8 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
                 2 => (int(&arg(0))?, int(&arg(1))?, 1),
                 _ => (int(&arg(0))?, int(&arg(1))?, int(&arg(2))?),
             };
-            if step == 0 || (stop - start) / step > 100_000 {
+            let count = stop.saturating_sub(start).checked_div(step).unwrap_or(0);
+            if step == 0 || count > 100_000 {
                 return Err("a `range()` cuwheel does not expand".into());
             }
             let mut out = Vec::new();
@@ -558,6 +594,11 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
         }
         "itertools.product" => {
             let lists: Vec<Vec<Value>> = args.iter().map(items).collect::<Result<_, _>>()?;
+            super::budget::items_fit(
+                lists
+                    .iter()
+                    .fold(1usize, |n, list| n.saturating_mul(list.len())),
+            )?;
             let mut product: Vec<Vec<Value>> = vec![Vec::new()];
             for list in &lists {
                 product = product

@@ -20,21 +20,31 @@ pub fn binary(left: &Value, op: BinOp, right: &Value) -> Result<Value, String> {
             right.type_name()
         )
     };
+    use super::budget::{items_fit, repeated, text_fits};
+    let too_large =
+        || "not inferred: an integer beyond 64 bits exceeds cuwheel's budget".to_string();
     Ok(match (op, left, right) {
-        (BinOp::Add, Str(a), Str(b)) => Str(format!("{a}{b}")),
+        (BinOp::Add, Str(a), Str(b)) => {
+            text_fits(a.len().saturating_add(b.len()))?;
+            Str(format!("{a}{b}"))
+        }
         (BinOp::Add, List(a), List(b)) => {
+            items_fit(a.borrow().len().saturating_add(b.borrow().len()))?;
             let mut items = a.borrow().clone();
             items.extend(b.borrow().iter().cloned());
             Value::list(items)
         }
         (BinOp::Add, Tuple(a), Tuple(b)) => {
+            items_fit(a.len().saturating_add(b.len()))?;
             Tuple(Rc::new(a.iter().chain(b.iter()).cloned().collect()))
         }
         (BinOp::Mul, List(a), Int(n)) | (BinOp::Mul, Int(n), List(a)) => {
             let items = a.borrow();
+            repeated(items.len(), *n, false)?;
             Value::list(repeat(&items, *n))
         }
         (BinOp::Mul, Str(s), Int(n)) | (BinOp::Mul, Int(n), Str(s)) => {
+            repeated(s.len(), *n, true)?;
             Str(s.repeat(usize::try_from(*n).unwrap_or(0)))
         }
         (BinOp::Div, Value::Path(a), Str(b) | Value::Path(b)) => Value::Path(join_path(a, b)),
@@ -61,15 +71,16 @@ pub fn binary(left: &Value, op: BinOp, right: &Value) -> Result<Value, String> {
             copy
         }
         (_, Int(a), Int(b)) => match op {
-            BinOp::Add => Int(a.checked_add(*b).ok_or_else(unsupported)?),
-            BinOp::Sub => Int(a.checked_sub(*b).ok_or_else(unsupported)?),
-            BinOp::Mul => Int(a.checked_mul(*b).ok_or_else(unsupported)?),
-            BinOp::FloorDiv if *b != 0 => Int(a.div_euclid(*b)),
-            BinOp::Mod if *b != 0 => Int(a.rem_euclid(*b)),
+            BinOp::Add => Int(a.checked_add(*b).ok_or_else(too_large)?),
+            BinOp::Sub => Int(a.checked_sub(*b).ok_or_else(too_large)?),
+            BinOp::Mul => Int(a.checked_mul(*b).ok_or_else(too_large)?),
+            BinOp::FloorDiv if *b != 0 => Int(a.checked_div_euclid(*b).ok_or_else(too_large)?),
+            BinOp::Mod if *b != 0 => Int(a.checked_rem_euclid(*b).ok_or_else(too_large)?),
             BinOp::Div if *b != 0 => Float(*a as f64 / *b as f64),
-            BinOp::Pow if (0..64).contains(b) => {
-                Int(a.checked_pow(*b as u32).ok_or_else(unsupported)?)
-            }
+            BinOp::Pow if *b >= 0 => match u32::try_from(*b).ok().and_then(|b| a.checked_pow(b)) {
+                Some(power) => Int(power),
+                None => return Err(too_large()),
+            },
             BinOp::BitOr => Int(a | b),
             BinOp::BitAnd => Int(a & b),
             BinOp::BitXor => Int(a ^ b),
@@ -131,13 +142,16 @@ fn percent_format(format: &str, args: &Value) -> Option<String> {
             'r' => out.push_str(&values.next()?.repr()?),
             _ => return None,
         }
+        super::budget::text_fits(out.len()).ok()?;
     }
     values.next().is_none().then_some(out)
 }
 
 pub fn unary(op: UnaryOp, value: &Value) -> Result<Value, String> {
     match (op, value) {
-        (UnaryOp::Neg, Value::Int(i)) => Ok(Value::Int(-i)),
+        (UnaryOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| {
+            "not inferred: an integer beyond 64 bits exceeds cuwheel's budget".to_string()
+        }),
         (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
         (UnaryOp::Pos, Value::Int(_) | Value::Float(_)) => Ok(value.clone()),
         (UnaryOp::Invert, Value::Int(i)) => Ok(Value::Int(!i)),
@@ -392,6 +406,7 @@ pub fn format_spec(value: &Value, spec: &str) -> Option<String> {
     } else {
         width.parse().ok()?
     };
+    super::budget::text_fits(width).ok()?;
     let pad = width.saturating_sub(text.chars().count());
     Some(match (align, fill_zero) {
         (None, true) => format!("{}{text}", "0".repeat(pad)),

@@ -28,11 +28,17 @@ pub fn parse_module(text: &str) -> Result<Vec<Stmt>, SyntaxError> {
 pub(super) struct Parser {
     pub(super) tokens: Vec<Token>,
     pub(super) pos: usize,
+    /// How deep the productions being read are nested.
+    pub(super) nesting: usize,
 }
 
 impl Parser {
     pub(super) fn new(tokens: Vec<Token>) -> Parser {
-        Parser { tokens, pos: 0 }
+        Parser {
+            tokens,
+            pos: 0,
+            nesting: 0,
+        }
     }
 
     pub(super) fn peek(&self) -> &Token {
@@ -364,6 +370,10 @@ impl Parser {
 
     /// `:` then an indented block, or simple statements on the same line.
     pub(super) fn block(&mut self) -> Result<Vec<Stmt>, SyntaxError> {
+        self.nested(Parser::block_unguarded)
+    }
+
+    fn block_unguarded(&mut self) -> Result<Vec<Stmt>, SyntaxError> {
         self.expect_op(":")?;
         if !self.at(&Tok::Newline) {
             let mut stmts = vec![self.simple_statement()?];

@@ -64,6 +64,10 @@ impl Parser {
     }
 
     pub(super) fn test(&mut self) -> Result<Expr, SyntaxError> {
+        self.nested(Parser::test_unguarded)
+    }
+
+    fn test_unguarded(&mut self) -> Result<Expr, SyntaxError> {
         let line = self.peek().line;
         if self.eat_keyword("yield") {
             if self.eat_keyword("from") {
@@ -112,7 +116,11 @@ impl Parser {
 
     fn or_test(&mut self) -> Result<Expr, SyntaxError> {
         let mut left = self.and_test()?;
-        while self.at_keyword("or") {
+        for length in 1.. {
+            self.chain(length)?;
+            if !self.at_keyword("or") {
+                break;
+            }
             let line = self.next().line;
             let right = self.and_test()?;
             left = Expr::new(
@@ -125,7 +133,11 @@ impl Parser {
 
     fn and_test(&mut self) -> Result<Expr, SyntaxError> {
         let mut left = self.not_test()?;
-        while self.at_keyword("and") {
+        for length in 1.. {
+            self.chain(length)?;
+            if !self.at_keyword("and") {
+                break;
+            }
             let line = self.next().line;
             let right = self.not_test()?;
             left = Expr::new(
@@ -137,6 +149,10 @@ impl Parser {
     }
 
     fn not_test(&mut self) -> Result<Expr, SyntaxError> {
+        self.nested(Parser::not_test_unguarded)
+    }
+
+    fn not_test_unguarded(&mut self) -> Result<Expr, SyntaxError> {
         if self.at_keyword("not") {
             let line = self.next().line;
             let operand = self.not_test()?;
@@ -213,7 +229,8 @@ impl Parser {
             return self.factor();
         };
         let mut left = self.binary(level + 1)?;
-        loop {
+        for length in 1.. {
+            self.chain(length)?;
             let found = ops.iter().find(|(sym, _)| self.at_op(sym));
             let Some(&(_, op)) = found else {
                 break;
@@ -226,6 +243,10 @@ impl Parser {
     }
 
     fn factor(&mut self) -> Result<Expr, SyntaxError> {
+        self.nested(Parser::factor_unguarded)
+    }
+
+    fn factor_unguarded(&mut self) -> Result<Expr, SyntaxError> {
         let op = match self.peek().tok {
             Tok::Op("-") => Some(UnaryOp::Neg),
             Tok::Op("+") => Some(UnaryOp::Pos),
@@ -255,7 +276,8 @@ impl Parser {
             return Err(self.error_here("an expression cuwheel reads (not `await`)"));
         }
         let mut value = self.atom()?;
-        loop {
+        for length in 1.. {
+            self.chain(length)?;
             let line = self.peek().line;
             if self.eat_op("(") {
                 let args = self.call_args()?;

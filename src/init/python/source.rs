@@ -39,14 +39,25 @@ impl Source {
             .trim()
     }
 
-    /// `setup.py:12: `line``: where a note comes from.
+    /// `setup.py:12: `line``: where a note comes from (a long line is cut
+    /// after [`QUOTED_CHARS`] characters).
     pub fn quote(&self, line: usize) -> String {
-        format!("{}:{line}: `{}`", self.name, self.line(line))
+        format!(
+            "{}:{line}: `{}`",
+            self.name,
+            shortened(self.line(line), 0).0
+        )
     }
 
     /// The error with the file, line and column, the line itself and a
     /// caret under the column.
     pub fn syntax_error(&self, error: &SyntaxError) -> SourceError {
+        let line = self
+            .text
+            .lines()
+            .nth(error.line.saturating_sub(1))
+            .unwrap_or("");
+        let (shown, caret) = shortened(line, error.col.saturating_sub(1));
         SourceError {
             text: format!(
                 "{}:{}:{}: {}\n  {:>4} | {}\n       | {}^",
@@ -55,14 +66,36 @@ impl Source {
                 error.col,
                 error.message,
                 error.line,
-                self.text
-                    .lines()
-                    .nth(error.line.saturating_sub(1))
-                    .unwrap_or(""),
-                " ".repeat(error.col.saturating_sub(1)),
+                shown,
+                " ".repeat(caret),
             ),
         }
     }
+}
+
+/// How much of a line a message quotes.
+pub const QUOTED_CHARS: usize = 160;
+
+/// `line` cut to [`QUOTED_CHARS`] characters around 0-based column `col`
+/// (`…` where cut), and where `col` lands in it.
+fn shortened(line: &str, col: usize) -> (String, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= QUOTED_CHARS {
+        return (line.to_string(), col);
+    }
+    let start = col
+        .saturating_sub(QUOTED_CHARS / 2)
+        .min(chars.len() - QUOTED_CHARS);
+    let end = start + QUOTED_CHARS;
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(&chars[start..end]);
+    if end < chars.len() {
+        shown.push('…');
+    }
+    (shown, col - start + usize::from(start > 0))
 }
 
 /// A syntax error rendered against its source.

@@ -312,11 +312,21 @@ mod evaluator {
             "{}",
             notes(&evaluation)
         );
-        // A loop that never ends in Python ends here, quoting its line.
-        let (_dir, endless) = run("n = 0\nwhile True:\n    n += 1\n", &[]);
-        let err = endless.unwrap_err().to_string();
-        assert!(err.starts_with("setup.py:"), "{err}");
-        assert!(err.contains("evaluation steps"), "{err}");
+        // A loop that never ends in Python ends here, quoting its line; what
+        // it assigns is not inferred, and the evaluation goes on.
+        let (_dir, endless) = run(
+            "from setuptools import setup\nn = 0\nwhile True:\n    n += 1\nsetup(name=n, version='1')\n",
+            &[],
+        );
+        let endless = endless.unwrap();
+        let n = setup_kw(&endless, "name");
+        let why = &n.as_unknown().expect("n is not inferred").why;
+        assert!(
+            why.starts_with("not inferred: more than 2000000 evaluation steps"),
+            "{why}"
+        );
+        assert!(why.contains(" at setup.py:"), "{why}");
+        assert_eq!(shown(&setup_kw(&endless, "version")), "'1'");
         // A syntax error quotes the line with a caret.
         let (_dir, bad) = run(
             "from setuptools import setup\nsetup(name='x',, version='1')\n",
@@ -363,5 +373,56 @@ mod evaluator {
             "{}",
             notes(&evaluation)
         );
+    }
+
+    #[test]
+    fn versions_compare_as_pep_440_and_the_toolkit_is_unknown_unless_bound() {
+        let text = "import subprocess, torch\nfrom packaging.version import Version, parse\nfrom setuptools import setup\n\
+                    v = parse('12.10')\n\
+                    checks = [v > Version('12.8'), Version('13') == Version('13.0.0'), Version('13.0rc1') < Version('13.0'),\n\
+                              v.major, v.minor, v.release, str(v), v.base_version, Version('1.2.3+cu130').public,\n\
+                              Version('2.0') == '2.0']\n\
+                    out = subprocess.check_output(['nvcc', '-V'], text=True)\n\
+                    setup(name=checks, version=out, description=torch.version.cuda, url=torch.__version__)\n";
+        let (_dir, evaluation) = run(text, &[]);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(
+            shown(&setup_kw(&evaluation, "name")),
+            "[True, True, True, 12, 10, (12, 10), '12.10', '12.10', '1.2.3', False]"
+        );
+        // Without a toolkit bound, what depends on it stays unknown.
+        let out = setup_kw(&evaluation, "version");
+        assert_eq!(
+            out.as_unknown().unwrap().why,
+            "`subprocess.check_output` is not modelled by cuwheel"
+        );
+        assert!(matches!(
+            setup_kw(&evaluation, "description"),
+            Value::Host(_)
+        ));
+        assert!(
+            setup_kw(&evaluation, "url")
+                .as_unknown()
+                .unwrap()
+                .why
+                .contains("torch's version differs per matrix cell")
+        );
+        // Bound: nvcc answers with the toolkit's release.
+        let toolkit = super::super::Toolkit {
+            nvcc: "12.5".into(),
+            cuda: "12.8".into(),
+            torch: "2.9.0+cu128".into(),
+        };
+        let (_dir, root) = crate::init::write_tree(&[("setup.py", text)]);
+        let bound = super::super::evaluate_setup_py_for(&root, text, Some(&toolkit)).unwrap();
+        let out = setup_kw(&bound, "version");
+        assert!(
+            out.as_str()
+                .unwrap()
+                .contains("Cuda compilation tools, release 12.5, V12.5.0"),
+            "{out:?}"
+        );
+        assert_eq!(shown(&setup_kw(&bound, "description")), "'12.8'");
+        assert_eq!(shown(&setup_kw(&bound, "url")), "'2.9.0+cu128'");
     }
 }

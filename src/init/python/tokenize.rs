@@ -183,7 +183,20 @@ impl Lexer {
                         self.bump();
                     }
                     match *op {
-                        "(" | "[" | "{" => self.depth += 1,
+                        "(" | "[" | "{" => {
+                            self.depth += 1;
+                            if self.depth > super::budget::MAX_NESTING {
+                                return Err(self.error(
+                                    line,
+                                    col,
+                                    format!(
+                                        "brackets nested more than {} deep: not inferred (cuwheel's budget, \
+                                         and CPython's own limit)",
+                                        super::budget::MAX_NESTING
+                                    ),
+                                ));
+                            }
+                        }
                         ")" | "]" | "}" => {
                             if self.depth == 0 {
                                 return Err(self.error(line, col, format!("unmatched `{op}`")));

@@ -53,6 +53,12 @@ pub enum Value {
     /// A fact of the build host that is set but has no usable value
     /// (`CUDA_HOME`, `torch.version.cuda`): true, not `None`.
     Host(&'static str),
+    /// A `packaging.version.Version` (also what `packaging.version.parse`
+    /// returns): ordered as PEP 440 orders versions.
+    Version(Rc<crate::wheel::Version>),
+    /// `torch.__version__`: a string that compares as a version (torch's
+    /// `TorchVersion`), with strings, tuples and versions alike.
+    TorchVersion(String),
     Unknown(Rc<Unknown>),
 }
 
@@ -99,6 +105,9 @@ pub struct Unknown {
     pub files: BTreeSet<PathBuf>,
     /// Set when the value is exactly a project file's whole text.
     pub text_of: Option<PathBuf>,
+    /// Set when the value is a path under `CUDA_HOME` (`/bin/nvcc`, what
+    /// follows it): a subprocess that runs it is the toolkit's.
+    pub under_cuda_home: Option<String>,
 }
 
 impl Value {
@@ -116,6 +125,7 @@ impl Value {
             at: at.into(),
             files: BTreeSet::new(),
             text_of: None,
+            under_cuda_home: None,
         }))
     }
 
@@ -144,6 +154,7 @@ impl Value {
             at: at.into(),
             files,
             text_of: None,
+            under_cuda_home: None,
         }))
     }
 
@@ -156,8 +167,17 @@ impl Value {
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Value::Str(s) | Value::Path(s) => Some(s),
+            Value::Str(s) | Value::Path(s) | Value::TorchVersion(s) => Some(s),
             _ => None,
+        }
+    }
+
+    /// A `torch.__version__` as the plain string it also is; any other
+    /// value as it is.
+    pub fn plain(&self) -> Value {
+        match self {
+            Value::TorchVersion(s) => Value::Str(s.clone()),
+            other => other.clone(),
         }
     }
 
@@ -180,6 +200,8 @@ impl Value {
             Value::File(_) => "file",
             Value::Extension(_) => "Extension",
             Value::Host(_) => "build-host value",
+            Value::Version(_) => "Version",
+            Value::TorchVersion(_) => "str",
             Value::Unknown(_) => "unknown",
         }
     }
@@ -191,7 +213,7 @@ impl Value {
             Value::Bool(b) => *b,
             Value::Int(i) => *i != 0,
             Value::Float(f) => *f != 0.0,
-            Value::Str(s) => !s.is_empty(),
+            Value::Str(s) | Value::TorchVersion(s) => !s.is_empty(),
             Value::List(items) | Value::Set(items) => !items.borrow().is_empty(),
             Value::Tuple(items) => !items.is_empty(),
             Value::Dict(pairs) => !pairs.borrow().is_empty(),
@@ -206,7 +228,9 @@ impl Value {
             Value::List(items) | Value::Set(items) => Ok(items.borrow().clone()),
             Value::Tuple(items) => Ok(items.as_ref().clone()),
             Value::Dict(pairs) => Ok(pairs.borrow().iter().map(|(k, _)| k.clone()).collect()),
-            Value::Str(s) => Ok(s.chars().map(|c| Value::Str(c.to_string())).collect()),
+            Value::Str(s) | Value::TorchVersion(s) => {
+                Ok(s.chars().map(|c| Value::Str(c.to_string())).collect())
+            }
             Value::Environ => Ok(Vec::new()),
             other => Err(format!("a {} is not iterable", other.type_name())),
         }
@@ -215,7 +239,8 @@ impl Value {
     /// `str(value)`, where it is known.
     pub fn to_text(&self) -> Option<String> {
         match self {
-            Value::Str(s) | Value::Path(s) => Some(s.clone()),
+            Value::Str(s) | Value::Path(s) | Value::TorchVersion(s) => Some(s.clone()),
+            Value::Version(v) => Some(v.to_string()),
             _ => self.repr(),
         }
     }
@@ -256,6 +281,8 @@ impl Value {
                 format!("{quote}{escaped}{quote}")
             }
             Value::Path(p) => format!("PosixPath('{p}')"),
+            Value::Version(v) => format!("<Version('{v}')>"),
+            Value::TorchVersion(s) => return Value::Str(s.clone()).repr(),
             Value::List(items) => seq(&items.borrow(), "[", "]")?,
             Value::Tuple(items) => seq(items, "(", ")")?,
             Value::Set(items) if items.borrow().is_empty() => "set()".into(),
@@ -275,6 +302,9 @@ impl Value {
 
 /// `a == b`; `None` when either side is unknown.
 pub fn equal(a: &Value, b: &Value) -> Option<bool> {
+    if let Some(ordering) = torch_version_order(a, b) {
+        return Some(ordering == Ordering::Equal);
+    }
     Some(match (a, b) {
         (Value::Unknown(_), _) | (_, Value::Unknown(_)) => return None,
         (Value::Host(_), _) | (_, Value::Host(_)) => return None,
@@ -292,6 +322,7 @@ pub fn equal(a: &Value, b: &Value) -> Option<bool> {
                         .any(|(k2, v2)| equal(k, k2) == Some(true) && equal(v, v2) == Some(true))
                 })
         }
+        (Value::Version(x), Value::Version(y)) => x == y,
         (Value::Module(x), Value::Module(y)) => x == y,
         (Value::Native(x), Value::Native(y)) => x == y,
         (Value::Environ, Value::Environ) => true,
@@ -325,12 +356,45 @@ pub fn number(value: &Value) -> Option<f64> {
 
 /// `a < b` and friends for numbers, strings and sequences of them.
 pub fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    if let (Value::TorchVersion(_), _) | (_, Value::TorchVersion(_)) = (a, b) {
+        return torch_version_order(a, b);
+    }
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        (Value::Version(x), Value::Version(y)) => Some(x.as_ref().cmp(y)),
         (Value::List(x), Value::List(y)) => seq_order(&x.borrow(), &y.borrow()),
         (Value::Tuple(x), Value::Tuple(y)) => seq_order(x, y),
         _ => number(a)?.partial_cmp(&number(b)?),
+    }
+}
+
+/// `torch.__version__` against a string, a tuple of numbers or a version,
+/// as torch's `TorchVersion` compares them; `None` when neither side is a
+/// `torch.__version__` or the other cannot be read as a version.
+fn torch_version_order(a: &Value, b: &Value) -> Option<Ordering> {
+    let as_version = |v: &Value| -> Option<crate::wheel::Version> {
+        match v {
+            Value::TorchVersion(s) | Value::Str(s) => crate::wheel::Version::parse(s).ok(),
+            Value::Version(v) => Some(v.as_ref().clone()),
+            Value::Tuple(items) => {
+                let parts: Option<Vec<String>> = items
+                    .iter()
+                    .map(|i| match i {
+                        Value::Int(n) => Some(n.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                crate::wheel::Version::parse(&parts?.join(".")).ok()
+            }
+            _ => None,
+        }
+    };
+    match (a, b) {
+        (Value::TorchVersion(_), _) | (_, Value::TorchVersion(_)) => {
+            Some(as_version(a)?.cmp(&as_version(b)?))
+        }
+        _ => None,
     }
 }
 

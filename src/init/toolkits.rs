@@ -1,0 +1,353 @@
+//! setup.py evaluated once per toolkit of the matrix: what it computes from
+//! the toolkit (`nvcc -V`, `torch.version.cuda`, `torch.__version__`,
+//! `packaging.version` comparisons of them) is computed for each.
+//!
+//! In: the project root, setup.py's text, and the matrix's cells (each torch
+//! minor with the CUDA its wheels are built for). Out: one [`Inferred`] — the
+//! modules as the newest toolkit's evaluation gives them, `cuda-archs` per
+//! toolkit (a plain list when every toolkit agrees), the compile flags every
+//! toolkit agrees on, and a finding for each flag, module or toolkit that
+//! differs or fails.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+
+use super::model::{Inferred, Module};
+use super::python::{self, Toolkit};
+use crate::spec::archs::ToolkitKey;
+use crate::spec::{CompatTable, CudaArch, CudaVersion, MatrixFacts, ToolkitOrigin, TorchVersion};
+
+/// The cells of the matrix `init` writes by default (render's
+/// `DEFAULT_MATRIX`): each torch minor with the CUDA of its wheels.
+pub const DEFAULT_CELLS: [(&str, &str); 2] = [("2.11", "13.0"), ("2.9", "12.8")];
+
+/// The stack setup.py is evaluated on: deep enough for every nesting the
+/// budgets allow, whatever thread `init` runs on.
+const STACK_BYTES: usize = 256 << 20;
+
+/// The default matrix's toolkits, newest first.
+pub fn default_toolkits() -> Vec<Toolkit> {
+    let cells: Vec<(TorchVersion, CudaVersion)> = DEFAULT_CELLS
+        .iter()
+        .map(|(torch, cuda)| {
+            (
+                torch.parse().expect("a torch minor"),
+                cuda.parse().expect("a CUDA version"),
+            )
+        })
+        .collect();
+    toolkits_for(&cells)
+}
+
+/// The nvcc a cell serving CUDA `served` builds with when nothing is
+/// locked yet: [`MatrixFacts::default_nvcc`] over the toolkits cuwheel can
+/// have — Debian's (data/debian.toml) and, for the majors whose PyPI wheels
+/// hold an nvcc, the served version itself — that the compatibility table
+/// knows.
+pub fn default_nvcc(served: CudaVersion) -> CudaVersion {
+    let compat = CompatTable::embedded();
+    let mut toolkits: BTreeMap<CudaVersion, ToolkitOrigin> = BTreeMap::new();
+    for (version, suite) in &crate::lock::debian::DebianData::embedded().cuda_suites {
+        if let Ok(version) = version.parse::<CudaVersion>() {
+            toolkits.insert(
+                version,
+                ToolkitOrigin::Debian {
+                    suite: suite.clone(),
+                },
+            );
+        }
+    }
+    let pypi = crate::lock::plan::PypiData::embedded();
+    if pypi.cuda_wheels.majors.contains(&served.major) {
+        toolkits.insert(
+            served,
+            ToolkitOrigin::Pypi {
+                release: served.to_string(),
+            },
+        );
+    }
+    toolkits.retain(|version, _| compat.toolkit(version).is_some());
+    let facts = MatrixFacts {
+        torch: BTreeMap::new(),
+        toolkits,
+    };
+    facts.default_nvcc(served).unwrap_or(served)
+}
+
+/// One evaluation per cell: its nvcc, its torch's CUDA and version; newest
+/// nvcc first, then newest torch.
+pub fn toolkits_for(cells: &[(TorchVersion, CudaVersion)]) -> Vec<Toolkit> {
+    let mut cells = cells.to_vec();
+    cells.sort_by_key(|(torch, cuda)| std::cmp::Reverse((default_nvcc(*cuda), *torch)));
+    cells.dedup();
+    cells
+        .iter()
+        .map(|(torch, cuda)| Toolkit {
+            nvcc: default_nvcc(*cuda).to_string(),
+            cuda: cuda.to_string(),
+            torch: format!("{torch}.0+cu{}", cuda.compact()),
+        })
+        .collect()
+}
+
+/// Evaluates setup.py once per toolkit (once with nothing bound when
+/// `toolkits` is empty) and merges what each gives.
+pub fn infer_setup_py(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result<Inferred> {
+    // The evaluator recurses as deep as the budgets allow: give it a stack
+    // that holds that on any thread.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("setup.py".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || infer_on_this_thread(root, text, toolkits))
+            .map_err(|e| anyhow!("cannot start the evaluation of setup.py: {e}"))?
+            .join()
+            .map_err(|_| anyhow!("the evaluation of setup.py failed"))?
+    })
+}
+
+fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result<Inferred> {
+    let hint = "cuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` \
+                to infer from the source tree instead";
+    let evaluate = |toolkit: Option<&Toolkit>| -> Result<Inferred> {
+        let evaluation = python::evaluate_setup_py_for(root, text, toolkit)
+            .map_err(|e| anyhow!("{e}\n{hint}"))?;
+        super::extract::from_setup(root, &evaluation)
+    };
+    if toolkits.is_empty() {
+        return evaluate(None);
+    }
+    let mut runs: Vec<(&Toolkit, Inferred)> = Vec::new();
+    let mut failed: Vec<(&Toolkit, anyhow::Error)> = Vec::new();
+    for toolkit in toolkits {
+        match evaluate(Some(toolkit)) {
+            Ok(inferred) => runs.push((toolkit, inferred)),
+            Err(e) => failed.push((toolkit, e)),
+        }
+    }
+    if runs.is_empty() {
+        let (_, first) = failed.into_iter().next().expect("a toolkit");
+        return Err(first);
+    }
+    Ok(merge(runs, failed))
+}
+
+/// The first run (the newest toolkit) with every other run's differences
+/// folded in.
+fn merge(runs: Vec<(&Toolkit, Inferred)>, failed: Vec<(&Toolkit, anyhow::Error)>) -> Inferred {
+    let mut merged = runs[0].1.clone();
+    for (toolkit, error) in &failed {
+        let first_line = error.to_string();
+        let first_line = first_line.lines().next().unwrap_or("").to_string();
+        merged.find(
+            "tool.cuwheel.matrix",
+            format!(
+                "evaluated for {}, setup.py does not reach setup(): {first_line}",
+                toolkit.describe()
+            ),
+            format!(
+                "the config was inferred from the other toolkits; drop the torch releases built \
+                 with nvcc {} from matrix.torch if the project does not support it",
+                toolkit.nvcc
+            ),
+        );
+    }
+    for (_, other) in &runs[1..] {
+        for note in &other.assumptions {
+            if !merged.assumptions.contains(note) {
+                merged.assumptions.push(note.clone());
+            }
+        }
+        for finding in &other.findings {
+            merged.find(&finding.key, &finding.problem, &finding.fix);
+        }
+    }
+    merge_archs(&runs, &mut merged);
+    merge_modules(&runs, &mut merged);
+    merged
+}
+
+/// `cuda-archs`: one list when every toolkit computes the same, else one
+/// list per toolkit major (per toolkit where a major's toolkits differ).
+fn merge_archs(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
+    let default: Vec<CudaArch> = super::render::DEFAULT_ARCHS
+        .iter()
+        .map(|a| a.parse().expect("a default arch"))
+        .collect();
+    // The archs of each nvcc: the first (newest torch) run's.
+    let mut by_nvcc: BTreeMap<CudaVersion, (Vec<CudaArch>, &Toolkit)> = BTreeMap::new();
+    for (toolkit, inferred) in runs {
+        let Ok(nvcc) = toolkit.nvcc.parse::<CudaVersion>() else {
+            continue;
+        };
+        let archs = if inferred.archs.is_empty() {
+            default.clone()
+        } else {
+            inferred.archs.clone()
+        };
+        match by_nvcc.get(&nvcc) {
+            None => {
+                by_nvcc.insert(nvcc, (archs, toolkit));
+            }
+            Some((first, first_toolkit)) if *first != archs => merged.find(
+                "tool.cuwheel.cuda-archs",
+                format!(
+                    "setup.py computes different archs for two torch releases built with nvcc {nvcc}: \
+                     {} for {}, {} for {}; cuda-archs is keyed by toolkit, so the first was written",
+                    shown(first),
+                    first_toolkit.describe(),
+                    shown(&archs),
+                    toolkit.describe()
+                ),
+                "build those torch releases in separate projects, or list the archs both need",
+            ),
+            Some(_) => {}
+        }
+    }
+    let lists: BTreeSet<&Vec<CudaArch>> = by_nvcc.values().map(|(archs, _)| archs).collect();
+    if lists.len() <= 1 {
+        return;
+    }
+    let mut table: BTreeMap<ToolkitKey, Vec<CudaArch>> = BTreeMap::new();
+    let majors: BTreeSet<u32> = by_nvcc.keys().map(|v| v.major).collect();
+    for major in majors {
+        let of_major: Vec<(&CudaVersion, &Vec<CudaArch>)> = by_nvcc
+            .iter()
+            .filter(|(v, _)| v.major == major)
+            .map(|(v, (archs, _))| (v, archs))
+            .collect();
+        let agree = of_major.iter().all(|(_, archs)| *archs == of_major[0].1);
+        if agree {
+            table.insert(ToolkitKey::Major(major), of_major[0].1.clone());
+        } else {
+            for (version, archs) in of_major {
+                table.insert(ToolkitKey::Version(*version), archs.clone());
+            }
+        }
+    }
+    merged.toolkit_archs = table;
+}
+
+fn shown(archs: &[CudaArch]) -> String {
+    format!(
+        "[{}]",
+        archs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A module's list-valued keys that setup.py may compute per toolkit.
+type ListKey = (&'static str, fn(&mut Module) -> &mut Vec<String>);
+
+const LIST_KEYS: [ListKey; 6] = [
+    ("nvcc-flags", |m| &mut m.nvcc_flags),
+    ("cxx-flags", |m| &mut m.cxx_flags),
+    ("defines", |m| &mut m.defines),
+    ("include-dirs", |m| &mut m.include_dirs),
+    ("link-flags", |m| &mut m.link_flags),
+    ("libraries", |m| &mut m.libraries),
+];
+
+/// Modules and their lists: what every toolkit agrees on is written; what
+/// differs is reported, with each toolkit's value.
+fn merge_modules(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
+    let mut findings = Vec::new();
+    let names = |inferred: &Inferred| -> Vec<String> {
+        inferred.modules.iter().map(|m| m.name.clone()).collect()
+    };
+    let (first_toolkit, first) = &runs[0];
+    for (toolkit, other) in &runs[1..] {
+        if names(other) != names(first) {
+            findings.push((
+                "tool.cuwheel.modules".to_string(),
+                format!(
+                    "setup.py builds different modules per toolkit: {:?} for {}, {:?} for {}; \
+                     the first were written",
+                    names(first),
+                    first_toolkit.describe(),
+                    names(other),
+                    toolkit.describe()
+                ),
+                "cuwheel builds the same modules for every cell: narrow matrix.torch to the \
+                 toolkits that build these"
+                    .to_string(),
+            ));
+        }
+    }
+    for module in &mut merged.modules {
+        let mut others: Vec<(&Toolkit, Module)> = Vec::new();
+        for (toolkit, other) in &runs[1..] {
+            if let Some(m) = other.modules.iter().find(|m| m.name == module.name) {
+                others.push((toolkit, m.clone()));
+            }
+        }
+        let key = format!("tool.cuwheel.modules[{}]", module.name);
+        let sources = |m: &Module| (m.kernels.clone(), m.bindings.clone());
+        for (toolkit, other) in &others {
+            if sources(other) != sources(module) {
+                findings.push((
+                    format!("{key}.kernels"),
+                    format!(
+                        "setup.py gives `{}` different sources for {} than for {}; those of the \
+                         first were written",
+                        module.name,
+                        first_toolkit.describe(),
+                        toolkit.describe()
+                    ),
+                    "list the sources every toolkit builds".to_string(),
+                ));
+            }
+        }
+        for (name, pick) in LIST_KEYS {
+            let mine = pick(module).clone();
+            let theirs: Vec<(&Toolkit, Vec<String>)> = others
+                .iter_mut()
+                .map(|(t, m)| (*t, pick(m).clone()))
+                .collect();
+            if theirs.iter().all(|(_, list)| *list == mine) {
+                continue;
+            }
+            let common: Vec<String> = mine
+                .iter()
+                .filter(|item| theirs.iter().all(|(_, list)| list.contains(item)))
+                .cloned()
+                .collect();
+            let each: Vec<String> = std::iter::once((*first_toolkit, mine.clone()))
+                .chain(theirs.iter().cloned())
+                .map(|(t, list)| format!("{} for {}", shown_list(&list), t.describe()))
+                .collect();
+            findings.push((
+                format!("{key}.{name}"),
+                format!(
+                    "setup.py computes `{}`'s {name} per toolkit: {}; cuwheel's config has one list \
+                     for every toolkit, so those all of them share were written: {}",
+                    module.name,
+                    each.join("; "),
+                    shown_list(&common)
+                ),
+                "add the others by hand if every toolkit of the matrix accepts them, or narrow \
+                 matrix.torch to the toolkits that need them"
+                    .to_string(),
+            ));
+            *pick(module) = common;
+        }
+    }
+    for (key, problem, fix) in findings {
+        merged.find(&key, problem, fix);
+    }
+}
+
+fn shown_list(list: &[String]) -> String {
+    format!(
+        "[{}]",
+        list.iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}

@@ -79,6 +79,10 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         for line in stage::stage(&root) {
             eprintln!("{line}");
         }
+        eprintln!(
+            "init: --no-lock: run `cuwheel lock`, then `nix flake lock` (flake.lock pins the \
+             cuwheel input) and `git add cuwheel.lock flake.lock`"
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let locked = super::lock::lock_and_report(

@@ -29,7 +29,7 @@ pub struct Decision {
     /// Where it came from, for the report: `LICENSE (MIT, 99% match)`.
     pub source: Option<String>,
     /// `(key, problem, fix)` for the report's "not inferred" list.
-    pub findings: Vec<(String, String)>,
+    pub findings: Vec<(String, String, String)>,
 }
 
 /// One license file's text, and the name it has at the root.
@@ -211,6 +211,7 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
         decision.findings.push((
             key.clone(),
             format!("setup()'s license `{given}` is not an SPDX expression; it was not written"),
+            FIX.to_string(),
         ));
     }
     // Each file: its identification.
@@ -241,6 +242,7 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
         }
     }
     let mut ids: Vec<&str> = found.iter().map(|(_, id)| id.as_str()).collect();
+    ids.sort_unstable();
     ids.dedup();
     match ids.as_slice() {
         [id] => {
@@ -256,6 +258,11 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
                             "{file} is {id}, but the classifier `{classifier}` says {}; the \
                              file's {id} was written and the classifier dropped",
                             allowed.join(" or ")
+                        ),
+                        format!(
+                            "check which is right: if {file} is, nothing to do; if the \
+                             classifier is, the project ships the wrong {file}: replace it and \
+                             write that license's SPDX id as project.license"
                         ),
                     ));
                 }
@@ -274,6 +281,9 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
                     several.len(),
                     listed.join(", ")
                 ),
+                "write license = \"A AND B\" when all apply, \"A OR B\" when the user may \
+                 choose (PEP 639)"
+                    .to_string(),
             ));
             return decision;
         }
@@ -312,6 +322,7 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
     decision.findings.push((
         key,
         format!("no license could be inferred: {}", why.join("; ")),
+        FIX.to_string(),
     ));
     decision
 }

@@ -420,8 +420,8 @@ pub(super) fn decide_license(root: &Path, given: Option<&str>, at: &str, inferre
         .map(|(name, text)| LicenseFile { name, text })
         .collect();
     let decision = super::license::decide(given, &files, &inferred.meta.classifiers);
-    for (key, problem) in decision.findings {
-        inferred.find(&key, problem, super::license::FIX);
+    for (key, problem, fix) in decision.findings {
+        inferred.find(&key, problem, fix);
     }
     let Some(expression) = decision.expression else {
         return;

@@ -109,11 +109,18 @@ pub fn stage(root: &Path) -> Vec<String> {
 /// Runs `nix flake lock` at `root` unless `flake.lock` is there; the
 /// report's lines.
 pub fn lock_flake(root: &Path) -> Vec<String> {
+    lock_flake_with(root, "nix")
+}
+
+/// [`lock_flake`] with `program` as nix.
+pub fn lock_flake_with(root: &Path, program: &str) -> Vec<String> {
     if root.join("flake.lock").is_file() {
         return Vec::new();
     }
-    let cmd = flake_lock_command(root);
-    let args: Vec<String> = cmd
+    let template = flake_lock_command(root);
+    let mut cmd = Command::new(program);
+    cmd.args(template.get_args()).current_dir(root);
+    let args: Vec<String> = template
         .get_args()
         .map(|a| a.to_string_lossy().to_string())
         .collect();
@@ -122,7 +129,6 @@ pub fn lock_flake(root: &Path) -> Vec<String> {
         shown("cd", &[root.display().to_string()]),
         shown("nix", &args)
     );
-    let mut cmd = cmd;
     match cmd.output() {
         Ok(out) if out.status.success() => vec![
             "init: wrote flake.lock (nix flake lock): it pins the cuwheel input's revision"
@@ -161,5 +167,23 @@ mod tests {
             "nix --extra-experimental-features 'nix-command flakes' --option warn-dirty false \
              flake lock"
         );
+    }
+
+    #[test]
+    fn without_nix_the_flake_lock_command_is_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = lock_flake_with(dir.path(), "/nonexistent/nix");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains(&format!(
+                "write it with `cd {} && nix --extra-experimental-features 'nix-command flakes' \
+                 --option warn-dirty false flake lock` (it pins the cuwheel input's revision)",
+                dir.path().display()
+            )),
+            "{lines:?}"
+        );
+        // With a flake.lock there, nothing is run or said.
+        std::fs::write(dir.path().join("flake.lock"), "{}").unwrap();
+        assert!(lock_flake_with(dir.path(), "/nonexistent/nix").is_empty());
     }
 }

@@ -112,11 +112,12 @@ fn split_list(value: &str) -> Vec<String> {
 
 /// The Pythons cuwheel has headers for without an archive.
 pub fn header_pythons() -> Vec<PythonAbi> {
-    DebianData::embedded()
+    let sorted: BTreeSet<PythonAbi> = DebianData::embedded()
         .python_suites
         .keys()
         .filter_map(|v| v.parse().ok())
-        .collect()
+        .collect();
+    sorted.into_iter().collect()
 }
 
 /// The matrix to write (see the module documentation).

@@ -57,9 +57,15 @@ fn module<'a>(inferred: &'a Inferred, name: &str) -> &'a Module {
         })
 }
 
+/// The matrix named by flags, so that no package index is asked.
 fn options() -> InitOptions {
     InitOptions {
         cuwheel: Some("path:/opt/cuwheel".into()),
+        matrix: cuwheel::init::matrix::MatrixFlags {
+            torch: vec!["2.11,2.9".into()],
+            python: vec!["3.11,3.13,3.14".into()],
+            ..Default::default()
+        },
         ..InitOptions::default()
     }
 }
@@ -212,13 +218,29 @@ fn one_module_with_cu_bindings_and_archs_from_the_build_machine() {
         .iter()
         .map(|f| format!("{}: {}", f.key, f.problem))
         .collect();
-    assert_eq!(findings.len(), 2, "{findings:#?}");
-    assert!(
-        findings[0].starts_with("project.license: setup.py names no license; its classifier says")
+    // The LICENSE file's text is BSD-3-Clause, which the BSD classifier
+    // allows: that is the expression, and the classifier is dropped.
+    assert_eq!(
+        inferred.meta.license.as_deref(),
+        Some("BSD-3-Clause"),
+        "{findings:#?}"
     );
     assert!(
-        findings[1].contains("tool.cuwheel.cuda-archs")
-            && findings[1].contains("setup.py:26: `if capability:`"),
+        !inferred
+            .meta
+            .classifiers
+            .iter()
+            .any(|c| c.starts_with("License ::"))
+    );
+    assert!(
+        !findings.iter().any(|f| f.starts_with("project.license")),
+        "{findings:#?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("tool.cuwheel.cuda-archs")
+                && f.contains("setup.py:26: `if capability:`")),
         "{findings:#?}"
     );
     let taken: Vec<&str> = inferred
@@ -476,6 +498,7 @@ fn the_command_reports_and_writes_without_locking() {
     let (_dir, root) = copy_of("one-module");
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
         .args(["init", "--no-lock", "--cuwheel", "path:/opt/cuwheel"])
+        .args(["--torch", "2.11,2.9", "--python", "3.11,3.13,3.14"])
         .arg(&root)
         .output()
         .unwrap();
@@ -496,6 +519,7 @@ fn the_command_reports_and_writes_without_locking() {
     let (_dir2, root2) = copy_of("per-op");
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
         .args(["init", "--dry-run", "--cuwheel", "path:/opt/cuwheel"])
+        .args(["--torch", "2.11,2.9", "--python", "3.11,3.13,3.14"])
         .arg(&root2)
         .output()
         .unwrap();

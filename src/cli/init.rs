@@ -1,5 +1,7 @@
 //! `cuwheel init [DIR]`: infer the project's `[tool.cuwheel]` and flake
-//! from its sources (setup.py is read, never run), write them, then lock.
+//! from its sources (setup.py is read, never run), write them with the
+//! matrix the flags (or the package index) give, then lock, write
+//! flake.lock and stage what was written.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use cuwheel::init::{InitOptions, init};
+use cuwheel::init::matrix::MatrixFlags;
+use cuwheel::init::{InitOptions, init, stage};
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -26,12 +29,24 @@ pub struct InitArgs {
     /// Print the config that would be written; write nothing and do not lock
     #[arg(long)]
     dry_run: bool,
-    /// Do not run `cuwheel lock` after writing the config
+    /// Do not run `cuwheel lock` or `nix flake lock` after writing the config
     #[arg(long)]
     no_lock: bool,
-    /// The Python interpreter whose pip `cuwheel lock` uses [default: python3]
-    #[arg(long)]
-    python: Option<PathBuf>,
+    /// Torch releases to build for: minors or ranges (repeatable or comma-separated, like 2.11,2.9) [default: the two newest minors on the package index]
+    #[arg(long, value_name = "TORCH")]
+    torch: Vec<String>,
+    /// Pythons to build for, when a module has pybind11 bindings (repeatable or comma-separated) [default: every Python cuwheel has headers for that the torch releases have wheels for]
+    #[arg(long, value_name = "X.Y")]
+    python: Vec<String>,
+    /// Only the cells serving these CUDA versions (repeatable or comma-separated, like 13.0)
+    #[arg(long, value_name = "X.Y")]
+    cuda: Vec<String>,
+    /// The archs to build kernels for, replacing what init infers (repeatable or comma-separated, like 8.0,9.0+PTX)
+    #[arg(long, value_name = "ARCH")]
+    cuda_archs: Vec<String>,
+    /// The Python interpreter whose pip lists torch releases and `cuwheel lock` uses [default: python3]
+    #[arg(long, value_name = "PATH")]
+    pip_python: Option<PathBuf>,
 }
 
 pub fn run(args: InitArgs) -> Result<ExitCode> {
@@ -40,25 +55,57 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         force: args.force,
         ignore_setup_py: args.ignore_setup_py,
         dry_run: args.dry_run,
+        matrix: MatrixFlags {
+            torch: args.torch,
+            python: args.python,
+            cuda: args.cuda,
+            cuda_archs: args.cuda_archs,
+        },
+        pip_python: args.pip_python.clone(),
     };
     let outcome = init(&args.dir, &options)?;
     if args.dry_run {
         println!("{}", outcome.pyproject);
     }
     eprint!("{}", outcome.report());
-    if args.dry_run || args.no_lock {
+    if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    super::lock::lock_and_report(
+    let root = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("cannot open the project directory {}", args.dir.display()))?;
+    if args.no_lock {
+        for line in stage::stage(&root) {
+            eprintln!("{line}");
+        }
+        eprintln!(
+            "init: --no-lock: run `cuwheel lock`, then `nix flake lock` (flake.lock pins the \
+             cuwheel input) and `git add cuwheel.lock flake.lock`"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let locked = super::lock::lock_and_report(
         &args.dir,
         cuwheel::lock::LockOptions {
-            python: args.python,
+            python: args.pip_python,
             ..Default::default()
         },
     )
     .context(
         "the config is written, but `cuwheel lock` failed on it: fix what the message names in \
          pyproject.toml (see what init printed as not inferred), then run `cuwheel lock`",
-    )?;
+    );
+    // The project flake sees only tracked files: stage before `nix flake
+    // lock` reads it, and again for flake.lock.
+    let mut lines = stage::stage(&root);
+    if locked.is_ok() {
+        lines = stage::lock_flake(&root);
+        lines.extend(stage::stage(&root));
+    }
+    for line in lines {
+        eprintln!("{line}");
+    }
+    locked?;
     Ok(ExitCode::SUCCESS)
 }

@@ -102,6 +102,7 @@ pub fn from_tree(root: &Path) -> Result<Inferred> {
     );
     version(root, &packages, &mut inferred);
     super::metadata::license_files(root, &mut inferred);
+    super::metadata::decide_license(root, None, "the source tree", &mut inferred);
     Ok(inferred)
 }
 

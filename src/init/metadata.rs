@@ -13,6 +13,7 @@ use std::fs;
 use std::path::Path;
 
 use super::extract::strings;
+use super::license::{LicenseFile, is_license_classifier};
 use super::model::{Inferred, Person, Readme, VersionSource};
 use super::python::ast::{Const, ExprKind, StmtKind};
 use super::python::value::{Call, Value};
@@ -22,14 +23,6 @@ use crate::wheel::Version;
 
 /// Files shipped as license files when they sit at the root.
 const LICENSE_NAMES: [&str; 4] = ["LICENSE", "LICENCE", "COPYING", "NOTICE"];
-/// License classifiers that name exactly one SPDX license.
-const LICENSE_CLASSIFIERS: [(&str, &str); 5] = [
-    (":: MIT License", "MIT"),
-    (":: ISC License (ISCL)", "ISC"),
-    (":: Mozilla Public License 2.0 (MPL 2.0)", "MPL-2.0"),
-    (":: The Unlicense (Unlicense)", "Unlicense"),
-    (":: Boost Software License 1.0 (BSL-1.0)", "BSL-1.0"),
-];
 /// Readme files looked for when setup.py names none.
 const README_NAMES: [&str; 3] = ["README.md", "README.rst", "README.txt"];
 
@@ -401,78 +394,59 @@ fn readme(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
 }
 
 fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
-    license_expression(setup, cfg, inferred);
-    if inferred.meta.license.is_some() {
-        drop_license_classifiers(setup, inferred);
-    }
-    license_files(root, inferred);
-}
-
-/// PEP 639: a license expression is the one statement of the license, and
-/// cuwheel refuses `License ::` classifiers beside it; init keeps the
-/// expression and drops them, saying so.
-fn drop_license_classifiers(setup: &Call, inferred: &mut Inferred) {
-    let (dropped, kept): (Vec<String>, Vec<String>) =
-        std::mem::take(&mut inferred.meta.classifiers)
-            .into_iter()
-            .partition(|c| c.starts_with("License ::"));
-    inferred.meta.classifiers = kept;
-    for classifier in dropped {
-        inferred.assumptions.push(super::python::Note {
-            at: setup.at.clone(),
-            text: format!(
-                "dropped the classifier `{classifier}`: project.license is the license \
-                 expression, and PEP 639 allows no License classifier beside one"
-            ),
-        });
-    }
-}
-
-/// `project.license` from setup()'s `license`, else from a License
-/// classifier that names one SPDX id.
-fn license_expression(setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
     let given = setup
         .arg("license", None)
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| cfg.get("license").map(str::to_string));
-    if let Some(license) = given {
-        if is_spdx_expression(&license) {
-            inferred.meta.license = Some(license);
-        } else {
-            inferred.find(
-                "project.license",
-                format!(
-                    "{}: license `{license}` is not an SPDX expression",
-                    setup.at
-                ),
-                "write license = \"MIT\" (a PEP 639 SPDX expression)",
-            );
-        }
-    } else if let Some(classifier) = inferred
+    license_files(root, inferred);
+    decide_license(root, given.as_deref(), &setup.at, inferred);
+}
+
+/// `project.license` by [`super::license::decide`] from `given` (setup()'s
+/// `license`), the root's license files and the classifiers; when one is
+/// written, the `License ::` classifiers are dropped (PEP 639 allows none
+/// beside an expression), saying so. `at` is where the report points.
+pub(super) fn decide_license(root: &Path, given: Option<&str>, at: &str, inferred: &mut Inferred) {
+    let texts: Vec<(String, String)> = inferred
         .meta
-        .classifiers
+        .license_files
         .iter()
-        .find(|c| c.starts_with("License ::"))
-        .cloned()
-    {
-        let spdx = LICENSE_CLASSIFIERS
-            .iter()
-            .find(|(c, _)| classifier.ends_with(c))
-            .map(|(_, s)| *s);
-        if let Some(spdx) = spdx {
-            inferred.meta.license = Some(spdx.to_string());
-            inferred.assumptions.push(super::python::Note {
-                at: setup.at.clone(),
-                text: format!("license = \"{spdx}\" from the classifier `{classifier}`"),
-            });
-            return;
-        }
-        inferred.find(
-            "project.license",
-            format!("setup.py names no license; its classifier says `{classifier}`"),
-            "write license = \"<SPDX expression>\" (PEP 639), like \"MIT\" or \"BSD-3-Clause\"",
-        );
+        .filter(|name| !name.to_ascii_uppercase().starts_with("NOTICE"))
+        .filter_map(|name| Some((name.clone(), fs::read_to_string(root.join(name)).ok()?)))
+        .collect();
+    let files: Vec<LicenseFile<'_>> = texts
+        .iter()
+        .map(|(name, text)| LicenseFile { name, text })
+        .collect();
+    let decision = super::license::decide(given, &files, &inferred.meta.classifiers);
+    for (key, problem, fix) in decision.findings {
+        inferred.find(&key, problem, fix);
+    }
+    let Some(expression) = decision.expression else {
+        return;
+    };
+    inferred.assumptions.push(super::python::Note {
+        at: at.to_string(),
+        text: format!(
+            "license = \"{expression}\" from {}",
+            decision.source.unwrap_or_default()
+        ),
+    });
+    inferred.meta.license = Some(expression);
+    let (dropped, kept): (Vec<String>, Vec<String>) =
+        std::mem::take(&mut inferred.meta.classifiers)
+            .into_iter()
+            .partition(|c| is_license_classifier(c));
+    inferred.meta.classifiers = kept;
+    for classifier in dropped {
+        inferred.assumptions.push(super::python::Note {
+            at: at.to_string(),
+            text: format!(
+                "dropped the classifier `{classifier}`: project.license is the license \
+                 expression, and PEP 639 allows no License classifier beside one"
+            ),
+        });
     }
 }
 
@@ -499,28 +473,6 @@ pub(super) fn root_names(root: &Path, keep: impl Fn(&str) -> bool) -> Vec<String
         .unwrap_or_default();
     names.sort();
     names
-}
-
-/// `MIT`, `Apache-2.0 OR MIT`, `(A AND B) WITH C`: identifiers joined by
-/// operators. Whether each identifier is on SPDX's list is the config's.
-fn is_spdx_expression(text: &str) -> bool {
-    let tokens: Vec<&str> = text
-        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .filter(|t| !t.is_empty())
-        .collect();
-    !tokens.is_empty()
-        && tokens.iter().enumerate().all(|(i, t)| {
-            let operator = matches!(*t, "AND" | "OR" | "WITH");
-            let id = t
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '+' | ':'));
-            if i % 2 == 1 {
-                operator
-            } else {
-                id && !operator
-            }
-        })
-        && tokens.len() % 2 == 1
 }
 
 /// `packages`, `package_dir`, `package_data`, `include_package_data`.
@@ -651,18 +603,6 @@ fn data_files(root: &Path, dirs: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spdx_expressions_are_recognised() {
-        assert!(is_spdx_expression("MIT"));
-        assert!(is_spdx_expression("MIT OR Apache-2.0"));
-        assert!(is_spdx_expression(
-            "(GPL-2.0-only WITH Classpath-exception-2.0) AND MIT"
-        ));
-        assert!(!is_spdx_expression("BSD License"));
-        assert!(!is_spdx_expression("MIT OR"));
-        assert!(!is_spdx_expression(""));
-    }
 
     #[test]
     fn version_files_point_the_config_at_them() {

@@ -19,12 +19,15 @@ pub mod classify;
 pub mod extract;
 pub mod flake;
 pub mod layout;
+pub mod license;
+pub mod matrix;
 pub mod metadata;
 pub mod model;
 pub mod pyproject;
 pub mod python;
 pub mod render;
 pub mod setup_cfg;
+pub mod stage;
 pub mod toolkits;
 
 use std::fmt::Write as _;
@@ -47,6 +50,10 @@ pub struct InitOptions {
     pub ignore_setup_py: bool,
     /// Compute and report, write nothing.
     pub dry_run: bool,
+    /// `--torch`, `--python`, `--cuda`, `--cuda-archs`.
+    pub matrix: matrix::MatrixFlags,
+    /// The interpreter whose pip lists torch releases (default `python3`).
+    pub pip_python: Option<PathBuf>,
 }
 
 /// What `init` inferred and wrote.
@@ -64,6 +71,10 @@ pub struct Outcome {
     /// Whether flake.nix was (or, in a dry run, would be) written.
     pub flake_written: bool,
     pub written: Vec<PathBuf>,
+    /// The matrix written, and where it came from.
+    pub matrix: matrix::Matrix,
+    /// What merging pyproject.toml dropped from the file, said once each.
+    pub notes: Vec<String>,
 }
 
 /// Infers the config of the project at `root` (absolute), setup.py
@@ -170,14 +181,33 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
     {
         inferred.find("project.version", "no version was found; 0.0.0 was written", "write version = \"1.2.3\", or version = { file = \"VERSION\" } in [tool.cuwheel] with dynamic = [\"version\"]");
     }
+    let pybind11 = inferred
+        .modules
+        .iter()
+        .any(|m| m.bindings.contains_key(&classify::Flavour::Pybind11));
+    let pip = crate::lock::pip::Pip::new(options.pip_python.as_deref());
+    let baseline: crate::spec::Baseline = render::DEFAULT_BASELINE
+        .parse()
+        .expect("init's baseline is a known manylinux tag");
+    let index = matrix::PipIndex {
+        pip: &pip,
+        baseline: &baseline,
+    };
+    let matrix = matrix::choose(&options.matrix, pybind11, &index)?;
+    if !matrix.cuda_archs.is_empty() {
+        inferred.archs = matrix.cuda_archs.clone();
+        inferred
+            .findings
+            .retain(|f| f.key != "tool.cuwheel.cuda-archs");
+    }
     if let Some(torch) = build_requires_torch(existing.as_deref()) {
         inferred.find(
             "tool.cuwheel.matrix.torch",
-            format!("pyproject.toml's [build-system] requires `{torch}`: the project is built against that torch, but cuwheel's default torch list was written"),
+            format!("pyproject.toml's [build-system] requires `{torch}`: the project is built against that torch, and matrix.torch = [{}] was written", matrix.torch.join(", ")),
             "set matrix.torch to the torch versions the project supports (a list, or a range like \">=2.7,<2.8\")",
         );
     }
-    let table = render::render(
+    let mut table = render::render(
         &inferred,
         &root,
         if origin.starts_with("setup.py") {
@@ -186,6 +216,8 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             "the source tree"
         },
     );
+    table.push('\n');
+    table.push_str(&matrix.render());
     let merged = pyproject::merge(
         existing.as_deref(),
         &inferred,
@@ -217,6 +249,8 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         flake,
         flake_written,
         written,
+        matrix,
+        notes: merged.notes,
     })
 }
 
@@ -302,6 +336,24 @@ impl Outcome {
         for kept in &self.kept {
             let _ = writeln!(out, "init: kept pyproject.toml's {kept}");
         }
+        for note in self.notes.iter().chain(&self.matrix.notes) {
+            let _ = writeln!(out, "init: {note}");
+        }
+        let _ = writeln!(
+            out,
+            "init: matrix: torch {}{}{}",
+            self.matrix.torch.join(", "),
+            if self.matrix.python.is_empty() {
+                String::new()
+            } else {
+                format!("; python {}", self.matrix.python.join(", "))
+            },
+            if self.matrix.cuda.is_empty() {
+                String::new()
+            } else {
+                format!("; cuda {}", self.matrix.cuda.join(", "))
+            },
+        );
         if self.written.is_empty() {
             let _ = writeln!(out, "init: dry run: nothing written");
         }

@@ -19,6 +19,8 @@ pub struct Merge {
     pub text: String,
     /// `[project]` keys the file already had, kept, with what was inferred.
     pub kept: Vec<String>,
+    /// What was dropped from the file's `[project]`, and why.
+    pub notes: Vec<String>,
 }
 
 /// An array of strings; one item per line when it would be long.
@@ -201,6 +203,7 @@ pub fn merge(
         }
         project.insert(key, Item::Table(table));
     }
+    let notes = drop_license_classifiers(project);
     let mut text = doc.to_string();
     if !text.is_empty() && !text.ends_with("\n\n") {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
@@ -210,7 +213,30 @@ pub fn merge(
     if let Err(e) = text.parse::<DocumentMut>() {
         bail!("cuwheel init produced TOML that does not parse (a bug in cuwheel): {e}");
     }
-    Ok(Merge { text, kept })
+    Ok(Merge { text, kept, notes })
+}
+
+/// PEP 639: beside a `license` expression, no `License ::` classifier. The
+/// file's own ones are dropped when the table ends up with an expression.
+fn drop_license_classifiers(project: &mut Table) -> Vec<String> {
+    if project.get("license").and_then(Item::as_str).is_none() {
+        return Vec::new();
+    }
+    let Some(classifiers) = project.get_mut("classifiers").and_then(Item::as_array_mut) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    classifiers.retain(|c| match c.as_str() {
+        Some(text) if super::license::is_license_classifier(text) => {
+            notes.push(format!(
+                "dropped pyproject.toml's classifier `{text}`: project.license is the license \
+                 expression, and PEP 639 allows no License classifier beside one"
+            ));
+            false
+        }
+        _ => true,
+    });
+    notes
 }
 
 /// Sets `key` unless the table has it; a different value there is kept

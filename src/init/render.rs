@@ -6,7 +6,8 @@
 //! `bindings`) when one module needs nothing more, else one
 //! `[[tool.cuwheel.modules]]` table per module, with the flags all modules
 //! begin with lifted to the top level (module lists are appended to it).
-//! What was not inferred gets cuwheel's default and a comment.
+//! What was not inferred gets cuwheel's default and a comment. The
+//! `[tool.cuwheel.matrix]` table is [`super::matrix`]'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,12 +21,6 @@ use crate::spec::glob::Pattern;
 pub const DEFAULT_BASELINE: &str = "manylinux_2_31";
 /// The archs written when setup.py sets none.
 pub const DEFAULT_ARCHS: [&str; 2] = ["8.0", "9.0+PTX"];
-/// The matrix written: two torch releases cuwheel's toolkits cover (torch
-/// 2.11 is CUDA 13.0, 2.9 CUDA 12.8; `cuwheel lock` reads each from its
-/// wheels). `python` is added only when a module has pybind11 bindings.
-const DEFAULT_MATRIX: &str = r#"torch = ["2.11", "2.9"]"#;
-const DEFAULT_PYTHONS: &str = r#"python = ["3.11", "3.13", "3.14"]"#;
-
 /// A compile key every module may set and the top level may give for all:
 /// its name, the module's list, and whether only CUDA modules use it.
 type CompileKey = (&'static str, fn(&Module) -> &Vec<String>, bool);
@@ -346,18 +341,6 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
             }
         }
     }
-    lines.push(String::new());
-    lines.push("[tool.cuwheel.matrix]".into());
-    lines.push("# Not inferred: cuwheel's default matrix; name the torch releases (minors or ranges) and Pythons to build for.".into());
-    let pybind = modules
-        .iter()
-        .any(|m| m.bindings.contains_key(&Flavour::Pybind11));
-    let matrix: Vec<&str> = DEFAULT_MATRIX.lines().collect();
-    lines.push(matrix[0].into());
-    if pybind {
-        lines.push(DEFAULT_PYTHONS.into());
-    }
-    lines.extend(matrix[1..].iter().map(|l| l.to_string()));
     let mut text = lines.join("\n");
     text.push('\n');
     text

@@ -207,7 +207,10 @@ impl Nix {
     fn command_on(&self, program: &str, store: Option<&std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         if program == "nix" {
-            cmd.args(["--extra-experimental-features", "nix-command flakes"]);
+            // A project flake is built from its work tree, which is dirty
+            // whenever init or the user just changed it: not news.
+            cmd.args(["--extra-experimental-features", "nix-command flakes"])
+                .args(["--option", "warn-dirty", "false"]);
         }
         if let Some(store) = store {
             cmd.arg("--store").arg(store);
@@ -544,6 +547,12 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn flake_commands_do_not_warn_of_a_dirty_tree() {
+        let text = describe(&Nix::system().command("nix"));
+        assert!(text.contains("--option warn-dirty false"), "{text}");
     }
 
     #[test]

@@ -20,7 +20,13 @@
 //!   extension needs no newer runtime than torch loads;
 //! - `gcc-range`: the baseline's GCC is in the range the nvcc accepts;
 //! - `cuda-archs`: the nvcc compiles for every arch its `cuda-archs` list
-//!   names.
+//!   names, arch-specific (`9.0a`) and family-specific (`10.0f`) targets
+//!   included; a message names the first nvcc that compiles an arch.
+//!
+//! The same facts refuse what the config alone shows to be impossible
+//! before `cuwheel lock` asks any registry ([`CompatTable::nvcc_lacks`],
+//! used by the config reader): a list keyed by a toolkit, or the toolkit a
+//! matrix pins or the served CUDA bounds, that cannot compile an arch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +52,8 @@ const LOCK_FACTS: &str = "the torch wheels and toolkits the package index and De
 pub struct CompatTable {
     pub sources: Sources,
     toolkits: BTreeMap<CudaVersion, Toolkit>,
+    /// The first nvcc of the targets introduced by toolkits with no row.
+    introduced: BTreeMap<CudaArch, Introduced>,
     baselines: BTreeMap<Baseline, BaselineSuite>,
 }
 
@@ -63,21 +71,20 @@ pub struct Sources {
 pub struct Toolkit {
     pub gcc_min: u32,
     pub gcc_max: u32,
-    /// `(major, minor)` of every SASS target its nvcc compiles for.
-    pub archs: Vec<(u32, u32)>,
+    /// Every SASS target its nvcc compiles for (`9.0`, `9.0a`, `10.0f`),
+    /// without `+PTX`: nvcc embeds PTX for each of the same virtual archs.
+    pub archs: Vec<CudaArch>,
 }
 
 impl Toolkit {
+    /// Whether its nvcc compiles for `arch`, suffix included (`9.0a` is not
+    /// `9.0`); `+PTX` asks for the same target's virtual arch.
     pub fn supports(&self, arch: &CudaArch) -> bool {
-        self.archs.contains(&(arch.major, arch.minor))
+        self.archs.contains(&arch.sass())
     }
 
     fn archs_shown(&self) -> String {
-        join(
-            self.archs
-                .iter()
-                .map(|(major, minor)| format!("{major}.{minor}")),
-        )
+        join(&self.archs)
     }
 }
 
@@ -95,7 +102,24 @@ pub struct BaselineSuite {
 struct DataFile {
     sources: Sources,
     toolkit: Vec<ToolkitRow>,
+    introduced: Vec<IntroducedRow>,
     baseline: Vec<BaselineRow>,
+}
+
+/// The first nvcc release that compiled some targets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IntroducedRow {
+    nvcc: CudaVersion,
+    archs: Vec<CudaArch>,
+    source: String,
+}
+
+/// When nvcc first compiled a target, and where that is stated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Introduced {
+    pub nvcc: CudaVersion,
+    pub source: String,
 }
 
 #[derive(Deserialize)]
@@ -238,14 +262,41 @@ impl CompatTable {
                     row.version
                 ));
             }
-            let archs = row.archs.iter().map(|a| (a.major, a.minor)).collect();
             let toolkit = Toolkit {
                 gcc_min,
                 gcc_max,
-                archs,
+                archs: row.archs,
             };
             if toolkits.insert(row.version, toolkit).is_some() {
                 return Err(format!("toolkit {} is listed twice", row.version));
+            }
+        }
+        let mut introduced = BTreeMap::new();
+        for row in file.introduced {
+            for arch in row.archs {
+                if arch.ptx {
+                    return Err(format!(
+                        "introduced {}: archs must list SASS targets like \"9.0a\"",
+                        row.nvcc
+                    ));
+                }
+                let first = Introduced {
+                    nvcc: row.nvcc,
+                    source: row.source.clone(),
+                };
+                if introduced.insert(arch, first).is_some() {
+                    return Err(format!("introduced: {arch} is listed twice"));
+                }
+                if let Some((version, _)) = toolkits
+                    .iter()
+                    .find(|(version, toolkit)| **version < row.nvcc && toolkit.supports(&arch))
+                {
+                    return Err(format!(
+                        "introduced: {arch} is said to come with nvcc {}, but toolkit {version} \
+                         lists it",
+                        row.nvcc
+                    ));
+                }
             }
         }
         let mut baselines = BTreeMap::new();
@@ -269,6 +320,7 @@ impl CompatTable {
         Ok(CompatTable {
             sources: file.sources,
             toolkits,
+            introduced,
             baselines,
         })
     }
@@ -284,6 +336,49 @@ impl CompatTable {
 
     pub fn baseline(&self, baseline: &Baseline) -> Option<&BaselineSuite> {
         self.baselines.get(baseline)
+    }
+
+    /// The first nvcc known to compile `arch` (its suffix counts, `+PTX`
+    /// does not), and the source of that fact: the `introduced` rows for
+    /// toolkits cuwheel has no row for (12.0, 12.8, 12.9), else the oldest
+    /// toolkit row listing it.
+    pub fn first_nvcc(&self, arch: &CudaArch) -> Option<(CudaVersion, &str)> {
+        let listed = self
+            .toolkits
+            .iter()
+            .find(|(_, toolkit)| toolkit.supports(arch))
+            .map(|(version, _)| (*version, self.sources.toolkit_archs.as_str()));
+        let introduced = self
+            .introduced
+            .get(&arch.sass())
+            .map(|first| (first.nvcc, first.source.as_str()));
+        match (listed, introduced) {
+            (Some(listed), Some(introduced)) => Some(std::cmp::min(listed, introduced)),
+            (listed, introduced) => listed.or(introduced),
+        }
+    }
+
+    /// Why nvcc `nvcc` cannot compile for `arch`, from the facts alone:
+    /// `10.0f (family-specific) needs nvcc ≥ 12.9`, or, for a toolkit with
+    /// a row, that it does not list the arch. `None` when it can, or when
+    /// the table does not know.
+    pub fn nvcc_lacks(&self, nvcc: CudaVersion, arch: &CudaArch) -> Option<(String, String)> {
+        let shown = arch_shown(arch);
+        if let Some((first, source)) = self.first_nvcc(arch) {
+            if first > nvcc {
+                return Some((format!("{shown} needs nvcc ≥ {first}"), source.to_string()));
+            }
+        }
+        let toolkit = self.toolkit(&nvcc)?;
+        (!toolkit.supports(arch)).then(|| {
+            (
+                format!(
+                    "nvcc {nvcc} does not compile for {shown}; it compiles for {}",
+                    toolkit.archs_shown()
+                ),
+                self.sources.toolkit_archs.clone(),
+            )
+        })
     }
 
     /// Checks every cell and returns every violation, cells with the same
@@ -561,16 +656,30 @@ impl CompatTable {
         if !newer.is_empty() {
             fix += &format!("; the whole list builds with nvcc {}", newer.join(", "));
         }
-        Some((
-            Rule::CudaArchs,
-            format!(
-                "nvcc {nvcc} cannot compile for {} ({key}); it supports {}",
-                unsupported.join(", "),
-                toolkit.archs_shown()
-            ),
-            self.sources.toolkit_archs.clone(),
-            fix,
-        ))
+        let mut problem = format!(
+            "nvcc {nvcc} cannot compile for {} ({key}); it supports {}",
+            unsupported.join(", "),
+            toolkit.archs_shown()
+        );
+        let mut source = self.sources.toolkit_archs.clone();
+        for arch in list.iter().filter(|arch| !toolkit.supports(arch)) {
+            if let Some((first, from)) = self.first_nvcc(arch).filter(|(first, _)| *first > nvcc) {
+                problem += &format!("; {} needs nvcc ≥ {first}", arch_shown(arch));
+                if !source.contains(from) {
+                    source += &format!("; {from}");
+                }
+            }
+        }
+        Some((Rule::CudaArchs, problem, source, fix))
+    }
+}
+
+/// `9.0a (arch-specific)`, `10.0f (family-specific)`, `8.0`: an arch as
+/// messages name it.
+pub(crate) fn arch_shown(arch: &CudaArch) -> String {
+    match arch.suffix.kind() {
+        Some(kind) => format!("{arch} ({kind})"),
+        None => arch.to_string(),
     }
 }
 

@@ -54,6 +54,7 @@ pub struct CompatTable {
     toolkits: BTreeMap<CudaVersion, Toolkit>,
     /// The first nvcc of the targets introduced by toolkits with no row.
     introduced: BTreeMap<CudaArch, Introduced>,
+    renamed: Vec<Renamed>,
     baselines: BTreeMap<Baseline, BaselineSuite>,
 }
 
@@ -103,7 +104,18 @@ struct DataFile {
     sources: Sources,
     toolkit: Vec<ToolkitRow>,
     introduced: Vec<IntroducedRow>,
+    renamed: Vec<Renamed>,
     baseline: Vec<BaselineRow>,
+}
+
+/// An arch nvcc renamed: `from` is written `to` from nvcc `nvcc` on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Renamed {
+    pub from: CudaArch,
+    pub to: CudaArch,
+    pub nvcc: CudaVersion,
+    pub source: String,
 }
 
 /// The first nvcc release that compiled some targets.
@@ -299,6 +311,15 @@ impl CompatTable {
                 }
             }
         }
+        for rename in &file.renamed {
+            let plain = |arch: &CudaArch| arch.suffix.kind().is_none() && !arch.ptx;
+            if !plain(&rename.from) || !plain(&rename.to) {
+                return Err(format!(
+                    "renamed {}: name plain archs like \"10.1\"",
+                    rename.from
+                ));
+            }
+        }
         let mut baselines = BTreeMap::new();
         for row in file.baseline {
             let expected = format!("{}.{}", row.name.glibc_major, row.name.glibc_minor);
@@ -321,6 +342,7 @@ impl CompatTable {
             sources: file.sources,
             toolkits,
             introduced,
+            renamed: file.renamed,
             baselines,
         })
     }
@@ -336,49 +358,6 @@ impl CompatTable {
 
     pub fn baseline(&self, baseline: &Baseline) -> Option<&BaselineSuite> {
         self.baselines.get(baseline)
-    }
-
-    /// The first nvcc known to compile `arch` (its suffix counts, `+PTX`
-    /// does not), and the source of that fact: the `introduced` rows for
-    /// toolkits cuwheel has no row for (12.0, 12.8, 12.9), else the oldest
-    /// toolkit row listing it.
-    pub fn first_nvcc(&self, arch: &CudaArch) -> Option<(CudaVersion, &str)> {
-        let listed = self
-            .toolkits
-            .iter()
-            .find(|(_, toolkit)| toolkit.supports(arch))
-            .map(|(version, _)| (*version, self.sources.toolkit_archs.as_str()));
-        let introduced = self
-            .introduced
-            .get(&arch.sass())
-            .map(|first| (first.nvcc, first.source.as_str()));
-        match (listed, introduced) {
-            (Some(listed), Some(introduced)) => Some(std::cmp::min(listed, introduced)),
-            (listed, introduced) => listed.or(introduced),
-        }
-    }
-
-    /// Why nvcc `nvcc` cannot compile for `arch`, from the facts alone:
-    /// `10.0f (family-specific) needs nvcc ≥ 12.9`, or, for a toolkit with
-    /// a row, that it does not list the arch. `None` when it can, or when
-    /// the table does not know.
-    pub fn nvcc_lacks(&self, nvcc: CudaVersion, arch: &CudaArch) -> Option<(String, String)> {
-        let shown = arch_shown(arch);
-        if let Some((first, source)) = self.first_nvcc(arch) {
-            if first > nvcc {
-                return Some((format!("{shown} needs nvcc ≥ {first}"), source.to_string()));
-            }
-        }
-        let toolkit = self.toolkit(&nvcc)?;
-        (!toolkit.supports(arch)).then(|| {
-            (
-                format!(
-                    "nvcc {nvcc} does not compile for {shown}; it compiles for {}",
-                    toolkit.archs_shown()
-                ),
-                self.sources.toolkit_archs.clone(),
-            )
-        })
     }
 
     /// Checks every cell and returns every violation, cells with the same
@@ -613,74 +592,6 @@ impl CompatTable {
             fix,
         )
     }
-
-    fn cuda_archs(
-        &self,
-        nvcc: CudaVersion,
-        toolkit: &Toolkit,
-        archs: &CudaArchs,
-    ) -> Option<Finding> {
-        let key = archs.key_for(nvcc);
-        let Some(list) = archs.for_toolkit(nvcc) else {
-            return Some((
-                Rule::CudaArchs,
-                format!("no cuda-archs list covers nvcc {nvcc}"),
-                DATA_FILE.to_string(),
-                format!(
-                    "add \"{nvcc}\" = [...] or \"{}\" = [...] or default = [...] to \
-                     [tool.cuwheel.cuda-archs]; nvcc {nvcc} compiles for {}",
-                    nvcc.major,
-                    toolkit.archs_shown()
-                ),
-            ));
-        };
-        let unsupported: Vec<String> = list
-            .iter()
-            .filter(|arch| !toolkit.supports(arch))
-            .map(ToString::to_string)
-            .collect();
-        if unsupported.is_empty() {
-            return None;
-        }
-        let newer: Vec<String> = self
-            .toolkits
-            .iter()
-            .filter(|(_, other)| list.iter().all(|arch| other.supports(arch)))
-            .map(|(version, _)| version.to_string())
-            .collect();
-        let mut fix = format!(
-            "remove {} from {key}, or give nvcc {nvcc} its own list in [tool.cuwheel.cuda-archs] \
-             (\"{nvcc}\" = [...])",
-            unsupported.join(", ")
-        );
-        if !newer.is_empty() {
-            fix += &format!("; the whole list builds with nvcc {}", newer.join(", "));
-        }
-        let mut problem = format!(
-            "nvcc {nvcc} cannot compile for {} ({key}); it supports {}",
-            unsupported.join(", "),
-            toolkit.archs_shown()
-        );
-        let mut source = self.sources.toolkit_archs.clone();
-        for arch in list.iter().filter(|arch| !toolkit.supports(arch)) {
-            if let Some((first, from)) = self.first_nvcc(arch).filter(|(first, _)| *first > nvcc) {
-                problem += &format!("; {} needs nvcc ≥ {first}", arch_shown(arch));
-                if !source.contains(from) {
-                    source += &format!("; {from}");
-                }
-            }
-        }
-        Some((Rule::CudaArchs, problem, source, fix))
-    }
-}
-
-/// `9.0a (arch-specific)`, `10.0f (family-specific)`, `8.0`: an arch as
-/// messages name it.
-pub(crate) fn arch_shown(arch: &CudaArch) -> String {
-    match arch.suffix.kind() {
-        Some(kind) => format!("{arch} ({kind})"),
-        None => arch.to_string(),
-    }
 }
 
 /// `a, b, c`: how messages list the values a key may take.
@@ -691,6 +602,10 @@ pub(crate) fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> Stri
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[path = "compat_archs.rs"]
+mod archs;
+pub(crate) use archs::arch_shown;
 
 #[cfg(test)]
 #[path = "compat_tests.rs"]

@@ -522,3 +522,38 @@ fn introduced_rows_must_agree_with_the_toolkit_rows() {
             .contains("SASS targets")
     );
 }
+
+#[test]
+fn a_renamed_arch_is_named_by_its_new_name() {
+    let violation = only_violation(
+        &[cell("13.0", "13.0", Some("3.13"), "2.11")],
+        "manylinux_2_31",
+        &uniform(&["9.0a", "10.1a"]),
+    );
+    assert_eq!(violation.rule, Rule::CudaArchs);
+    assert!(
+        violation
+            .problem
+            .ends_with("; nvcc 13.0 names 10.1a (arch-specific) 11.0a"),
+        "{violation}"
+    );
+    assert!(
+        violation.fix.ends_with("; write 11.0a for nvcc 13.0"),
+        "{violation}"
+    );
+    assert!(
+        violation.source.contains("SM101 has been renumbered"),
+        "{violation}"
+    );
+    let table = CompatTable::embedded();
+    let arch = |a: &str| a.parse::<CudaArch>().unwrap();
+    assert_eq!(
+        table
+            .nvcc_lacks("13.2".parse().unwrap(), &arch("10.1+PTX"))
+            .unwrap()
+            .0,
+        "nvcc 13.2 names 10.1+PTX 11.0+PTX"
+    );
+    // Before 13.0 the old name stands.
+    assert_eq!(table.renamed("12.9".parse().unwrap(), &arch("10.1")), None);
+}

@@ -958,3 +958,22 @@ fn a_list_keyed_by_a_toolkit_must_fit_that_toolkit() {
     );
     assert!(problem.fix.contains("remove 12.0f+PTX"), "{problem}");
 }
+
+#[test]
+fn a_list_for_nvcc_13_names_the_renamed_arch() {
+    let text = demo_with(
+        "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+        "cuda-archs = { default = [\"9.0a\"], \"13.0\" = [\"10.1f\"] }",
+    );
+    let problem = only_problem(&text);
+    assert_eq!(
+        problem.at.key, "tool.cuwheel.cuda-archs.\"13.0\"",
+        "{problem}"
+    );
+    assert!(
+        problem.problem.starts_with(
+            "nvcc 13.0 names 10.1f (family-specific) 11.0f, but this list is for nvcc 13.0"
+        ),
+        "{problem}"
+    );
+}

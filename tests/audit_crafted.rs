@@ -465,3 +465,92 @@ fn help_says_what_each_exit_status_means_and_bad_usage_is_2() {
     let run = cuwheel_audit(["--cuda-archs", "sm_90", "x.whl"]);
     assert_run(&run, 2, &["`sm_90` is not a CUDA architecture"]);
 }
+
+/// A fat-binary container as nvcc lays it out: one SASS entry per
+/// `(arch number, flags)`, each with an 8-byte payload.
+fn sass_container(entries: &[(u32, u64)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for &(arch, flags) in entries {
+        let mut entry = vec![0u8; 64];
+        entry[0..2].copy_from_slice(&2u16.to_le_bytes()); // SASS (cubin)
+        entry[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        entry[4..8].copy_from_slice(&64u32.to_le_bytes());
+        entry[8..16].copy_from_slice(&8u64.to_le_bytes());
+        entry[28..32].copy_from_slice(&arch.to_le_bytes());
+        entry[40..48].copy_from_slice(&flags.to_le_bytes());
+        body.extend(entry);
+        body.extend([0xAB; 8]);
+    }
+    let mut out = Vec::new();
+    out.extend(0xBA55_ED50u32.to_le_bytes());
+    out.extend(1u16.to_le_bytes());
+    out.extend(16u16.to_le_bytes());
+    out.extend((body.len() as u64).to_le_bytes());
+    out.extend(body);
+    out
+}
+
+#[test]
+fn a_missing_arch_specific_image_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // sm_80 and sm_90a (the arch-specific flag 0x10_0000, as nvcc 13.0 sets it).
+    let section = sass_container(&[(80, 0x11), (90, 0x10_0011)]);
+    let bytes: Vec<String> = section.iter().map(|b| format!("0x{b:02x}")).collect();
+    let source = format!(
+        "__attribute__((section(\".nv_fatbin\"), used, aligned(8)))\n\
+         static const unsigned char fatbin[{}] = {{{}}};\n{EXTENSION_C}",
+        section.len(),
+        bytes.join(", ")
+    );
+    let module = shared_object(d, "specific.so", &source, &[]);
+    let wheel = write_wheel(
+        d,
+        "demo-0.1-cp311-cp311-linux_x86_64.whl",
+        &[(EXT_MEMBER, module.clone())],
+    );
+    // Exactly what the list asks for, suffix included.
+    assert_run(
+        &cuwheel_audit([
+            "--cuda-archs".as_ref(),
+            "8.0,9.0a".as_ref(),
+            wheel.as_os_str(),
+        ]),
+        EXIT_PASSED,
+        &["PASSED", "sm_80 sm_90a"],
+    );
+    // A plain 9.0 is not sm_90a: both directions are named.
+    assert_run(
+        &cuwheel_audit([
+            "--cuda-archs".as_ref(),
+            "8.0,9.0".as_ref(),
+            wheel.as_os_str(),
+        ]),
+        EXIT_FAILED,
+        &[&format!(
+            "{EXT_MEMBER}: its CUDA fat binary lacks sm_90 and holds unexpected sm_90a"
+        )],
+    );
+    // The provenance asks for 9.0a and 10.0f; the member lacks sm_100f.
+    let provenance = br#"{"cell": "cu130-py311", "cuda_archs": ["8.0", "9.0a", "10.0f"]}"#;
+    let wheel = write_wheel(
+        d,
+        "demo-0.2-cp311-cp311-linux_x86_64.whl",
+        &[
+            (EXT_MEMBER, module),
+            (
+                "demo-0.2.dist-info/cuwheel-provenance.json",
+                provenance.to_vec(),
+            ),
+        ],
+    );
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_FAILED,
+        &[
+            &format!("{EXT_MEMBER}: its CUDA fat binary lacks sm_100f"),
+            "missing sm_100f (family-specific): cuda-archs asks for 10.0f",
+            "from demo-0.2.dist-info/cuwheel-provenance.json",
+        ],
+    );
+}

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::TestEnv;
+use cuwheel::audit::archs::ExpectedArchs;
 use cuwheel::audit::elf;
 use cuwheel::audit::fatbin::{self, Fatbin};
 
@@ -267,4 +268,39 @@ fn two_translation_units_give_two_containers_whose_union_is_reported() {
     let (sass, ptx) = cuobjdump(&env, &library);
     assert_eq!(sass, set(&["sm_80", "sm_90"]));
     assert_eq!(ptx, set(&["compute_90"]));
+}
+
+/// The plan's own `-gencode` flags for `9.0a` and `10.0f+PTX` compile (the
+/// sm_90a pass sees its feature macro), and the audit, reading the same
+/// list as the config, finds exactly those images; a list asking for plain
+/// `9.0` is told sm_90 is missing and sm_90a unexpected.
+#[test]
+fn the_plans_arch_specific_gencode_builds_what_the_audit_expects() {
+    let env = TestEnv::get();
+    let dir = tempfile::tempdir().unwrap();
+    let archs: Vec<cuwheel::spec::CudaArch> = ["8.0", "9.0a", "10.0f+PTX"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    let gencode = cuwheel::plan::kernel::gencode_flags(&archs);
+    let source = format!(
+        "{}\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n\
+         #error \"the sm_90a pass lacks __CUDA_ARCH_FEAT_SM90_ALL\"\n#endif\n",
+        audit_support::KERNEL
+    );
+    let mut flags = vec!["-c"];
+    flags.extend(gencode.iter().map(String::as_str));
+    let object = audit_support::nvcc(&env, dir.path(), "specific.o", &source, &flags);
+    let fatbin = our_fatbin(&object);
+    assert_eq!(
+        fatbin.image_names(),
+        ["sm_80", "sm_90a", "sm_100f", "compute_100f"]
+    );
+    let expected = ExpectedArchs::parse(&["8.0", "9.0a", "10.0f+PTX"]).unwrap();
+    let mismatch = expected.compare(&fatbin);
+    assert!(mismatch.is_empty(), "{mismatch:?}");
+    let plain = ExpectedArchs::parse(&["8.0", "9.0", "10.0f+PTX"]).unwrap();
+    let mismatch = plain.compare(&fatbin);
+    assert_eq!(mismatch.missing, ["sm_90"]);
+    assert_eq!(mismatch.extra, ["sm_90a"]);
 }

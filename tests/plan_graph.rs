@@ -1044,3 +1044,51 @@ fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its
     };
     assert!(t215.iter().all(|a| artifacts.contains(a)), "{artifacts:?}");
 }
+
+#[test]
+fn arch_and_family_specific_targets_reach_nvcc_and_the_provenance() {
+    let mut specific = config(
+        "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]",
+        "",
+    );
+    let archs: Vec<cuwheel::spec::CudaArch> = ["8.0", "9.0a", "10.0f+PTX"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    specific.cuda_archs = cuwheel::spec::CudaArchs::uniform(archs);
+    let (lock, cells) = lock_for(&specific, &|_| "torch211");
+    let plan = plan_of(&specific, &["k/a.cu"], &lock, &cells).unwrap();
+    let script = &plan.nodes["kernel-cuda130-a"].script;
+    let gencodes: Vec<&str> = script
+        .split_whitespace()
+        .filter(|w| w.starts_with("-gencode"))
+        .collect();
+    assert_eq!(
+        gencodes,
+        [
+            "-gencode=arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90a,code=sm_90a",
+            "-gencode=arch=compute_100f,code=sm_100f",
+            "-gencode=arch=compute_100f,code=compute_100f",
+        ]
+    );
+    // The provenance records them as written, and the audit reads them back.
+    let wheel = plan
+        .nodes
+        .keys()
+        .find(|name| name.starts_with("wheel-"))
+        .expect("a wheel node");
+    let script = &plan.nodes[wheel].script;
+    let start = script.find("<<'CUWHEEL_RECIPE'\n").unwrap() + "<<'CUWHEEL_RECIPE'\n".len();
+    let end = script.find("CUWHEEL_RECIPE\n\"").unwrap();
+    let recipe: cuwheel::build::WheelRecipe = serde_json::from_str(&script[start..end]).unwrap();
+    assert_eq!(recipe.provenance.cuda_archs, ["8.0", "9.0a", "10.0f+PTX"]);
+    let json = serde_json::to_vec(&recipe.provenance).unwrap();
+    let expected = cuwheel::audit::archs::ExpectedArchs::from_provenance(&json)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        cuwheel::audit::fatbin::image_names(&expected.sass, &expected.ptx),
+        ["sm_80", "sm_90a", "sm_100f", "compute_100f"]
+    );
+}

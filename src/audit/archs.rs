@@ -3,17 +3,20 @@
 //!
 //! In: the list (from the command line or the wheel's provenance file) and a
 //! parsed [`Fatbin`]. Out: the SASS and PTX images expected, and which are
-//! missing or extra.
+//! missing or extra, an arch-specific or family-specific one named as such.
 //!
-//! Each entry `MAJOR.MINOR[a|f][+PTX]` asks for SASS `sm_<MAJOR><MINOR>[a|f]`
-//! and, with `+PTX`, also PTX `compute_<MAJOR><MINOR>[a|f]`: the meaning of
+//! Each entry is read by the config's own grammar ([`CudaArch`]): one
+//! grammar of archs for the config, the plan and the audit.
+//! `MAJOR.MINOR[a|f][+PTX]` asks for SASS `sm_<MAJOR><MINOR>[a|f]` and, with
+//! `+PTX`, also PTX `compute_<MAJOR><MINOR>[a|f]`: the meaning of
 //! `TORCH_CUDA_ARCH_LIST` and of nvcc's `-gencode` pairs.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::fatbin::{ArchSuffix, Fatbin, GpuArch, image_names};
+use super::fatbin::{Fatbin, GpuArch, image_names};
+use crate::spec::CudaArch;
 
 /// The file in a wheel's `.dist-info/` where cuwheel records how the wheel
 /// was built; its `cuda_archs` key holds the expected architectures.
@@ -22,9 +25,11 @@ pub const PROVENANCE_FILE: &str = "cuwheel-provenance.json";
 /// The images a wheel's fat binaries must hold, exactly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpectedArchs {
-    /// The list as given: `["8.0", "9.0", "10.0+PTX"]`.
+    /// The list as given: `["8.0", "9.0a", "10.0+PTX"]`.
     pub declared: Vec<String>,
-    /// Architectures that need SASS: 80, 90, 100.
+    /// The list read.
+    pub archs: Vec<CudaArch>,
+    /// Architectures that need SASS: 80, 90a, 100.
     pub sass: BTreeSet<GpuArch>,
     /// Architectures that need PTX too: 100.
     pub ptx: BTreeSet<GpuArch>,
@@ -40,12 +45,21 @@ impl Serialize for ExpectedArchs {
     }
 }
 
+/// The fat-binary arch of a configured one: `9.0a` → 90a.
+pub fn gpu_arch(arch: &CudaArch) -> GpuArch {
+    GpuArch {
+        number: arch.major * 10 + arch.minor,
+        suffix: arch.suffix,
+    }
+}
+
 impl ExpectedArchs {
     /// Parses a list of entries; an entry may itself hold several separated
     /// by `,`, `;` or spaces, so `"8.0,9.0"` and `["8.0", "9.0"]` agree.
     pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<ExpectedArchs, String> {
         let mut expected = ExpectedArchs {
             declared: Vec::new(),
+            archs: Vec::new(),
             sass: BTreeSet::new(),
             ptx: BTreeSet::new(),
         };
@@ -57,20 +71,18 @@ impl ExpectedArchs {
                 .collect::<Vec<_>>()
         });
         for item in items {
-            let (arch, ptx) = match item.strip_suffix("+PTX") {
-                Some(arch) => (arch, true),
-                None => (item.as_str(), false),
-            };
-            let arch = parse_arch(arch).ok_or_else(|| {
+            let arch = item.parse::<CudaArch>().map_err(|error| {
                 format!(
                     "`{item}` is not a CUDA architecture: write MAJOR.MINOR with an optional a or f \
-                     suffix and an optional +PTX, e.g. 8.0, 9.0a, 10.0f or 12.0+PTX"
+                     suffix and an optional +PTX, e.g. 8.0, 9.0a, 10.0f or 12.0+PTX ({})",
+                    error.fix
                 )
             })?;
-            expected.sass.insert(arch);
-            if ptx {
-                expected.ptx.insert(arch);
+            expected.sass.insert(gpu_arch(&arch));
+            if arch.ptx {
+                expected.ptx.insert(gpu_arch(&arch));
             }
+            expected.archs.push(arch);
             expected.declared.push(item);
         }
         if expected.declared.is_empty() {
@@ -95,12 +107,50 @@ impl ExpectedArchs {
             .transpose()
     }
 
-    /// What one member's fat binary lacks and holds beyond the expectation.
+    /// What one member's fat binary lacks and holds beyond the expectation;
+    /// the suffix counts (sm_90 does not stand in for sm_90a).
     pub fn compare(&self, fatbin: &Fatbin) -> ArchMismatch {
         let (sass, ptx) = (fatbin.sass(), fatbin.ptx());
+        let mut notes = Vec::new();
+        for arch in &self.archs {
+            let wanted = gpu_arch(arch);
+            let Some(kind) = arch.suffix.kind() else {
+                continue;
+            };
+            let mut lacking: Vec<(String, &BTreeSet<GpuArch>)> = Vec::new();
+            if !sass.contains(&wanted) {
+                lacking.push((arch.sm_name(), &sass));
+            }
+            if arch.ptx && !ptx.contains(&wanted) {
+                lacking.push((arch.compute_name(), &ptx));
+            }
+            for (image, present) in lacking {
+                let mut note = format!("missing {image} ({kind}): cuda-archs asks for {arch}");
+                let prefix = if image.starts_with("sm_") {
+                    "sm_"
+                } else {
+                    "compute_"
+                };
+                let others: Vec<String> = present
+                    .iter()
+                    .filter(|other| other.number == wanted.number)
+                    .map(|other| format!("{prefix}{other}"))
+                    .collect();
+                if !others.is_empty() {
+                    note += &format!(
+                        ", and {} is no substitute; compile with \
+                         -gencode=arch={},code={image}",
+                        others.join(", "),
+                        arch.compute_name()
+                    );
+                }
+                notes.push(note);
+            }
+        }
         ArchMismatch {
             missing: image_names(self.sass.difference(&sass), self.ptx.difference(&ptx)),
             extra: image_names(sass.difference(&self.sass), ptx.difference(&self.ptx)),
+            notes,
         }
     }
 }
@@ -110,6 +160,10 @@ impl ExpectedArchs {
 pub struct ArchMismatch {
     pub missing: Vec<String>,
     pub extra: Vec<String>,
+    /// One line per missing arch-specific or family-specific image, naming
+    /// its kind and the entry that asks for it.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl ArchMismatch {
@@ -118,28 +172,10 @@ impl ArchMismatch {
     }
 }
 
-/// `8.0` → 80, `10.0a` → 100a, `12.1f` → 121f.
-fn parse_arch(text: &str) -> Option<GpuArch> {
-    let (major, rest) = text.split_once('.')?;
-    let (minor, suffix) = if let Some(minor) = rest.strip_suffix('a') {
-        (minor, ArchSuffix::ArchSpecific)
-    } else if let Some(minor) = rest.strip_suffix('f') {
-        (minor, ArchSuffix::FamilySpecific)
-    } else {
-        (rest, ArchSuffix::None)
-    };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(major) || !digits(minor) || minor.len() != 1 {
-        return None;
-    }
-    let number = major.parse::<u32>().ok()?.checked_mul(10)? + minor.parse::<u32>().ok()?;
-    Some(GpuArch { number, suffix })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::fatbin::{FatbinImage, ImageKind};
+    use crate::audit::fatbin::{ArchSuffix, FatbinImage, ImageKind};
 
     fn names(e: &ExpectedArchs) -> Vec<String> {
         image_names(&e.sass, &e.ptx)
@@ -204,5 +240,76 @@ mod tests {
                 .compare(&fatbin)
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn compare_is_suffix_aware_and_names_a_missing_specific_image() {
+        let image = |kind, number, suffix| FatbinImage {
+            kind,
+            arch: GpuArch { number, suffix },
+            compressed: false,
+        };
+        // Built for plain sm_90 where 9.0a was asked for.
+        let fatbin = Fatbin {
+            containers: 1,
+            images: vec![
+                image(ImageKind::Sass, 80, ArchSuffix::None),
+                image(ImageKind::Sass, 90, ArchSuffix::None),
+                image(ImageKind::Sass, 100, ArchSuffix::FamilySpecific),
+            ],
+        };
+        let expected = ExpectedArchs::parse(&["8.0", "9.0a", "10.0f+PTX"]).unwrap();
+        assert_eq!(
+            expected
+                .archs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["8.0", "9.0a", "10.0f+PTX"]
+        );
+        let mismatch = expected.compare(&fatbin);
+        assert_eq!(mismatch.missing, ["sm_90a", "compute_100f"]);
+        assert_eq!(mismatch.extra, ["sm_90"]);
+        assert_eq!(
+            mismatch.notes,
+            [
+                "missing sm_90a (arch-specific): cuda-archs asks for 9.0a, and sm_90 is no \
+                 substitute; compile with -gencode=arch=compute_90a,code=sm_90a",
+                "missing compute_100f (family-specific): cuda-archs asks for 10.0f+PTX",
+            ]
+        );
+        // The notes stay out of the JSON report.
+        let json = serde_json::to_value(&mismatch).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"missing": ["sm_90a", "compute_100f"], "extra": ["sm_90"]})
+        );
+        // Exactly the asked images: no mismatch, no notes.
+        let fatbin = Fatbin {
+            containers: 1,
+            images: vec![
+                image(ImageKind::Sass, 80, ArchSuffix::None),
+                image(ImageKind::Sass, 90, ArchSuffix::ArchSpecific),
+                image(ImageKind::Sass, 100, ArchSuffix::FamilySpecific),
+                image(ImageKind::Ptx, 100, ArchSuffix::FamilySpecific),
+            ],
+        };
+        let mismatch = expected.compare(&fatbin);
+        assert!(
+            mismatch.is_empty() && mismatch.notes.is_empty(),
+            "{mismatch:?}"
+        );
+    }
+
+    #[test]
+    fn provenance_archs_with_suffixes_round_trip() {
+        let e = ExpectedArchs::from_provenance(br#"{"cuda_archs": ["9.0a", "12.0f+PTX"]}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(names(&e), ["sm_90a", "sm_120f", "compute_120f"]);
+        assert_eq!(e.declared, ["9.0a", "12.0f+PTX"]);
+        // One grammar: the audit refuses what the config refuses, with its fix.
+        let err = ExpectedArchs::parse(&["sm_90a"]).unwrap_err();
+        assert!(err.contains("write \"9.0a\""), "{err}");
     }
 }

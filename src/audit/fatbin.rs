@@ -67,21 +67,12 @@ pub struct GpuArch {
     pub suffix: ArchSuffix,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ArchSuffix {
-    None,
-    ArchSpecific,
-    FamilySpecific,
-}
+/// The suffix is the config's own type: one grammar of archs.
+pub use crate::spec::target::ArchSuffix;
 
 impl fmt::Display for GpuArch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let suffix = match self.suffix {
-            ArchSuffix::None => "",
-            ArchSuffix::ArchSpecific => "a",
-            ArchSuffix::FamilySpecific => "f",
-        };
-        write!(f, "{}{suffix}", self.number)
+        write!(f, "{}{}", self.number, self.suffix.letter())
     }
 }
 

@@ -52,11 +52,13 @@ impl Archs {
         let plain = CudaArch {
             major,
             minor,
+            suffix: Default::default(),
             ptx: false,
         };
         let with_ptx = CudaArch {
             major,
             minor,
+            suffix: Default::default(),
             ptx: true,
         };
         if ptx {
@@ -85,6 +87,12 @@ impl Archs {
 
     fn add_text(&mut self, text: &str, spelled: &str) {
         match text.parse::<CudaArch>() {
+            // Inferring arch-specific targets is init's own step (issue 25).
+            Ok(arch) if arch.suffix.kind().is_some() => self.problems.push(format!(
+                "`{spelled}` in TORCH_CUDA_ARCH_LIST: `{text}` is an arch-specific target init \
+                 does not infer yet; write \"{}.{}\"",
+                arch.major, arch.minor
+            )),
             Ok(arch) => self.add(arch.major, arch.minor, arch.ptx),
             Err(e) => self
                 .problems

@@ -291,14 +291,16 @@ fn shell_function(name: &str, program: &str, flags: &[String]) -> String {
 }
 
 /// `-gencode=arch=compute_80,code=sm_80` per arch, and
-/// `-gencode=arch=compute_90,code=compute_90` for PTX, as torch writes them.
+/// `-gencode=arch=compute_90,code=compute_90` for PTX, as torch writes them;
+/// an arch-specific or family-specific arch keeps its suffix on both sides
+/// (`arch=compute_90a,code=sm_90a`, `arch=compute_100f,code=compute_100f`).
 pub fn gencode_flags(archs: &[CudaArch]) -> Vec<String> {
     let mut flags = Vec::new();
     for arch in archs {
-        let n = format!("{}{}", arch.major, arch.minor);
-        flags.push(format!("-gencode=arch=compute_{n},code=sm_{n}"));
+        let (virtual_arch, sass) = (arch.compute_name(), arch.sm_name());
+        flags.push(format!("-gencode=arch={virtual_arch},code={sass}"));
         if arch.ptx {
-            flags.push(format!("-gencode=arch=compute_{n},code=compute_{n}"));
+            flags.push(format!("-gencode=arch={virtual_arch},code={virtual_arch}"));
         }
     }
     flags
@@ -391,4 +393,37 @@ pub fn stage_files(files: &[(String, String)]) -> String {
         s += &format!("cp {from} {}\n", quote(path));
     }
     s
+}
+
+#[cfg(test)]
+mod gencode_tests {
+    use super::*;
+
+    fn flags(archs: &[&str]) -> Vec<String> {
+        let archs: Vec<CudaArch> = archs.iter().map(|a| a.parse().unwrap()).collect();
+        gencode_flags(&archs)
+    }
+
+    #[test]
+    fn gencode_keeps_arch_and_family_suffixes() {
+        assert_eq!(
+            flags(&["8.0", "9.0a", "10.0f", "12.0+PTX"]),
+            [
+                "-gencode=arch=compute_80,code=sm_80",
+                "-gencode=arch=compute_90a,code=sm_90a",
+                "-gencode=arch=compute_100f,code=sm_100f",
+                "-gencode=arch=compute_120,code=sm_120",
+                "-gencode=arch=compute_120,code=compute_120",
+            ]
+        );
+        assert_eq!(
+            flags(&["9.0a+PTX", "10.3f+PTX"]),
+            [
+                "-gencode=arch=compute_90a,code=sm_90a",
+                "-gencode=arch=compute_90a,code=compute_90a",
+                "-gencode=arch=compute_103f,code=sm_103f",
+                "-gencode=arch=compute_103f,code=compute_103f",
+            ]
+        );
+    }
 }

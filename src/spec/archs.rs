@@ -177,7 +177,7 @@ impl Reader<'_> {
 
     fn arch_list(&mut self, field: &Field<'_, '_>) -> Option<Vec<CudaArch>> {
         self.list(field, EXAMPLE, true, str::parse, |a: &CudaArch, b| {
-            (a.major, a.minor) == (b.major, b.minor)
+            (a.major, a.minor, a.suffix) == (b.major, b.minor, b.suffix)
         })
         .map(|archs| archs.into_iter().map(|arch| arch.value).collect())
     }

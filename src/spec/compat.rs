@@ -20,7 +20,13 @@
 //!   extension needs no newer runtime than torch loads;
 //! - `gcc-range`: the baseline's GCC is in the range the nvcc accepts;
 //! - `cuda-archs`: the nvcc compiles for every arch its `cuda-archs` list
-//!   names.
+//!   names, arch-specific (`9.0a`) and family-specific (`10.0f`) targets
+//!   included; a message names the first nvcc that compiles an arch.
+//!
+//! The same facts refuse what the config alone shows to be impossible
+//! before `cuwheel lock` asks any registry ([`CompatTable::nvcc_lacks`],
+//! used by the config reader): a list keyed by a toolkit, or the toolkit a
+//! matrix pins or the served CUDA bounds, that cannot compile an arch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +52,9 @@ const LOCK_FACTS: &str = "the torch wheels and toolkits the package index and De
 pub struct CompatTable {
     pub sources: Sources,
     toolkits: BTreeMap<CudaVersion, Toolkit>,
+    /// The first nvcc of the targets introduced by toolkits with no row.
+    introduced: BTreeMap<CudaArch, Introduced>,
+    renamed: Vec<Renamed>,
     baselines: BTreeMap<Baseline, BaselineSuite>,
 }
 
@@ -63,21 +72,20 @@ pub struct Sources {
 pub struct Toolkit {
     pub gcc_min: u32,
     pub gcc_max: u32,
-    /// `(major, minor)` of every SASS target its nvcc compiles for.
-    pub archs: Vec<(u32, u32)>,
+    /// Every SASS target its nvcc compiles for (`9.0`, `9.0a`, `10.0f`),
+    /// without `+PTX`: nvcc embeds PTX for each of the same virtual archs.
+    pub archs: Vec<CudaArch>,
 }
 
 impl Toolkit {
+    /// Whether its nvcc compiles for `arch`, suffix included (`9.0a` is not
+    /// `9.0`); `+PTX` asks for the same target's virtual arch.
     pub fn supports(&self, arch: &CudaArch) -> bool {
-        self.archs.contains(&(arch.major, arch.minor))
+        self.archs.contains(&arch.sass())
     }
 
     fn archs_shown(&self) -> String {
-        join(
-            self.archs
-                .iter()
-                .map(|(major, minor)| format!("{major}.{minor}")),
-        )
+        join(&self.archs)
     }
 }
 
@@ -95,7 +103,35 @@ pub struct BaselineSuite {
 struct DataFile {
     sources: Sources,
     toolkit: Vec<ToolkitRow>,
+    introduced: Vec<IntroducedRow>,
+    renamed: Vec<Renamed>,
     baseline: Vec<BaselineRow>,
+}
+
+/// An arch nvcc renamed: `from` is written `to` from nvcc `nvcc` on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Renamed {
+    pub from: CudaArch,
+    pub to: CudaArch,
+    pub nvcc: CudaVersion,
+    pub source: String,
+}
+
+/// The first nvcc release that compiled some targets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IntroducedRow {
+    nvcc: CudaVersion,
+    archs: Vec<CudaArch>,
+    source: String,
+}
+
+/// When nvcc first compiled a target, and where that is stated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Introduced {
+    pub nvcc: CudaVersion,
+    pub source: String,
 }
 
 #[derive(Deserialize)]
@@ -238,14 +274,50 @@ impl CompatTable {
                     row.version
                 ));
             }
-            let archs = row.archs.iter().map(|a| (a.major, a.minor)).collect();
             let toolkit = Toolkit {
                 gcc_min,
                 gcc_max,
-                archs,
+                archs: row.archs,
             };
             if toolkits.insert(row.version, toolkit).is_some() {
                 return Err(format!("toolkit {} is listed twice", row.version));
+            }
+        }
+        let mut introduced = BTreeMap::new();
+        for row in file.introduced {
+            for arch in row.archs {
+                if arch.ptx {
+                    return Err(format!(
+                        "introduced {}: archs must list SASS targets like \"9.0a\"",
+                        row.nvcc
+                    ));
+                }
+                let first = Introduced {
+                    nvcc: row.nvcc,
+                    source: row.source.clone(),
+                };
+                if introduced.insert(arch, first).is_some() {
+                    return Err(format!("introduced: {arch} is listed twice"));
+                }
+                if let Some((version, _)) = toolkits
+                    .iter()
+                    .find(|(version, toolkit)| **version < row.nvcc && toolkit.supports(&arch))
+                {
+                    return Err(format!(
+                        "introduced: {arch} is said to come with nvcc {}, but toolkit {version} \
+                         lists it",
+                        row.nvcc
+                    ));
+                }
+            }
+        }
+        for rename in &file.renamed {
+            let plain = |arch: &CudaArch| arch.suffix.kind().is_none() && !arch.ptx;
+            if !plain(&rename.from) || !plain(&rename.to) {
+                return Err(format!(
+                    "renamed {}: name plain archs like \"10.1\"",
+                    rename.from
+                ));
             }
         }
         let mut baselines = BTreeMap::new();
@@ -269,6 +341,8 @@ impl CompatTable {
         Ok(CompatTable {
             sources: file.sources,
             toolkits,
+            introduced,
+            renamed: file.renamed,
             baselines,
         })
     }
@@ -523,60 +597,6 @@ impl CompatTable {
             fix,
         )
     }
-
-    fn cuda_archs(
-        &self,
-        nvcc: CudaVersion,
-        toolkit: &Toolkit,
-        archs: &CudaArchs,
-    ) -> Option<Finding> {
-        let key = archs.key_for(nvcc);
-        let Some(list) = archs.for_toolkit(nvcc) else {
-            return Some((
-                Rule::CudaArchs,
-                format!("no cuda-archs list covers nvcc {nvcc}"),
-                DATA_FILE.to_string(),
-                format!(
-                    "add \"{nvcc}\" = [...] or \"{}\" = [...] or default = [...] to \
-                     [tool.cuwheel.cuda-archs]; nvcc {nvcc} compiles for {}",
-                    nvcc.major,
-                    toolkit.archs_shown()
-                ),
-            ));
-        };
-        let unsupported: Vec<String> = list
-            .iter()
-            .filter(|arch| !toolkit.supports(arch))
-            .map(ToString::to_string)
-            .collect();
-        if unsupported.is_empty() {
-            return None;
-        }
-        let newer: Vec<String> = self
-            .toolkits
-            .iter()
-            .filter(|(_, other)| list.iter().all(|arch| other.supports(arch)))
-            .map(|(version, _)| version.to_string())
-            .collect();
-        let mut fix = format!(
-            "remove {} from {key}, or give nvcc {nvcc} its own list in [tool.cuwheel.cuda-archs] \
-             (\"{nvcc}\" = [...])",
-            unsupported.join(", ")
-        );
-        if !newer.is_empty() {
-            fix += &format!("; the whole list builds with nvcc {}", newer.join(", "));
-        }
-        Some((
-            Rule::CudaArchs,
-            format!(
-                "nvcc {nvcc} cannot compile for {} ({key}); it supports {}",
-                unsupported.join(", "),
-                toolkit.archs_shown()
-            ),
-            self.sources.toolkit_archs.clone(),
-            fix,
-        ))
-    }
 }
 
 /// `a, b, c`: how messages list the values a key may take.
@@ -587,6 +607,10 @@ pub(crate) fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> Stri
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[path = "compat_archs.rs"]
+mod archs;
+pub(crate) use archs::arch_shown;
 
 #[cfg(test)]
 #[path = "compat_tests.rs"]

@@ -252,7 +252,7 @@ fn cuda_archs_are_checked_against_each_nvcc() {
     assert_eq!(
         violation.problem,
         "nvcc 12.4 cannot compile for 12.0+PTX (tool.cuwheel.cuda-archs); it supports 5.0, 5.2, \
-         5.3, 6.0, 6.1, 6.2, 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0"
+         5.3, 6.0, 6.1, 6.2, 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 9.0a; 12.0+PTX needs nvcc ≥ 12.8"
     );
     assert!(violation.source.contains("--list-gpu-code"), "{violation}");
     assert!(
@@ -402,4 +402,158 @@ fn inconsistent_tables_are_refused() {
             .unwrap_err()
             .contains("unknown field `extra`")
     );
+}
+
+#[test]
+fn arch_and_family_specific_targets_are_checked_per_nvcc() {
+    let table = CompatTable::embedded();
+    let toolkit = |v: &str| table.toolkit(&v.parse().unwrap()).unwrap();
+    let arch = |a: &str| a.parse::<CudaArch>().unwrap();
+    // The suffix counts: 12.4 compiles sm_90a, not sm_100a or sm_100f.
+    assert!(toolkit("12.4").supports(&arch("9.0a")));
+    assert!(toolkit("12.4").supports(&arch("9.0a+PTX")));
+    assert!(!toolkit("11.8").supports(&arch("9.0a")));
+    assert!(!toolkit("12.5").supports(&arch("10.0a")));
+    for a in [
+        "9.0a",
+        "10.0a",
+        "10.3a",
+        "12.0a",
+        "10.0f",
+        "12.0f+PTX",
+        "11.0f",
+        "12.1a",
+    ] {
+        assert!(toolkit("13.0").supports(&arch(a)), "{a}");
+    }
+    // sm_101 is sm_110 from CUDA 13.0; there is no sm_90f.
+    assert!(!toolkit("13.0").supports(&arch("10.1a")));
+    assert!(!toolkit("13.5").supports(&arch("9.0f")));
+    // The first nvcc of each, with its source.
+    let first = |a: &str| {
+        let (version, source) = table.first_nvcc(&arch(a)).unwrap();
+        (version.to_string(), source.to_string())
+    };
+    assert_eq!(first("9.0a").0, "12.0");
+    assert!(first("9.0a").1.contains("PTX ISA"), "{:?}", first("9.0a"));
+    assert_eq!(first("10.0a").0, "12.8");
+    assert_eq!(first("12.0a+PTX").0, "12.8");
+    assert_eq!(first("10.0f").0, "12.9");
+    assert!(first("10.0f").1.contains("CUDA 12.9 Features"));
+    assert_eq!(first("10.3a").0, "12.9");
+    assert_eq!(first("11.0f").0, "13.0");
+    assert_eq!(first("9.0").0, "11.8");
+    assert_eq!(table.first_nvcc(&arch("9.0f")), None);
+    let lacks = |nvcc: &str, a: &str| table.nvcc_lacks(nvcc.parse().unwrap(), &arch(a));
+    assert_eq!(
+        lacks("12.8", "10.0f").unwrap().0,
+        "10.0f (family-specific) needs nvcc ≥ 12.9"
+    );
+    assert_eq!(
+        lacks("12.5", "9.0a+PTX"),
+        None,
+        "compute_90a is embedded by every nvcc with sm_90a"
+    );
+    assert!(
+        lacks("13.0", "5.0")
+            .unwrap()
+            .0
+            .starts_with("nvcc 13.0 does not compile for 5.0")
+    );
+    assert_eq!(
+        lacks("12.8", "12.0"),
+        None,
+        "no row for 12.8, introduced there"
+    );
+}
+
+#[test]
+fn a_family_target_on_an_old_nvcc_names_the_first_that_compiles_it() {
+    let violation = only_violation(
+        &[cell("12.8", "12.4", Some("3.13"), "2.9")],
+        "manylinux_2_31",
+        &uniform(&["9.0a", "10.0f"]),
+    );
+    assert_eq!(violation.rule, Rule::CudaArchs);
+    assert!(
+        violation.problem.starts_with(
+            "nvcc 12.4 cannot compile for 10.0f (tool.cuwheel.cuda-archs); it supports 5.0"
+        ),
+        "{violation}"
+    );
+    assert!(
+        violation
+            .problem
+            .ends_with("; 10.0f (family-specific) needs nvcc ≥ 12.9"),
+        "{violation}"
+    );
+    assert!(
+        violation.source.contains("CUDA 12.9 Features"),
+        "{violation}"
+    );
+    assert!(violation.fix.contains("remove 10.0f"), "{violation}");
+    // The same list builds with nvcc 13.0.
+    assert_eq!(
+        check(
+            &[cell("13.0", "13.0", Some("3.13"), "2.11")],
+            "manylinux_2_31",
+            &uniform(&["9.0a", "10.0f+PTX", "12.0a"])
+        ),
+        Ok(())
+    );
+}
+
+#[test]
+fn introduced_rows_must_agree_with_the_toolkit_rows() {
+    let early = EMBEDDED.replace(
+        "nvcc = \"12.0\"\narchs = [\"9.0a\"]",
+        "nvcc = \"12.8\"\narchs = [\"9.0a\"]",
+    );
+    assert_ne!(early, EMBEDDED);
+    assert!(
+        CompatTable::parse(&early)
+            .unwrap_err()
+            .contains("9.0a is said to come with nvcc 12.8, but toolkit 12.4 lists it")
+    );
+    let ptx = EMBEDDED.replace("archs = [\"9.0a\"]", "archs = [\"9.0a+PTX\"]");
+    assert!(
+        CompatTable::parse(&ptx)
+            .unwrap_err()
+            .contains("SASS targets")
+    );
+}
+
+#[test]
+fn a_renamed_arch_is_named_by_its_new_name() {
+    let violation = only_violation(
+        &[cell("13.0", "13.0", Some("3.13"), "2.11")],
+        "manylinux_2_31",
+        &uniform(&["9.0a", "10.1a"]),
+    );
+    assert_eq!(violation.rule, Rule::CudaArchs);
+    assert!(
+        violation
+            .problem
+            .ends_with("; nvcc 13.0 names 10.1a (arch-specific) 11.0a"),
+        "{violation}"
+    );
+    assert!(
+        violation.fix.ends_with("; write 11.0a for nvcc 13.0"),
+        "{violation}"
+    );
+    assert!(
+        violation.source.contains("SM101 has been renumbered"),
+        "{violation}"
+    );
+    let table = CompatTable::embedded();
+    let arch = |a: &str| a.parse::<CudaArch>().unwrap();
+    assert_eq!(
+        table
+            .nvcc_lacks("13.2".parse().unwrap(), &arch("10.1+PTX"))
+            .unwrap()
+            .0,
+        "nvcc 13.2 names 10.1+PTX 11.0+PTX"
+    );
+    // Before 13.0 the old name stands.
+    assert_eq!(table.renamed("12.9".parse().unwrap(), &arch("10.1")), None);
 }

@@ -49,7 +49,7 @@ pub use matrix::{Cell, CellName, CellNameError};
 pub use package::PackageFile;
 pub use python::PythonAbi;
 pub use selector::TorchSelector;
-pub use target::{Baseline, CudaArch, TARGET_ARCH};
+pub use target::{ArchSuffix, Baseline, CudaArch, TARGET_ARCH};
 pub use version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
 
 use config::metadata::DEFAULT_LICENSE_FILES;

@@ -14,16 +14,77 @@ use crate::spec::version::{CudaVersion, InvalidValue, canonical_number};
 
 /// A GPU architecture to compile for, as `TORCH_CUDA_ARCH_LIST` writes it:
 /// `8.0` gives SASS for sm_80, `10.0+PTX` SASS for sm_100 and PTX for
-/// compute_100.
+/// compute_100, `9.0a` SASS for the arch-specific sm_90a and `10.0f+PTX`
+/// SASS for the family-specific sm_100f and PTX for compute_100f.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CudaArch {
     pub major: u32,
     pub minor: u32,
+    /// Whether the target is arch-specific (`a`) or family-specific (`f`).
+    pub suffix: ArchSuffix,
     pub ptx: bool,
 }
 
+/// Which feature set a target compiles for. nvcc writes it as a suffix of
+/// the arch: `sm_90` (none: runs on its own and every later compute
+/// capability of the major, PTX on every later one), `sm_90a`
+/// (arch-specific: wgmma, TMA, tcgen05; runs on compute capability 9.0
+/// only) and `sm_100f` (family-specific, from CUDA 12.9: runs on the
+/// family's later minors too, 10.0 and 10.3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ArchSuffix {
+    #[default]
+    None,
+    ArchSpecific,
+    FamilySpecific,
+}
+
+impl ArchSuffix {
+    /// `""`, `"a"` or `"f"`, as nvcc and `TORCH_CUDA_ARCH_LIST` write it.
+    pub fn letter(self) -> &'static str {
+        match self {
+            ArchSuffix::None => "",
+            ArchSuffix::ArchSpecific => "a",
+            ArchSuffix::FamilySpecific => "f",
+        }
+    }
+
+    /// `None`, `Some("arch-specific")` or `Some("family-specific")`.
+    pub fn kind(self) -> Option<&'static str> {
+        match self {
+            ArchSuffix::None => None,
+            ArchSuffix::ArchSpecific => Some("arch-specific"),
+            ArchSuffix::FamilySpecific => Some("family-specific"),
+        }
+    }
+}
+
+impl CudaArch {
+    /// The arch without `+PTX`: the SASS target a toolkit compiles for.
+    pub fn sass(self) -> CudaArch {
+        CudaArch { ptx: false, ..self }
+    }
+
+    /// nvcc's number with the suffix: `90a` for `9.0a`, `100f`, `80`.
+    pub fn nvcc_number(&self) -> String {
+        format!("{}{}{}", self.major, self.minor, self.suffix.letter())
+    }
+
+    /// `sm_90a`: nvcc's name of the SASS target.
+    pub fn sm_name(&self) -> String {
+        format!("sm_{}", self.nvcc_number())
+    }
+
+    /// `compute_90a`: nvcc's name of the virtual (PTX) target.
+    pub fn compute_name(&self) -> String {
+        format!("compute_{}", self.nvcc_number())
+    }
+}
+
 const ARCH_FORM: &str = "write the compute capability as major.minor, like \"8.0\", \
-                         adding \"+PTX\" to embed PTX as well (\"10.0+PTX\")";
+                         with \"a\" for an arch-specific target (\"9.0a\") or \"f\" for a \
+                         family-specific one (\"10.0f\"), adding \"+PTX\" to embed PTX as well \
+                         (\"10.0+PTX\")";
 
 impl FromStr for CudaArch {
     type Err = InvalidValue;
@@ -41,42 +102,48 @@ impl FromStr for CudaArch {
                 _ => (text, false),
             },
         };
-        // nvcc's spelling: sm_80, compute_90, sm_90a.
+        let plus_ptx = |ptx: bool| if ptx { "+PTX" } else { "" };
+        // nvcc's spelling: sm_80, compute_90, sm_90a, compute_100f.
         if let Some(digits) = ["sm_", "compute_", "sm"]
             .iter()
             .find_map(|prefix| base.strip_prefix(prefix))
         {
-            let plus_ptx = if ptx || base.starts_with("compute_") {
-                "+PTX"
-            } else {
-                ""
+            let ptx = ptx || base.starts_with("compute_");
+            let (digits, letter) = match digits.strip_suffix(['a', 'f']) {
+                Some(number) => (number, &digits[number.len()..]),
+                None => (digits, ""),
             };
             return Err(match CudaVersion::from_compact(digits) {
                 Some(cc) => InvalidValue::new(
                     format!("`{text}` is nvcc's name, not the form cuwheel reads"),
-                    format!("write \"{}.{}{plus_ptx}\"", cc.major, cc.minor),
+                    format!(
+                        "write \"{}.{}{letter}{}\"",
+                        cc.major,
+                        cc.minor,
+                        plus_ptx(ptx)
+                    ),
                 ),
                 None => InvalidValue::new(not_arch(), ARCH_FORM),
             });
         }
-        if let Some(plain) = base.strip_suffix(['a', 'f']) {
-            if plain.parse::<CudaArch>().is_ok() {
-                return Err(InvalidValue::new(
-                    format!(
-                        "`{text}` is an architecture-specific target, which cuwheel does not build yet"
-                    ),
-                    format!("write \"{plain}\""),
-                ));
-            }
-        }
-        let numbers: Vec<Option<u32>> = base.split('.').map(canonical_number).collect();
+        let (number, suffix) = if let Some(number) = base.strip_suffix('a') {
+            (number, ArchSuffix::ArchSpecific)
+        } else if let Some(number) = base.strip_suffix('f') {
+            (number, ArchSuffix::FamilySpecific)
+        } else {
+            (base, ArchSuffix::None)
+        };
+        let numbers: Vec<Option<u32>> = number.split('.').map(canonical_number).collect();
         match numbers[..] {
-            [Some(major), Some(minor)] if major > 0 && minor <= 9 => {
-                Ok(CudaArch { major, minor, ptx })
-            }
+            [Some(major), Some(minor)] if major > 0 && minor <= 9 => Ok(CudaArch {
+                major,
+                minor,
+                suffix,
+                ptx,
+            }),
             [Some(major)] => Err(InvalidValue::new(
                 format!("`{text}` is not a CUDA arch: it has no minor version"),
-                format!("write \"{major}.0{}\"", if ptx { "+PTX" } else { "" }),
+                format!("write \"{major}.0{}{}\"", suffix.letter(), plus_ptx(ptx)),
             )),
             _ => Err(InvalidValue::new(not_arch(), ARCH_FORM)),
         }
@@ -85,7 +152,7 @@ impl FromStr for CudaArch {
 
 impl fmt::Display for CudaArch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)?;
+        write!(f, "{}.{}{}", self.major, self.minor, self.suffix.letter())?;
         if self.ptx {
             f.write_str("+PTX")?;
         }
@@ -176,11 +243,56 @@ mod tests {
 
     #[test]
     fn archs_print_as_written() {
-        for text in ["8.0", "8.6", "10.0+PTX", "12.0"] {
+        for text in [
+            "8.0",
+            "8.6",
+            "10.0+PTX",
+            "12.0",
+            "9.0a",
+            "9.0a+PTX",
+            "10.0a",
+            "10.3a",
+            "12.0a",
+            "10.0f",
+            "12.0f+PTX",
+            "11.0f",
+            "12.1a",
+        ] {
             assert_eq!(text.parse::<CudaArch>().unwrap().to_string(), text);
         }
         let arch: CudaArch = "10.0+PTX".parse().unwrap();
         assert_eq!((arch.major, arch.minor, arch.ptx), (10, 0, true));
+        assert_eq!(arch.suffix, ArchSuffix::None);
+        let arch: CudaArch = "9.0a".parse().unwrap();
+        assert_eq!(
+            (arch.major, arch.minor, arch.suffix, arch.ptx),
+            (9, 0, ArchSuffix::ArchSpecific, false)
+        );
+        assert_eq!(
+            (arch.sm_name(), arch.compute_name()),
+            ("sm_90a".into(), "compute_90a".into())
+        );
+        let arch: CudaArch = "10.0f+PTX".parse().unwrap();
+        assert_eq!(
+            (arch.suffix, arch.ptx, arch.sm_name()),
+            (ArchSuffix::FamilySpecific, true, "sm_100f".to_string())
+        );
+        assert_eq!(arch.sass().to_string(), "10.0f");
+    }
+
+    #[test]
+    fn arch_mistakes_show_the_right_form() {
+        let fix = |text: &str| text.parse::<CudaArch>().unwrap_err().fix;
+        assert_eq!(fix("sm_90a"), "write \"9.0a\"");
+        assert_eq!(fix("compute_100f"), "write \"10.0f+PTX\"");
+        assert_eq!(fix("sm_80"), "write \"8.0\"");
+        assert_eq!(fix("9a"), "write \"9.0a\"");
+        assert_eq!(fix("9.0a+ptx"), "write \"9.0a+PTX\"");
+        for junk in ["9.0b", "9.0af", "9.0A", "a", "9.a", ".0a", "10.10f", "0.0a"] {
+            let err = junk.parse::<CudaArch>().unwrap_err();
+            assert!(err.problem.contains(junk), "{err}");
+            assert!(err.fix.contains("\"9.0a\""), "{junk}: {err}");
+        }
     }
 
     #[test]

@@ -83,17 +83,22 @@ fn compare(member: &str, expected: &CudaExpectation, fatbin: &Fatbin, out: &mut 
     if !mismatch.extra.is_empty() {
         parts.push(format!("holds unexpected {}", mismatch.extra.join(", ")));
     }
+    let mut problem = format!(
+        "its CUDA fat binary {} (expected {} from {})",
+        parts.join(" and "),
+        expected.archs.declared.join(", "),
+        expected.from
+    );
+    for note in &mismatch.notes {
+        problem += &format!("; {note}");
+    }
     out.finding(
         Some(member),
-        format!(
-            "its CUDA fat binary {} (expected {} from {})",
-            parts.join(" and "),
-            expected.archs.declared.join(", "),
-            expected.from
-        ),
+        problem,
         "compile every kernel for exactly the expected archs (nvcc -gencode \
-         arch=compute_XY,code=sm_XY per arch, plus code=compute_XY for +PTX; \
-         TORCH_CUDA_ARCH_LIST for torch builds), or correct the expected list"
+         arch=compute_XY,code=sm_XY per arch, plus code=compute_XY for +PTX, keeping an a or f \
+         suffix on both: arch=compute_90a,code=sm_90a; TORCH_CUDA_ARCH_LIST for torch builds), \
+         or correct the expected list"
             .to_string(),
     );
 }

@@ -16,6 +16,7 @@
 //! otherwise be ignored silently); other tools' tables are left to their
 //! owners.
 
+mod archs_check;
 pub mod flags;
 pub mod flavour;
 pub mod license;
@@ -214,6 +215,9 @@ impl Reader<'_> {
             .and_then(|field| self.table(&field, "write [tool.cuwheel.matrix] as a table"))
             .and_then(|matrix| self.matrix(&matrix, flavours.as_deref()));
 
+        if let (Some(archs), Some(matrix)) = (&cuda_archs, &matrix) {
+            self.archs_against_toolkits(cuwheel.get("cuda-archs"), archs, matrix);
+        }
         let (version, version_file) = version?;
         Some(Config {
             name: name?,

@@ -304,7 +304,9 @@ fn bad_cuda_archs_name_the_element_and_the_right_form() {
         ("compute_90", "write \"9.0+PTX\""),
         ("sm_100", "write \"10.0\""),
         ("9.0+ptx", "write \"9.0+PTX\""),
-        ("9.0a", "write \"9.0\""),
+        ("sm_90a", "write \"9.0a\""),
+        ("compute_100f", "write \"10.0f+PTX\""),
+        ("9.0b", "major.minor"),
         ("eight", "major.minor"),
         ("8.10", "major.minor"),
         ("0.0", "major.minor"),
@@ -858,4 +860,120 @@ fn project_metadata_is_read_and_checked() {
         assert_eq!(problem.at.key, key, "{problem}");
         assert!(problem.problem.contains(says), "{says}: {problem}");
     }
+}
+
+#[test]
+fn arch_and_family_specific_targets_are_read_typed() {
+    let config = parse(&demo_with(
+        "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+        "cuda-archs = { default = [\"8.0\", \"9.0\", \"9.0a\", \"10.0f+PTX\", \"12.0a\"], \
+         \"12\" = [\"8.0\", \"9.0a\"] }",
+    ))
+    .unwrap();
+    let archs = config.cuda_archs.default.unwrap();
+    let shown: Vec<String> = archs.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["8.0", "9.0", "9.0a", "10.0f+PTX", "12.0a"]);
+    assert_eq!(archs[2].suffix, crate::spec::ArchSuffix::ArchSpecific);
+    assert_eq!(archs[3].suffix, crate::spec::ArchSuffix::FamilySpecific);
+    // The same target twice is still refused.
+    let problem = only_problem(&demo_with(
+        "[\"8.0\", \"9.0+PTX\"]",
+        "[\"9.0a\", \"9.0a+PTX\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.cuda-archs[1]");
+}
+
+#[test]
+fn a_family_target_for_a_pinned_old_nvcc_is_refused_before_the_lock() {
+    // cu128 cells compile with nvcc 12.8, which has no sm_100f.
+    let text = demo_with("cuda = [\"13.0\", \"12.4\"]", "cuda = [\"13.0\", \"12.8\"]")
+        .replace(
+            "{ cuda = \"12.4\", torch = \"2.11\" }",
+            "{ cuda = \"12.8\", torch = \"2.11\" }",
+        )
+        .replace("[\"8.0\", \"9.0+PTX\"]", "[\"8.0\", \"10.0f\"]")
+        .replace("exclude = [", "nvcc = { cu128 = \"12.8\" }\nexclude = [");
+    let problem = only_problem(&text);
+    assert_eq!(
+        problem.at.key, "tool.cuwheel.matrix.nvcc.cu128",
+        "{problem}"
+    );
+    assert!(
+        problem.problem.starts_with(
+            "10.0f (family-specific) needs nvcc ≥ 12.9; this matrix compiles cu128 with nvcc 12.8, \
+             and tool.cuwheel.cuda-archs lists 10.0f (source: NVIDIA's CUDA Features Archive, \
+             \"CUDA 12.9 Features\""
+        ),
+        "{problem}"
+    );
+    assert!(
+        problem.fix.starts_with(
+            "name another nvcc for cu128 (nvcc 12.9 or newer compiles 10.0f), or give nvcc 12.8 \
+             its own list without 10.0f in [tool.cuwheel.cuda-archs] (\"12.8\" = [...])"
+        ),
+        "{problem}"
+    );
+}
+
+#[test]
+fn a_served_cuda_older_than_an_arch_is_refused_before_the_lock() {
+    // cu124 cells compile with a 12.x nvcc no newer than 12.4: none has sm_100a.
+    let problem = only_problem(&demo_with(
+        "[\"8.0\", \"9.0+PTX\"]",
+        "[\"9.0a\", \"10.0a\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.cuda[1]", "{problem}");
+    assert!(
+        problem.problem.starts_with(
+            "10.0a (arch-specific) needs nvcc ≥ 12.8; this matrix serves cu124, whose nvcc is at \
+             most 12.4, and tool.cuwheel.cuda-archs lists 10.0a"
+        ),
+        "{problem}"
+    );
+    assert!(problem.fix.contains("(\"12\" = [...])"), "{problem}");
+    // A list of its own for the 12.x toolkits lets it through to the lock.
+    let text = demo_with(
+        "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+        "cuda-archs = { default = [\"9.0a\", \"10.0a\"], \"12\" = [\"9.0a\"] }",
+    );
+    parse(&text).unwrap();
+}
+
+#[test]
+fn a_list_keyed_by_a_toolkit_must_fit_that_toolkit() {
+    let text = demo_with(
+        "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+        "cuda-archs = { default = [\"9.0a\"], \"12.8\" = [\"9.0a\", \"12.0f+PTX\"] }",
+    );
+    let problem = only_problem(&text);
+    assert_eq!(
+        problem.at.key, "tool.cuwheel.cuda-archs.\"12.8\"",
+        "{problem}"
+    );
+    assert!(
+        problem.problem.starts_with(
+            "12.0f+PTX (family-specific) needs nvcc ≥ 12.9, but this list is for nvcc 12.8"
+        ),
+        "{problem}"
+    );
+    assert!(problem.fix.contains("remove 12.0f+PTX"), "{problem}");
+}
+
+#[test]
+fn a_list_for_nvcc_13_names_the_renamed_arch() {
+    let text = demo_with(
+        "cuda-archs = [\"8.0\", \"9.0+PTX\"]",
+        "cuda-archs = { default = [\"9.0a\"], \"13.0\" = [\"10.1f\"] }",
+    );
+    let problem = only_problem(&text);
+    assert_eq!(
+        problem.at.key, "tool.cuwheel.cuda-archs.\"13.0\"",
+        "{problem}"
+    );
+    assert!(
+        problem.problem.starts_with(
+            "nvcc 13.0 names 10.1f (family-specific) 11.0f, but this list is for nvcc 13.0"
+        ),
+        "{problem}"
+    );
 }

@@ -16,7 +16,7 @@ use anyhow::{Result, bail};
 
 use crate::spec::archs::ToolkitKey;
 use crate::spec::compat::join;
-use crate::spec::{CompatTable, Config, CudaVersion};
+use crate::spec::{CompatTable, Config, CudaArch, CudaVersion};
 
 /// Every problem of `config` (read from `pyproject`) and of the archive
 /// directories `archive_dirs` that needs no registry; an error listing them.
@@ -83,7 +83,7 @@ pub fn config_problems(config: &Config, table: &CompatTable) -> Vec<String> {
         if unsupported.is_empty() {
             continue;
         }
-        let supported: BTreeSet<(u32, u32)> = toolkits
+        let supported: BTreeSet<CudaArch> = toolkits
             .iter()
             .flat_map(|(_, toolkit)| toolkit.archs.iter().copied())
             .collect();
@@ -93,11 +93,7 @@ pub fn config_problems(config: &Config, table: &CompatTable) -> Vec<String> {
             unsupported.join(", "),
             join(toolkits.iter().map(|(version, _)| version)),
             if unsupported.len() == 1 { "it" } else { "them" },
-            join(
-                supported
-                    .iter()
-                    .map(|(major, minor)| format!("{major}.{minor}"))
-            )
+            join(supported.iter())
         ));
     }
     problems

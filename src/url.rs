@@ -155,11 +155,10 @@ pub fn scrub(text: &str, url: &str) -> String {
     }
     let after = rest.rfind('@').map_or(rest, |at| &rest[at + 1..]);
     let authority = after.split(['/', '?', '#']).next().unwrap_or_default();
-    if let Some((_, port)) = authority.rsplit_once(':')
-        && !port.chars().all(|c| c.is_ascii_digit())
-        && !authority.ends_with(']')
-    {
-        secrets.push(port);
+    if let Some((_, port)) = authority.rsplit_once(':') {
+        if !port.chars().all(|c| c.is_ascii_digit()) && !authority.ends_with(']') {
+            secrets.push(port);
+        }
     }
     if let Some(at) = after.find(['?', '#']) {
         let tail = &after[at + 1..];

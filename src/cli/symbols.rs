@@ -41,10 +41,10 @@ pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
     }
     // A FIFO would block the extraction's open, a device never end it.
     for input in &args.inputs {
-        if let Ok(meta) = std::fs::metadata(input)
-            && !meta.is_file()
-            && !meta.is_dir()
-        {
+        let odd = std::fs::metadata(input)
+            .ok()
+            .filter(|meta| !meta.is_file() && !meta.is_dir());
+        if let Some(meta) = odd {
             bail!(
                 "cannot read {}: it is {}, not a wheel, a library or a directory; give the path \
                  of a file or a directory",

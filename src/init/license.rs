@@ -248,8 +248,8 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
         [id] => {
             decision.expression = Some(id.to_string());
             for classifier in &license_classifiers {
-                if let Some(allowed) = classifier_ids(classifier)
-                    && !allowed.contains(id)
+                if let Some(allowed) =
+                    classifier_ids(classifier).filter(|allowed| !allowed.contains(id))
                 {
                     let (file, _) = &found[0];
                     decision.findings.push((
@@ -296,9 +296,7 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
             _ => None,
         })
         .collect();
-    if let [(classifier, id)] = single.as_slice()
-        && license_classifiers.len() == 1
-    {
+    if let ([(classifier, id)], 1) = (single.as_slice(), license_classifiers.len()) {
         decision.expression = Some(id.to_string());
         decision.source = Some(format!("the classifier `{classifier}`"));
         return decision;

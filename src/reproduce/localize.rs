@@ -171,10 +171,10 @@ pub fn compare_file(path: &str, a: &[u8], b: &[u8]) -> FileDifference {
             nv_fatbin_section(path, a).ok().flatten(),
             nv_fatbin_section(path, b).ok().flatten(),
         );
-        if let (Some(x), Some(y)) = fatbins
-            && x != y
-        {
-            diff.members = compare_fatbins(x, y);
+        if let (Some(x), Some(y)) = fatbins {
+            if x != y {
+                diff.members = compare_fatbins(x, y);
+            }
         }
         diff.cause = diff
             .members
@@ -435,12 +435,10 @@ fn binary_time_at(a: &[u8], b: &[u8], at: usize) -> bool {
         }
     }
     for start in at.saturating_sub(4)..=at {
-        if let (Some(p), Some(q)) = (uleb128(&a[start..]), uleb128(&b[start..]))
-            && p != q
-            && is_recent_time(p)
-            && is_recent_time(q)
-        {
-            return true;
+        if let (Some(p), Some(q)) = (uleb128(&a[start..]), uleb128(&b[start..])) {
+            if p != q && is_recent_time(p) && is_recent_time(q) {
+                return true;
+            }
         }
     }
     false

@@ -3,6 +3,9 @@
 # mapped out of the binary's strings (panic locations), so the output names no store path.
 export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 export PATH="$rust/bin:$PATH"
+# C code of crates (zstd-sys, for the SPDX license data init reads) is archived by the root's
+# binutils: busybox's ar cannot create an archive.
+export AR="$rustRoot/usr/bin/ar"
 mkdir -p "$CARGO_HOME"
 cat > "$CARGO_HOME/config.toml" <<EOC
 [source.crates-io]

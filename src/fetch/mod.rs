@@ -415,10 +415,11 @@ fn from_binary_cache(
     missing: &[&Wanted],
 ) -> Result<BTreeSet<StorePath>> {
     let url = &substituter.url;
+    let shown = crate::url::redact(url);
     let paths: Vec<StorePath> = missing.iter().map(|w| w.path.clone()).collect();
     let held: Vec<_> = nix
         .path_infos(Some(url), &paths, false)
-        .with_context(|| format!("cannot read the binary cache {url}"))?
+        .with_context(|| format!("cannot read the binary cache {shown}"))?
         .into_iter()
         .filter(|info| info.valid)
         .collect();
@@ -460,11 +461,11 @@ fn from_binary_cache(
         .collect::<Result<_, _>>()
         .context("Nix reported something that is not a store path")?;
     eprintln!(
-        "fetch: copying {} paths from the binary cache {url}",
+        "fetch: copying {} paths from the binary cache {shown}",
         copied.len()
     );
     nix.copy_from(url, &substituter.nix_options(), &copied)
-        .with_context(|| format!("cannot copy from the binary cache {url}"))?;
+        .with_context(|| format!("cannot copy from the binary cache {shown}"))?;
     Ok(copied.into_iter().collect())
 }
 
@@ -513,7 +514,7 @@ fn check_available_offline(
     }
     if !unavailable.is_empty() {
         let cache = match &options.substituter {
-            Some(substituter) => format!("the binary cache {}", substituter.url),
+            Some(substituter) => format!("the binary cache {}", crate::url::redact(&substituter.url)),
             None => "a binary cache (none was given: --substituter)".to_owned(),
         };
         const SHOWN: usize = 8;

@@ -192,9 +192,10 @@ impl Clients {
                     .arg("-o")
                     .arg(&path)
                     .arg(url);
-                crate::process::checked_output(&mut curl, &format!("curl of {url}"), || {
+                let shown = crate::url::redact(url);
+                crate::process::checked_output(&mut curl, &format!("curl of {shown}"), || {
                     format!(
-                        "cannot run curl to fetch {url}: install curl, or download the \
+                        "cannot run curl to fetch {shown}: install curl, or download the \
                              file yourself and name it with `file =` instead of `url =`"
                     )
                 })?;

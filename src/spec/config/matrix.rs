@@ -314,7 +314,10 @@ impl Reader<'_> {
                 if !(url.starts_with("https://") || url.starts_with("http://")) || last.is_empty() {
                     self.report(
                         field,
-                        format!("`{url}` is not an http(s) URL of a file"),
+                        format!(
+                            "`{}` is not an http(s) URL of a file",
+                            crate::url::redact(url)
+                        ),
                         "write the archive's full URL, ending in its file name",
                     );
                     return None;

@@ -404,7 +404,7 @@ impl Reader<'_> {
             if !url.contains("://") || url.contains(char::is_whitespace) {
                 self.report(
                     &url_field,
-                    format!("`{url}` is not a URL"),
+                    format!("`{}` is not a URL", crate::url::redact(url)),
                     "write a full URL, like \"https://github.com/org/project\"",
                 );
                 return None;

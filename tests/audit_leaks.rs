@@ -90,8 +90,9 @@ fn official_wheels_raise_no_false_alarm() {
                 .collect();
             for soname in ["libcupti.so.13", "libcufile.so.0", "libcusparseLt.so.0"] {
                 assert!(
-                    notes.iter().any(|n| n.contains("which its Requires-Dist names")
-                        && n.contains(soname)),
+                    notes
+                        .iter()
+                        .any(|n| n.contains("which its Requires-Dist names") && n.contains(soname)),
                     "{name}: no sibling-wheel note for {soname}: {notes:#?}"
                 );
             }

@@ -514,7 +514,9 @@ fn check_available_offline(
     }
     if !unavailable.is_empty() {
         let cache = match &options.substituter {
-            Some(substituter) => format!("the binary cache {}", crate::url::redact(&substituter.url)),
+            Some(substituter) => {
+                format!("the binary cache {}", crate::url::redact(&substituter.url))
+            }
             None => "a binary cache (none was given: --substituter)".to_owned(),
         };
         const SHOWN: usize = 8;

@@ -291,8 +291,10 @@ fn payload(member: &FatbinMember<'_>) -> Option<Vec<u8>> {
                 })
         }
         Compression::Zstd => {
-            let mut reader = member.payload;
-            let mut decoder = ruzstd::decoding::StreamingDecoder::new(&mut reader).ok()?;
+            // One frame, then the payload's padding.
+            let mut decoder = zstd::stream::read::Decoder::new(member.payload)
+                .ok()?
+                .single_frame();
             let mut out = Vec::with_capacity(size);
             std::io::Read::read_to_end(&mut decoder, &mut out).ok()?;
             Some(out)

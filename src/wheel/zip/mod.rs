@@ -31,7 +31,7 @@ mod entry;
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::wheel::terminal::terminal_safe;
@@ -302,19 +302,7 @@ pub fn check_regular(file_type: &std::fs::FileType) -> Result<(), ZipError> {
     if file_type.is_file() {
         return Ok(());
     }
-    Err(ZipError::NotAFile(if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }))
+    Err(ZipError::NotAFile(crate::safe_io::kind(*file_type)))
 }
 
 fn u16_at(bytes: &[u8], at: usize) -> u16 {

@@ -333,7 +333,10 @@ fn inputs_that_are_not_files_are_refused_without_reading() {
     let limit = Duration::from_secs(60);
     let (code, _, err) = audit_bounded(&[fifo.as_os_str()], limit);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("it is a FIFO (named pipe), not a regular file"), "{err}");
+    assert!(
+        err.contains("it is a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
 
     let (code, out, err) = audit_bounded(&["--json".as_ref(), "/dev/zero".as_ref()], limit);
     assert_eq!(code, 1, "{err}");

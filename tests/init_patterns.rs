@@ -232,7 +232,7 @@ setup(
     let said = findings(&inferred);
     for expected in [
         "project.version: setup.py:6: `setup(`: `not a version` is not a PEP 440 version",
-        "project.license: setup.py:6: `setup(`: license `BSD License` is not an SPDX expression",
+        "project.license: setup()'s license `BSD License` is not an SPDX expression; it was not written",
         "`csrc/missing.cu` does not exist in the project; it was left out",
         "`/usr/include/foo` is outside the project (a build-host path); it was left out",
         "CUDA_HOME, which is only known on the build host",

@@ -265,12 +265,6 @@ fn impossible_cells_stop_lock_before_anything_is_fetched() {
             "rule toolkit-major: nvcc 13.0 cannot build for torch 2.7, whose wheels use CUDA 12.6",
             "the torch wheels and toolkits the package index and Debian offered",
         ),
-        (
-            TINY.replace("cuda-archs = [\"9.0\"]", "cuda-archs = [\"9.0\", \"12.0\"]"),
-            "rule cuda-archs: nvcc 12.4 cannot compile for 12.0 (tool.cuwheel.cuda-archs); it \
-             supports 5.0, 5.2",
-            "`nvcc --list-gpu-code` of each toolkit",
-        ),
     ];
     for (pyproject, message, source) in cases {
         let dir = project(&pyproject);
@@ -296,6 +290,32 @@ fn impossible_cells_stop_lock_before_anything_is_fetched() {
             "lock went past the check:\n{err}"
         );
     }
+    // An arch the matrix's nvcc cannot compile for is refused while the
+    // config is read, before the lock's rules and before any registry.
+    let dir = project(&TINY.replace("cuda-archs = [\"9.0\"]", "cuda-archs = [\"9.0\", \"12.0\"]"));
+    let lock = dir.path().join("cuwheel.lock");
+    fs::write(&lock, "the previous lock\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = cuwheel(
+        &["lock", "--project", dir.path().to_str().unwrap()],
+        cache.path(),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "tool.cuwheel.matrix.nvcc.cu128: 12.0 needs nvcc ≥ 12.8; this matrix compiles cu128 \
+             with nvcc 12.4, and tool.cuwheel.cuda-archs lists 12.0 (source: NVIDIA's Blackwell \
+             Compatibility Guide"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("fix: name another nvcc for cu128 (nvcc 12.8 or newer compiles 12.0)"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(&lock).unwrap(), "the previous lock\n");
+    assert!(!cache.path().join("cuwheel").exists(), "{err}");
 }
 
 /// The tiny lock cut down to its seeds and their artifacts (a busybox .deb

@@ -55,7 +55,7 @@ export TZ=UTC LANG=C LC_ALL=C SOURCE_DATE_EPOCH=1\n";
 /// size, and `__TIMESTAMP__` expands to it; a copy made at build time
 /// would carry the build's clock.
 pub const FIXED_MTIMES: &str = "\
-# Staged sources keep no build-time clock: nvcc's line table (-lineinfo, -G) records mtimes.\n\
+# Staged sources keep no build-time clock: CUDA's device line table (-lineinfo, -G) records mtimes.\n\
 find . ! -type l -exec touch -d @1 {} +\n";
 
 #[cfg(test)]

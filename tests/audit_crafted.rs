@@ -11,38 +11,16 @@ mod common;
 
 use std::path::Path;
 
-use audit_support::{AuditRun, audit_json, cuwheel_audit, gcc, nvcc, write_wheel};
+use audit_support::{
+    EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, assert_run, audit_json,
+    cuwheel_audit, gcc, nvcc, write_wheel,
+};
 use common::TestEnv;
-
-const EXIT_PASSED: i32 = 0;
-const EXIT_ERROR: i32 = 1;
-const EXIT_FAILED: i32 = 3;
-
-/// An extension module `_ext` for the crafted wheels: defines `PyInit__ext`.
-const EXTENSION_C: &str = r#"
-#include <string.h>
-static char name[8];
-void *PyInit__ext(void) { strcpy(name, "_ext"); return name; }
-"#;
-
-const EXT_MEMBER: &str = "demo/_ext.cpython-311-x86_64-linux-gnu.so";
 
 fn shared_object(dir: &Path, output: &str, source: &str, extra: &[&str]) -> Vec<u8> {
     let mut args = vec!["-shared", "-fPIC"];
     args.extend(extra);
     std::fs::read(gcc(dir, output, source, false, &args)).unwrap()
-}
-
-fn assert_run(run: &AuditRun, code: i32, needles: &[&str]) {
-    let all = format!("{}{}", run.stdout, run.stderr);
-    assert_eq!(
-        run.code, code,
-        "exit status\nstdout:\n{}\nstderr:\n{}",
-        run.stdout, run.stderr
-    );
-    for needle in needles {
-        assert!(all.contains(needle), "`{needle}` not in the output:\n{all}");
-    }
 }
 
 #[test]

@@ -13,32 +13,10 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use audit_support::{AuditRun, cuwheel_audit, gcc, write_wheel, write_wheel_with_metadata};
-
-const EXIT_PASSED: i32 = 0;
-const EXIT_ERROR: i32 = 1;
-const EXIT_FAILED: i32 = 3;
-
-/// An extension module `_ext`: defines `PyInit__ext`.
-const EXTENSION_C: &str = r#"
-#include <string.h>
-static char name[8];
-void *PyInit__ext(void) { strcpy(name, "_ext"); return name; }
-"#;
-
-const EXT_MEMBER: &str = "demo/_ext.cpython-311-x86_64-linux-gnu.so";
-
-fn assert_run(run: &AuditRun, code: i32, needles: &[&str]) {
-    let all = format!("{}{}", run.stdout, run.stderr);
-    assert_eq!(
-        run.code, code,
-        "exit status\nstdout:\n{}\nstderr:\n{}",
-        run.stdout, run.stderr
-    );
-    for needle in needles {
-        assert!(all.contains(needle), "`{needle}` not in the output:\n{all}");
-    }
-}
+use audit_support::{
+    AuditRun, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, assert_run,
+    cuwheel_audit, gcc, write_wheel, write_wheel_with_metadata,
+};
 
 /// Adds `members` to the zip at `wheel` without touching its RECORD.
 fn append_members(wheel: &Path, members: impl IntoIterator<Item = (String, Vec<u8>)>) {

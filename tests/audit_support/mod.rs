@@ -13,6 +13,32 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{self, TestEnv};
 
+/// `cuwheel audit`'s exit statuses.
+pub const EXIT_PASSED: i32 = 0;
+pub const EXIT_ERROR: i32 = 1;
+pub const EXIT_FAILED: i32 = 3;
+
+/// An extension module `_ext` for the crafted wheels: defines `PyInit__ext`.
+pub const EXTENSION_C: &str = r#"
+#include <string.h>
+static char name[8];
+void *PyInit__ext(void) { strcpy(name, "_ext"); return name; }
+"#;
+
+pub const EXT_MEMBER: &str = "demo/_ext.cpython-311-x86_64-linux-gnu.so";
+/// Asserts the exit status and that the output holds each of `needles`.
+pub fn assert_run(run: &AuditRun, code: i32, needles: &[&str]) {
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, code,
+        "exit status\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    for needle in needles {
+        assert!(all.contains(needle), "`{needle}` not in the output:\n{all}");
+    }
+}
+
 /// Compiles `source` (C, or C++ when `cxx`) into `dir/output` with `args` appended.
 pub fn gcc(dir: &Path, output: &str, source: &str, cxx: bool, args: &[&str]) -> PathBuf {
     let (compiler, ext) = if cxx { ("g++", "cpp") } else { ("gcc", "c") };

@@ -17,7 +17,6 @@ use std::process::{Command, Stdio};
 
 use common::{cuwheel_bin, run_ok};
 use cuwheel::build::{Provenance, WheelRecipe};
-use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
 
 const SIGPIPE: i32 = 13;
 
@@ -68,43 +67,12 @@ fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
 }
 
-/// A small pure-Python wheel; with `provenance`, one that claims to be a
-/// cuwheel wheel of a cell the demo does not have.
-fn tiny_wheel(dir: &Path, provenance: bool) -> PathBuf {
-    let metadata = CoreMetadata::new(
-        ProjectName::new("tiny").unwrap(),
-        Version::parse("1.0").unwrap(),
-    );
-    let mut wheel = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
-    wheel
-        .add_member("tiny/__init__.py", b"x = 1\n".to_vec(), false)
-        .unwrap();
-    if provenance {
-        let provenance = Provenance {
-            cell: "cu999-py313".into(),
-            cuwheel: env!("CARGO_PKG_VERSION").into(),
-            ..Provenance::default()
-        };
-        wheel
-            .add_member(
-                "tiny-1.0.dist-info/cuwheel-provenance.json",
-                cuwheel::json::canonical(&provenance).into_bytes(),
-                false,
-            )
-            .unwrap();
-    }
-    fs::create_dir_all(dir).unwrap();
-    wheel
-        .write_into(dir, ZipTimestamp::from_unix_seconds(0).unwrap())
-        .unwrap()
-}
-
 #[test]
 fn commands_that_print_end_quietly_on_a_closed_stdout() {
     let tmp = tempfile::tempdir().unwrap();
-    let wheel = tiny_wheel(&tmp.path().join("plain"), false);
+    let wheel = common::tiny_wheel(&tmp.path().join("plain"), false);
     let wheel = wheel.to_str().unwrap();
-    let foreign = tiny_wheel(&tmp.path().join("foreign"), true);
+    let foreign = common::tiny_wheel(&tmp.path().join("foreign"), true);
     let demo = demo();
     let demo = demo.to_str().unwrap();
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/src");

@@ -26,7 +26,6 @@ use std::process::{Command, Output, Stdio};
 
 use common::cuwheel_bin;
 use common::project::copy_dir;
-use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
 
 const FULL_STDOUT: &str =
     "error: cannot write to standard output: No space left on device (os error 28)";
@@ -48,26 +47,10 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A small pure-Python wheel.
-fn tiny_wheel(dir: &Path) -> PathBuf {
-    let metadata = CoreMetadata::new(
-        ProjectName::new("tiny").unwrap(),
-        Version::parse("1.0").unwrap(),
-    );
-    let mut wheel = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
-    wheel
-        .add_member("tiny/__init__.py", b"x = 1\n".to_vec(), false)
-        .unwrap();
-    fs::create_dir_all(dir).unwrap();
-    wheel
-        .write_into(dir, ZipTimestamp::from_unix_seconds(0).unwrap())
-        .unwrap()
-}
-
 #[test]
 fn output_to_a_full_device_is_an_error_not_a_panic() {
     let tmp = tempfile::tempdir().unwrap();
-    let wheel = tiny_wheel(&tmp.path().join("w"));
+    let wheel = common::tiny_wheel(&tmp.path().join("w"), false);
     let wheel = wheel.to_str().unwrap();
     let demo = demo();
     let index = tmp.path().join("index");

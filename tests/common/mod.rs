@@ -450,3 +450,41 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     }
     all
 }
+
+/// A small pure-Python wheel; with `provenance`, one that claims to be a
+/// cuwheel wheel of a cell the demo does not have.
+pub fn tiny_wheel(dir: &Path, provenance: bool) -> PathBuf {
+    let metadata = cuwheel::wheel::CoreMetadata::new(
+        cuwheel::wheel::ProjectName::new("tiny").unwrap(),
+        cuwheel::wheel::Version::parse("1.0").unwrap(),
+    );
+    let mut wheel = cuwheel::wheel::WheelBuilder::new(
+        metadata,
+        cuwheel::wheel::TagSet::parse("py3-none-any").unwrap(),
+        None,
+    );
+    wheel
+        .add_member("tiny/__init__.py", b"x = 1\n".to_vec(), false)
+        .unwrap();
+    if provenance {
+        let provenance = cuwheel::build::Provenance {
+            cell: "cu999-py313".into(),
+            cuwheel: env!("CARGO_PKG_VERSION").into(),
+            ..cuwheel::build::Provenance::default()
+        };
+        wheel
+            .add_member(
+                "tiny-1.0.dist-info/cuwheel-provenance.json",
+                cuwheel::json::canonical(&provenance).into_bytes(),
+                false,
+            )
+            .unwrap();
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    wheel
+        .write_into(
+            dir,
+            cuwheel::wheel::ZipTimestamp::from_unix_seconds(0).unwrap(),
+        )
+        .unwrap()
+}

@@ -22,12 +22,6 @@ use anyhow::{Context, Result, bail};
 
 use crate::url::{check_chars, redact, scrub};
 
-/// True when `arg` names a wheel by URL rather than by path: `http://` or
-/// `https://`, in any letter case.
-pub fn is_url(arg: &str) -> bool {
-    crate::url::is_http(arg)
-}
-
 /// How long curl may take, in seconds: to connect, in all, and without
 /// receiving a byte (a server that accepts and never answers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,14 +217,6 @@ fn failure(shown: &str, code: Option<i32>, stderr: &str, timeouts: Timeouts) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_told_from_paths() {
-        assert!(is_url("https://example.org/w.whl"));
-        assert!(is_url("http://127.0.0.1:8000/w.whl"));
-        assert!(!is_url("dist/w.whl"));
-        assert!(!is_url("file:///w.whl"));
-    }
 
     #[test]
     fn the_file_name_is_the_decoded_last_segment() {

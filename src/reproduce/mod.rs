@@ -154,7 +154,7 @@ pub fn reproduce(
     progress: &dyn Fn(&str),
 ) -> Result<Verdict> {
     let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let path = if download::is_url(wheel) {
+    let path = if crate::url::is_http(wheel) {
         crate::url::check_chars(wheel)?;
         progress(&format!("downloading {}", crate::url::redact(wheel)));
         download::download(wheel, downloads.path(), options.timeouts)?

@@ -3,24 +3,15 @@
 //! from files, package data, a plain setuptools Extension, and what cannot
 //! be inferred (each reported with its line, never guessed silently).
 
+mod init_support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cuwheel::init::classify::Flavour;
 use cuwheel::init::model::{Inferred, VersionSource};
 use cuwheel::init::{InitOptions, infer, init};
-
-/// A tree holding `files`, and its canonical root.
-fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    for (path, text) in files {
-        let full = root.join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(full, text).unwrap();
-    }
-    (dir, root)
-}
+use init_support::{findings, tree};
 
 fn inferred(files: &[(&str, &str)]) -> Inferred {
     let (_dir, root) = tree(files);
@@ -34,15 +25,6 @@ fn init_error(root: &Path) -> String {
         ..InitOptions::default()
     };
     init(root, &options).unwrap_err().to_string()
-}
-
-fn findings(inferred: &Inferred) -> String {
-    inferred
-        .findings
-        .iter()
-        .map(|f| format!("{f}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 const KERNEL: &str = "#include <ATen/ATen.h>\n__global__ void k() {}\n";

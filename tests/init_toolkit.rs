@@ -8,22 +8,11 @@
 //! and each expected value below is what that setup.py computes, by hand,
 //! for that toolkit.
 
-use std::fs;
-use std::path::PathBuf;
+mod init_support;
 
 use cuwheel::init::model::Inferred;
 use cuwheel::init::{InitOptions, infer, init};
-
-fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    for (path, text) in files {
-        let full = root.join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(full, text).unwrap();
-    }
-    (dir, root)
-}
+use init_support::{findings, tree};
 
 const KERNEL: &str = "#include <ATen/ATen.h>\n__global__ void k() {}\n";
 const BINDING: &str = "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n";
@@ -54,15 +43,6 @@ fn line<'a>(text: &'a str, key: &str) -> &'a str {
     text.lines()
         .find(|l| l.starts_with(&format!("{key} = ")))
         .unwrap_or_else(|| panic!("no `{key}` in\n{text}"))
-}
-
-fn findings(inferred: &Inferred) -> String {
-    inferred
-        .findings
-        .iter()
-        .map(|f| format!("{f}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 const BARE_METAL: &str = r#"

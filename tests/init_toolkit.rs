@@ -146,6 +146,56 @@ fn nvcc_bare_metal_version_gives_archs_per_toolkit() {
     );
 }
 
+/// `init`'s dry run of `setup` with matrix flags.
+fn written_with(setup: &str, flags: cuwheel::init::matrix::MatrixFlags) -> String {
+    let (_dir, root) = tree(&[
+        ("setup.py", setup),
+        ("csrc/k.cu", KERNEL),
+        ("csrc/b.cpp", BINDING),
+    ]);
+    let options = InitOptions {
+        cuwheel: Some("path:/c".into()),
+        dry_run: true,
+        matrix: flags,
+        ..InitOptions::default()
+    };
+    init(&root, &options).unwrap().pyproject
+}
+
+#[test]
+fn a_matrix_of_one_toolkit_is_evaluated_for_that_toolkit_alone() {
+    let flags = |archs: &[&str]| cuwheel::init::matrix::MatrixFlags {
+        torch: vec!["2.11".into()],
+        python: vec!["3.13".into()],
+        cuda: vec!["13.0".into()],
+        cuda_archs: archs.iter().map(|a| a.to_string()).collect(),
+    };
+    // Only nvcc 13.0 builds the cells: its archs as one list, and its flags
+    // (-DCUDA13, which nvcc 12.5 does not get) written, not reported.
+    let text = written_with(BARE_METAL, flags(&[]));
+    assert_eq!(
+        line(&text, "cuda-archs"),
+        r#"cuda-archs = ["8.0", "9.0", "10.0", "11.0", "12.0"]"#
+    );
+    assert_eq!(
+        line(&text, "nvcc-flags"),
+        r#"nvcc-flags = ["-O3", "--use_fast_math", "-DCUDA13"]"#
+    );
+    // --cuda-archs replaces what setup.py computes, table or list.
+    let text = written_with(BARE_METAL, flags(&["9.0"]));
+    assert_eq!(line(&text, "cuda-archs"), r#"cuda-archs = ["9.0"]"#);
+    let both = written_with(
+        BARE_METAL,
+        cuwheel::init::matrix::MatrixFlags {
+            torch: vec!["2.11,2.9".into()],
+            python: vec!["3.13".into()],
+            cuda: vec!["13.0,12.8".into()],
+            cuda_archs: vec!["9.0".into()],
+        },
+    );
+    assert_eq!(line(&both, "cuda-archs"), r#"cuda-archs = ["9.0"]"#);
+}
+
 #[test]
 fn torch_version_cuda_keys_the_archs() {
     let setup = r#"

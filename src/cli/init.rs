@@ -47,6 +47,9 @@ pub struct InitArgs {
     /// The Python interpreter whose pip lists torch releases and `cuwheel lock` uses [default: python3]
     #[arg(long, value_name = "PATH")]
     pip_python: Option<PathBuf>,
+    /// Where to look for the headers of a Python no Debian suite carries (like Python 3.12's); repeatable, searched before $CUWHEEL_ARCHIVES. Passed on to `cuwheel lock`
+    #[arg(long, value_name = "DIR")]
+    archives: Vec<PathBuf>,
 }
 
 pub fn run(args: InitArgs) -> Result<ExitCode> {
@@ -62,6 +65,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
             cuda_archs: args.cuda_archs,
         },
         pip_python: args.pip_python.clone(),
+        archives: args.archives.clone(),
     };
     let outcome = init(&args.dir, &options)?;
     if args.dry_run {
@@ -89,7 +93,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         &args.dir,
         cuwheel::lock::LockOptions {
             python: args.pip_python,
-            ..Default::default()
+            archives: args.archives,
         },
     )
     .context(

@@ -18,6 +18,7 @@ pub mod archs;
 pub mod classify;
 pub mod extract;
 pub mod flake;
+pub mod headers;
 pub mod layout;
 pub mod license;
 pub mod matrix;
@@ -54,6 +55,9 @@ pub struct InitOptions {
     pub matrix: matrix::MatrixFlags,
     /// The interpreter whose pip lists torch releases (default `python3`).
     pub pip_python: Option<PathBuf>,
+    /// `--archives`: where to look for the headers of a Python no Debian
+    /// suite carries (besides `$CUWHEEL_ARCHIVES`).
+    pub archives: Vec<PathBuf>,
 }
 
 /// What `init` inferred and wrote.
@@ -194,8 +198,17 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         baseline: &baseline,
     };
     let matrix = matrix::choose(&options.matrix, pybind11, &index)?;
+    // setup.py was evaluated for the default matrix's toolkits; where the
+    // matrix written serves others, what depends on the toolkit is
+    // evaluated again for exactly those.
+    if let Some(toolkits) = matrix_toolkits(&matrix) {
+        if toolkits != toolkits::default_toolkits() && origin.starts_with("setup.py") {
+            inferred = infer_for(&root, options.ignore_setup_py, &toolkits)?.0;
+        }
+    }
     if !matrix.cuda_archs.is_empty() {
         inferred.archs = matrix.cuda_archs.clone();
+        inferred.toolkit_archs.clear();
         inferred
             .findings
             .retain(|f| f.key != "tool.cuwheel.cuda-archs");
@@ -218,6 +231,21 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
     );
     table.push('\n');
     table.push_str(&matrix.render());
+    let found = headers::find(&matrix.python, &options.archives);
+    table.push_str(&headers::render(&found.found));
+    let mut matrix = matrix;
+    for f in &found.found {
+        matrix.notes.push(format!(
+            "Python {}'s headers: {} (sha256 {}), found in {}",
+            f.python,
+            f.file,
+            f.sha256,
+            f.path
+                .parent()
+                .map_or(String::new(), |p| p.display().to_string())
+        ));
+    }
+    matrix.notes.extend(found.notes);
     let merged = pyproject::merge(
         existing.as_deref(),
         &inferred,
@@ -252,6 +280,31 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         matrix,
         notes: merged.notes,
     })
+}
+
+/// The toolkits of the matrix's cells when the flags name them all: every
+/// torch a minor and the CUDA versions given; `None` otherwise (a torch
+/// range, or CUDA left to the lock), when the default matrix's stand in.
+fn matrix_toolkits(matrix: &matrix::Matrix) -> Option<Vec<python::Toolkit>> {
+    use crate::spec::{CudaVersion, TorchVersion};
+    let torch: Vec<TorchVersion> = matrix
+        .torch
+        .iter()
+        .map(|t| t.parse().ok())
+        .collect::<Option<_>>()?;
+    let cuda: Vec<CudaVersion> = matrix
+        .cuda
+        .iter()
+        .map(|c| c.parse().ok())
+        .collect::<Option<_>>()?;
+    if torch.is_empty() || cuda.is_empty() {
+        return None;
+    }
+    let cells: Vec<_> = torch
+        .iter()
+        .flat_map(|t| cuda.iter().map(move |c| (*t, *c)))
+        .collect();
+    Some(toolkits::toolkits_for(&cells))
 }
 
 /// The torch requirement of `[build-system] requires`, if it constrains one.

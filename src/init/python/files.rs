@@ -95,6 +95,7 @@ impl Interpreter {
             },
             "os.getcwd" => Value::str(self.root.to_string_lossy()),
             "exec" => return self.exec(args.first(), line),
+            "runpy.run_path" => return self.run_path(first.as_deref(), line),
             "setuptools.find_packages" | "setuptools.find_namespace_packages" => {
                 self.find_packages(&args, &kwargs, line)
             }
@@ -252,6 +253,32 @@ impl Interpreter {
             ),
         }
         Ok(Value::None)
+    }
+
+    /// `runpy.run_path("pkg/version.py")`: evaluates that project file in
+    /// fresh globals and gives them as a dict, as Python does.
+    fn run_path(&mut self, path: Option<&str>, line: usize) -> Result<Value, EvalError> {
+        let Some(rel) = path.and_then(|p| self.project_relative(p)) else {
+            return Ok(Value::unknown(
+                "`runpy.run_path()` of a path that is not a project .py file".to_string(),
+                self.at(line),
+            ));
+        };
+        let text = match crate::init::project_text(&self.root, &rel) {
+            Ok(text) => text,
+            Err(why) => return Ok(Value::unknown(why, self.at(line))),
+        };
+        let globals: super::value::Scope = super::value::shared(std::collections::HashMap::new());
+        self.run_file(&rel, &text, globals.clone(), line)?;
+        let mut pairs: Vec<(String, Value)> = globals
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Value::Dict(super::value::shared(
+            pairs.into_iter().map(|(k, v)| (Value::str(k), v)).collect(),
+        )))
     }
 
     /// `glob.glob(pattern)` against the project tree, sorted.

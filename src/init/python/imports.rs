@@ -143,7 +143,7 @@ impl Interpreter {
 
 /// Modules a build of a torch extension has, whose attributes are
 /// modelled or irrelevant: importing them is not an assumption.
-const BUILD_MODULES: [&str; 21] = [
+const BUILD_MODULES: [&str; 22] = [
     "os",
     "sys",
     "glob",
@@ -165,6 +165,7 @@ const BUILD_MODULES: [&str; 21] = [
     "pkg_resources",
     "wheel",
     "typing",
+    "runpy",
 ];
 
 /// The top-level modules a try body imports that are neither build

@@ -47,6 +47,7 @@ const NATIVES: &[&str] = &[
     "print",
     "open",
     "exec",
+    "runpy.run_path",
     "getattr",
     "hasattr",
     "abs",
@@ -120,6 +121,7 @@ const MODULES: &[&str] = &[
     "torch.version",
     "torch.__config__",
     "packaging.version",
+    "runpy",
 ];
 
 /// Other names for the same thing.
@@ -297,7 +299,7 @@ impl Interpreter {
                 let default = args.get(1).cloned().or_else(|| kw("default"));
                 self.environ_get(&arg(0), default, line)
             }
-            "exec" => return self.call_file_native(name, args, kwargs, line),
+            "exec" | "runpy.run_path" => return self.call_file_native(name, args, kwargs, line),
             // compile(source, ...) is what exec() runs: the source itself.
             "compile" => arg(0),
             "locals" | "globals" => {

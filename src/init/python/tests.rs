@@ -220,6 +220,32 @@ mod evaluator {
     }
 
     #[test]
+    fn runpy_run_path_gives_a_project_file_s_globals() {
+        // chamferdist 1.0.3's setup.py reads its version this way.
+        let files = [(
+            "pkg/version.py",
+            "major = 1\n__version__ = f'{major}.0.3'\n",
+        )];
+        let text = "import runpy\nfrom setuptools import setup\n\
+                    __version__ = runpy.run_path('pkg/version.py')['__version__']\n\
+                    setup(name='pkg', version=__version__)\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        assert_eq!(shown(&setup_kw(&evaluation, "version")), "'1.0.3'");
+        assert!(evaluation.notes.is_empty(), "{}", notes(&evaluation));
+        // A path outside the project is not read.
+        let text = "import runpy\nfrom setuptools import setup\n\
+                    v = runpy.run_path('/etc/version.py')['__version__']\n\
+                    setup(name='pkg', version=v)\n";
+        let (_dir, evaluation) = run(text, &[]);
+        assert!(
+            setup_kw(&evaluation.unwrap(), "version")
+                .as_unknown()
+                .is_some()
+        );
+    }
+
+    #[test]
     fn project_modules_are_imported_and_exec_and_files_remembered() {
         let files = [
             ("pkg/__init__.py", "__version__ = '1.2.3'\n"),

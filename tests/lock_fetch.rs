@@ -95,8 +95,9 @@ fn locked() -> &'static (PathBuf, Vec<u8>) {
 #[test]
 fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
     let (dir, first) = locked();
+    // Asked of the registries again (--fresh): the same bytes.
     let out = cuwheel(
-        &["lock", "--project", dir.to_str().unwrap()],
+        &["lock", "--fresh", "--project", dir.to_str().unwrap()],
         &shared_cache(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -157,6 +158,73 @@ fn lock_is_byte_identical_when_written_twice_and_holds_the_matrix() {
         "{cuda:?}"
     );
     assert_eq!(lock.seeds.len(), 2);
+}
+
+/// `cuwheel lock` with every registry unreachable (pip's index and the
+/// Debian mirror on a closed loopback port) and an empty cache of its own
+/// beside the project, so that no index fetched earlier answers either.
+fn lock_offline(dir: &Path) -> Output {
+    let env = TestEnv::get();
+    Command::new(cuwheel_bin())
+        .args([
+            "lock",
+            "--net-timeout",
+            "2",
+            "--net-retries",
+            "0",
+            "--project",
+        ])
+        .arg(dir)
+        .arg("--python")
+        .arg(env.python())
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
+        .env("CUWHEEL_DEBIAN_MIRROR", "http://127.0.0.1:1/debian")
+        .env("PIP_INDEX_URL", "http://127.0.0.1:1/simple")
+        .output()
+        .expect("cannot run cuwheel")
+}
+
+#[test]
+fn a_relock_reuses_what_the_lock_resolved_and_asks_only_about_what_is_new() {
+    let (dir, first) = locked();
+    let copy = tempfile::tempdir().unwrap();
+    fs::write(copy.path().join("pyproject.toml"), TINY).unwrap();
+    fs::create_dir_all(copy.path().join("csrc")).unwrap();
+    for file in ["csrc/kernel.cu", "csrc/bindings.cpp", "csrc/ops.cpp"] {
+        fs::copy(dir.join(file), copy.path().join(file)).unwrap();
+    }
+    fs::write(copy.path().join("cuwheel.lock"), first).unwrap();
+    // Nothing changed: no registry is asked, and the lock is the same.
+    let out = lock_offline(copy.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(&fs::read(copy.path().join("cuwheel.lock")).unwrap(), first);
+    assert!(stderr(&out).contains("reusing what"), "{}", stderr(&out));
+    // A cell dropped (the CUDA 12.8 nvcc set to another toolkit the lock
+    // never resolved): that one toolchain must be asked about, and the
+    // registries being unreachable says so; the lock is left as it was.
+    let edited = TINY.replace("nvcc = { cu128 = \"12.4\" }", "nvcc = { cu128 = \"12.5\" }");
+    fs::write(copy.path().join("pyproject.toml"), &edited).unwrap();
+    let out = lock_offline(copy.path());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not be reached"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(&fs::read(copy.path().join("cuwheel.lock")).unwrap(), first);
+    // A Python added that torch's facts already hold (3.11 was only
+    // excluded): no registry is asked, and only the new cell's toolchains
+    // would be new — here Python 3.11's headers, from bookworm, which must
+    // be read: unreachable, said so.
+    let edited = TINY.replace("exclude = [{ python = \"3.11\" }]\n", "");
+    fs::write(copy.path().join("pyproject.toml"), &edited).unwrap();
+    let out = lock_offline(copy.path());
+    let err = stderr(&out);
+    assert!(
+        !err.contains("resolving torch"),
+        "torch was asked again:\n{err}"
+    );
+    assert!(err.contains("reading Debian bookworm"), "{err}");
 }
 
 /// Registry host names, assembled so that this file names none.

@@ -94,6 +94,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         cuwheel::lock::LockOptions {
             python: args.pip_python,
             archives: args.archives,
+            ..Default::default()
         },
     )
     .context(

@@ -34,6 +34,13 @@ pub struct LockArgs {
     /// $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
+    /// Ask the registries about every toolchain again. By default a relock
+    /// reuses what the existing cuwheel.lock resolved for the same question
+    /// (a torch minor's wheels for the same Pythons, the toolkits listing,
+    /// each toolchain whose suite, version or pinned file is unchanged), so
+    /// that a matrix edit asks only about what is new
+    #[arg(long, conflicts_with = "refresh")]
+    fresh: bool,
     #[command(flatten)]
     net: NetArgs,
 }
@@ -67,6 +74,7 @@ pub fn run(args: LockArgs) -> Result<ExitCode> {
     let options = LockOptions {
         python: args.python,
         archives: args.archives,
+        fresh: args.fresh,
     };
     if let Some(path) = &args.driver {
         let lock = lock_driver(path, &options)?;

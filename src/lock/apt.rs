@@ -319,6 +319,28 @@ impl AptSuite {
             })
     }
 
+    /// [`update`](Self::update), unless this suite's indexes were fetched
+    /// and checked less than `max_age` ago: then they are read as they are.
+    /// Returns how long ago they were fetched when they were not fetched now.
+    pub fn update_unless_recent(
+        &self,
+        max_age: std::time::Duration,
+    ) -> Result<Option<std::time::Duration>> {
+        let stamp = self.root.join("state/updated");
+        let age = fs::metadata(&stamp)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if let Some(age) = age.filter(|age| *age < max_age) {
+            if self.index_date().is_ok() {
+                return Ok(Some(age));
+            }
+        }
+        self.update()?;
+        fs::write(&stamp, b"").with_context(|| format!("cannot write {}", stamp.display()))?;
+        Ok(None)
+    }
+
     /// Every package of the suite (after [`update`](Self::update)).
     pub fn index(&self) -> Result<Index> {
         self.index_of(|_| true)

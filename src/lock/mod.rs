@@ -33,6 +33,7 @@ pub mod pip;
 pub mod plan;
 pub mod preflight;
 pub mod refresh;
+pub mod reuse;
 pub mod snapshot;
 pub mod toolkits;
 pub mod torch;
@@ -62,6 +63,11 @@ const SEED_PYTHON: crate::spec::PythonVersion = crate::spec::PythonVersion::new(
 /// of the oldest suite a regular Debian mirror carries (bullseye).
 const DRIVER_BASELINE: &str = "manylinux_2_31";
 
+/// A Debian suite's index fetched less than this long ago is read as it
+/// is, not fetched again (mirrors publish a few times a day); `--fresh`
+/// always fetches.
+const RECENT_INDEX: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// How `cuwheel lock` reaches the registries.
 #[derive(Debug, Clone, Default)]
 pub struct LockOptions {
@@ -70,22 +76,71 @@ pub struct LockOptions {
     /// Where the user supplies archives no registry carries, besides
     /// `$CUWHEEL_ARCHIVES`.
     pub archives: Vec<PathBuf>,
+    /// Ask the registries about everything, reusing nothing of an earlier
+    /// lock ([`reuse`]).
+    pub fresh: bool,
 }
 
 /// Reads the matrix's facts through pip: each torch minor's wheels and
 /// CUDA, and the toolkits available. Only metadata moves.
 pub fn read_facts(spec: &Spec, pip: &Pip) -> Result<MatrixFacts> {
+    read_facts_reusing(spec, pip, None)
+}
+
+/// [`read_facts`], answering from an earlier lock what it already knows
+/// ([`reuse`]).
+pub fn read_facts_reusing(
+    spec: &Spec,
+    pip: &Pip,
+    previous: Option<&reuse::Previous>,
+) -> Result<MatrixFacts> {
     let baseline = &spec.config.baseline;
-    let torch = torch::probe(pip, &spec.config, baseline, &progress)?;
-    progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
-    let toolkits = toolkits::probe(
-        pip,
-        baseline,
-        PypiData::embedded(),
-        DebianData::embedded(),
-        CompatTable::embedded(),
-    )?;
+    let torch = match previous {
+        Some(previous) => torch::probe_reusing(pip, &spec.config, baseline, &progress, previous)?,
+        None => torch::probe(pip, &spec.config, baseline, &progress)?,
+    };
+    let toolkits = match previous.and_then(reuse::Previous::toolkits) {
+        Some(toolkits) => toolkits,
+        None => {
+            progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
+            toolkits::probe(
+                pip,
+                baseline,
+                PypiData::embedded(),
+                DebianData::embedded(),
+                CompatTable::embedded(),
+            )?
+        }
+    };
     Ok(MatrixFacts { torch, toolkits })
+}
+
+/// The project's earlier lock, when there is one this cuwheel reads and
+/// `options` allow reusing it.
+fn previous_lock(project: &Path, options: &LockOptions) -> Option<reuse::Previous> {
+    if options.fresh {
+        return None;
+    }
+    let path = project.join(LOCK_FILE);
+    if !path.is_file() {
+        return None;
+    }
+    match Lock::read(&path) {
+        Ok(lock) => {
+            progress(&format!(
+                "reusing what {} resolved where the question is the same (--fresh asks again)",
+                path.display()
+            ));
+            Some(reuse::Previous::new(lock))
+        }
+        Err(e) => {
+            progress(&format!(
+                "{} is not reused ({e:#}): every toolchain is resolved again",
+                path.display()
+            ));
+            None
+        }
+    }
 }
 
 /// Locks the project in `project` and writes `project/cuwheel.lock`;
@@ -100,7 +155,8 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
         &preflight::archive_dirs(&options.archives),
     )?;
     let pip = Pip::new(options.python.as_deref());
-    let facts = read_facts(&spec, &pip)?;
+    let previous = previous_lock(project, options);
+    let facts = read_facts_reusing(&spec, &pip, previous.as_ref())?;
     // The compatibility check: an impossible cell ends here, before any
     // download and without touching an existing lock.
     let cells = spec.cells(&facts)?;
@@ -115,7 +171,7 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     };
     let plan = plan::plan(&cells, &sources)?;
     let config_sha256 = config_sha256(&spec.pyproject)?;
-    let resolved = resolve(&plan, spec.config.baseline, options)?;
+    let resolved = resolve(&plan, spec.config.baseline, options, previous.as_ref())?;
     let lock = Lock {
         version: format::LOCK_VERSION,
         project: spec.config.name.to_string(),
@@ -140,7 +196,7 @@ pub fn lock_driver(path: &Path, options: &LockOptions) -> Result<DriverLock> {
     let baseline = DRIVER_BASELINE
         .parse()
         .expect("the driver's baseline is a known manylinux tag");
-    let resolved = resolve(&plan, baseline, options)?;
+    let resolved = resolve(&plan, baseline, options, None)?;
     let rust = plan
         .toolchains
         .keys()
@@ -174,12 +230,34 @@ fn resolve(
     plan: &Plan,
     baseline: crate::spec::Baseline,
     options: &LockOptions,
+    previous: Option<&reuse::Previous>,
 ) -> Result<Resolved> {
     let debian = DebianData::embedded();
     let cache = Cache::locate()?;
-    let mirror = apt::system_mirror()?;
-    let mut suites = plan.suites();
-    suites.insert(debian.busybox_suite.clone());
+    // What the earlier lock answers: a Debian toolchain only when its
+    // suite is not read again, and the suite's date is known.
+    let mut reused = reuse::choose(previous, &plan.toolchains);
+    reused.retain(|name, _| {
+        reuse::suite_of(&plan.toolchains[*name])
+            .is_none_or(|suite| previous.and_then(|p| p.suite(suite)).is_some())
+    });
+    let mut suites: BTreeSet<String> = plan
+        .toolchains
+        .iter()
+        .filter(|(name, _)| !reused.contains_key(name.as_str()))
+        .filter_map(|(_, request)| reuse::suite_of(request).map(str::to_owned))
+        .collect();
+    let reused_seeds = previous
+        .and_then(reuse::Previous::seeds)
+        .filter(|_| !suites.contains(&debian.busybox_suite))
+        .filter(|_| {
+            previous
+                .and_then(|p| p.suite(&debian.busybox_suite))
+                .is_some()
+        });
+    if reused_seeds.is_none() {
+        suites.insert(debian.busybox_suite.clone());
+    }
     let mut indexes = BTreeMap::new();
     let mut read = BTreeMap::new();
     let mut clients = Clients {
@@ -187,14 +265,24 @@ fn resolve(
         apt: BTreeMap::new(),
         archives: archive::archive_dirs(&options.archives),
     };
-    for suite in suites {
-        progress(&format!("reading Debian {suite}'s package index"));
-        let apt = apt::AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
-        apt.update()?;
-        indexes.insert(suite.clone(), apt.index()?);
-        let index_date = apt.index_date()?;
-        read.insert(suite.clone(), SuiteIndex { index_date });
-        clients.apt.insert(suite, apt);
+    if !suites.is_empty() {
+        let mirror = apt::system_mirror()?;
+        for suite in suites {
+            let apt = apt::AptSuite::new(&cache.root, &suite, &apt::suite_mirror(&mirror, &suite))?;
+            progress(&format!("reading Debian {suite}'s package index"));
+            if options.fresh {
+                apt.update()?;
+            } else if let Some(age) = apt.update_unless_recent(RECENT_INDEX)? {
+                progress(&format!(
+                    "  as fetched {} min ago (--fresh fetches it again)",
+                    age.as_secs() / 60
+                ));
+            }
+            indexes.insert(suite.clone(), apt.index()?);
+            let index_date = apt.index_date()?;
+            read.insert(suite.clone(), SuiteIndex { index_date });
+            clients.apt.insert(suite, apt);
+        }
     }
 
     let mut resolver = Resolver {
@@ -210,9 +298,36 @@ fn resolve(
     let mut toolchains = BTreeMap::new();
     for (name, request) in &plan.toolchains {
         let users = &plan.users[name];
-        toolchains.insert(name.clone(), resolver.toolchain(request, users)?);
+        let toolchain = match reused.remove(name.as_str()) {
+            Some(taken) => {
+                for mut artifact in taken.artifacts {
+                    artifact.used_by = users.clone();
+                    resolver.add(artifact)?;
+                }
+                if let Some(suite) = reuse::suite_of(request) {
+                    let date = previous.and_then(|p| p.suite(suite));
+                    read.insert(suite.to_owned(), date.expect("checked above"));
+                }
+                taken.toolchain
+            }
+            None => resolver.toolchain(request, users)?,
+        };
+        toolchains.insert(name.clone(), toolchain);
     }
-    let seeds = resolver.seeds()?;
+    let seeds = match reused_seeds {
+        Some((seeds, artifacts)) => {
+            let everyone = plan.everyone();
+            for mut artifact in artifacts {
+                artifact.used_by = everyone.clone();
+                resolver.add(artifact)?;
+            }
+            let suite = &debian.busybox_suite;
+            let date = previous.and_then(|p| p.suite(suite));
+            read.insert(suite.clone(), date.expect("checked above"));
+            seeds
+        }
+        None => resolver.seeds()?,
+    };
     Ok(Resolved {
         toolchains,
         seeds,

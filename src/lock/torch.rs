@@ -269,24 +269,7 @@ pub fn probe(
     }
     let mut releases = BTreeMap::new();
     for minor in minors(&selectors, &listed) {
-        let requirement = format!("torch=={minor}.*");
-        let mut wheels = BTreeMap::new();
-        let mut missing = BTreeSet::new();
-        for python in &pythons {
-            progress(&format!("resolving {requirement} (Python {python})"));
-            let target = Target::for_abi(*python, baseline);
-            match pip.resolve_if_any(&requirement, &target, false)? {
-                None => {
-                    missing.insert(*python);
-                }
-                Some(mut resolved) => match (resolved.pop(), resolved.is_empty()) {
-                    (Some(wheel), true) => {
-                        wheels.insert(*python, wheel);
-                    }
-                    _ => bail!("pip's resolution of {requirement} did not give exactly one wheel"),
-                },
-            }
-        }
+        let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
         if wheels.is_empty() {
             // Not released for this platform: the spec says so where the
             // config names it.
@@ -295,6 +278,123 @@ pub fn probe(
         releases.insert(minor, release(minor, &wheels, missing)?);
     }
     Ok(releases)
+}
+
+/// The wheel pip chooses of torch `minor` for each of `pythons`, and the
+/// Pythons it has none for.
+type Probed = (BTreeMap<PythonAbi, ResolvedWheel>, BTreeSet<PythonAbi>);
+
+fn probe_minor(
+    pip: &Pip,
+    minor: TorchVersion,
+    pythons: &[PythonAbi],
+    baseline: &Baseline,
+    progress: &dyn Fn(&str),
+) -> Result<Probed> {
+    let requirement = format!("torch=={minor}.*");
+    let mut wheels = BTreeMap::new();
+    let mut missing = BTreeSet::new();
+    for python in pythons {
+        progress(&format!("resolving {requirement} (Python {python})"));
+        let target = Target::for_abi(*python, baseline);
+        match pip.resolve_if_any(&requirement, &target, false)? {
+            None => {
+                missing.insert(*python);
+            }
+            Some(mut resolved) => match (resolved.pop(), resolved.is_empty()) {
+                (Some(wheel), true) => {
+                    wheels.insert(*python, wheel);
+                }
+                _ => bail!("pip's resolution of {requirement} did not give exactly one wheel"),
+            },
+        }
+    }
+    Ok((wheels, missing))
+}
+
+/// [`probe`], taking from an earlier lock what it already knows of each
+/// torch minor for these Pythons and asking pip only about the rest
+/// ([`super::reuse`]). A range of torch releases is listed again: what it
+/// selects may have changed.
+pub fn probe_reusing(
+    pip: &Pip,
+    config: &Config,
+    baseline: &Baseline,
+    progress: &dyn Fn(&str),
+    previous: &super::reuse::Previous,
+) -> Result<BTreeMap<TorchVersion, TorchRelease>> {
+    let mut wanted = Vec::new();
+    for selector in &config.matrix.torch {
+        match selector.value {
+            TorchSelector::Minor(minor) => wanted.push(minor),
+            TorchSelector::Range(_) => return probe(pip, config, baseline, progress),
+        }
+    }
+    let pythons = probe_pythons(config);
+    let mut releases = BTreeMap::new();
+    for minor in wanted {
+        let Some((known, unknown)) = previous.torch(minor, &pythons) else {
+            let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
+            if !wheels.is_empty() {
+                releases.insert(minor, release(minor, &wheels, missing)?);
+            }
+            continue;
+        };
+        let merged = if unknown.is_empty() {
+            known
+        } else {
+            let (wheels, missing) = probe_minor(pip, minor, &unknown, baseline, progress)?;
+            merge(minor, known, &wheels, missing)?
+        };
+        if !merged.wheels.is_empty() {
+            releases.insert(minor, merged);
+        }
+    }
+    Ok(releases)
+}
+
+/// `known` (from an earlier lock) with the wheels pip chose now for other
+/// Pythons: they must require the same CUDA; the platform is what all the
+/// wheels allow, the version the newest.
+fn merge(
+    minor: TorchVersion,
+    mut known: TorchRelease,
+    wheels: &BTreeMap<PythonAbi, ResolvedWheel>,
+    missing: BTreeSet<PythonAbi>,
+) -> Result<TorchRelease> {
+    known.missing.extend(missing.iter().copied());
+    if wheels.is_empty() {
+        return Ok(known);
+    }
+    let fresh = release(minor, wheels, missing)?;
+    if known.wheels.is_empty() {
+        return Ok(fresh);
+    }
+    if fresh.cuda != known.cuda {
+        bail!(
+            "torch {minor}'s wheels disagree on their CUDA: the lock's require CUDA {} ({}), the \
+             ones pip chooses now CUDA {} ({}); run `cuwheel lock --fresh` to resolve every \
+             Python again",
+            known.cuda,
+            known.cuda_from,
+            fresh.cuda,
+            fresh.cuda_from
+        );
+    }
+    known.wheels.extend(fresh.wheels);
+    let platform = known
+        .wheels
+        .values()
+        .filter_map(|w| best_platform(&w.file))
+        .min()
+        .map(|(_, tag)| tag);
+    if let Some(platform) = platform {
+        known.platform = platform;
+    }
+    if compare_release(&fresh.version, &known.version) == std::cmp::Ordering::Greater {
+        known.version = fresh.version;
+    }
+    Ok(known)
 }
 
 #[cfg(test)]

@@ -20,6 +20,11 @@
 #         4. the wheels and their checks copied to $WORK/gpu/ for
 #            scripts/corpus/gpu.sh, which the device runs.
 #       Prints a results table; every log stays in $WORK.
+#   bash scripts/corpus.sh bundle DIR
+#       what the device needs for scripts/corpus/gpu.sh: $WORK/gpu/wheels
+#       copied to DIR/wheels, and into DIR/deps the cp312 wheels of what the
+#       checks' `# needs:` lines name (pip download; the device has no
+#       network). Then, on the device: bash scripts/corpus/gpu.sh DIR.
 #   bash scripts/corpus.sh list
 #       the packages, one per line.
 #
@@ -164,6 +169,17 @@ run_package() {
 }
 
 case "${1:-}" in
+bundle)
+  [ $# -eq 2 ] || die "usage: bash scripts/corpus.sh bundle DIR"
+  [ -n "${WORK:-}" ] || die "name the run's directory in WORK"
+  mkdir -p "$2/wheels" "$2/deps"
+  cp -f "$WORK"/gpu/wheels/*.whl "$2/wheels/"
+  needs=$(sed -n 's/^# needs: //p' "$repo"/scripts/corpus/checks/*.py | tr ' ' '\n' | sort -u)
+  # shellcheck disable=SC2086
+  [ -z "$needs" ] || python3 -m pip download -q --disable-pip-version-check --only-binary :all: \
+    --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    -d "$2/deps" $needs
+  ;;
 list)
   packages | cut -d' ' -f1-2
   ;;
@@ -192,5 +208,5 @@ run)
   echo
   echo "(logs: $work/*.log; wheels for the GPU run: $work/gpu/wheels)"
   ;;
-*) die "usage: bash scripts/corpus.sh run [PACKAGE...] | list" ;;
+*) die "usage: bash scripts/corpus.sh run [PACKAGE...] | bundle DIR | list" ;;
 esac

@@ -173,18 +173,13 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             .and_then(|t| t.parse::<toml::Table>().ok())
             .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
     };
-    let reported = |inferred: &Inferred, key: &str| inferred.findings.iter().any(|f| f.key == key);
-    if inferred.meta.name.is_none() && !has("name") && !reported(&inferred, "project.name") {
-        inferred.find(
-            "project.name",
-            "no name in setup.py or pyproject.toml; the directory's name was written",
-            "write the distribution name, like name = \"my-ext\"",
-        );
-    }
-    if inferred.meta.version.is_none() && !has("version") && !reported(&inferred, "project.version")
-    {
-        inferred.find("project.version", "no version was found; 0.0.0 was written", "write version = \"1.2.3\", or version = { file = \"VERSION\" } in [tool.cuwheel] with dynamic = [\"version\"]");
-    }
+    // A version pyproject.toml declares dynamic is read from where it says
+    // (`[tool.setuptools.dynamic]`), not from setup.py.
+    let dynamic_version = existing
+        .as_deref()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| t.get("project")?.get("dynamic")?.as_array().cloned())
+        .is_some_and(|d| d.iter().any(|v| v.as_str() == Some("version")));
     let pybind11 = inferred
         .modules
         .iter()
@@ -206,6 +201,21 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             inferred = infer_for(&root, options.ignore_setup_py, &toolkits)?.0;
         }
     }
+    let reported = |inferred: &Inferred, key: &str| inferred.findings.iter().any(|f| f.key == key);
+    if inferred.meta.name.is_none() && !has("name") && !reported(&inferred, "project.name") {
+        inferred.find(
+            "project.name",
+            "no name in setup.py or pyproject.toml; the directory's name was written",
+            "write the distribution name, like name = \"my-ext\"",
+        );
+    }
+    if inferred.meta.version.is_none()
+        && !has("version")
+        && !dynamic_version
+        && !reported(&inferred, "project.version")
+    {
+        inferred.find("project.version", "no version was found; 0.0.0 was written", "write version = \"1.2.3\", or version = { file = \"VERSION\" } in [tool.cuwheel] with dynamic = [\"version\"]");
+    }
     if !matrix.cuda_archs.is_empty() {
         inferred.archs = matrix.cuda_archs.clone();
         inferred.toolkit_archs.clear();
@@ -219,6 +229,9 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             format!("pyproject.toml's [build-system] requires `{torch}`: the project is built against that torch, and matrix.torch = [{}] was written", matrix.torch.join(", ")),
             "set matrix.torch to the torch versions the project supports (a list, or a range like \">=2.7,<2.8\")",
         );
+    }
+    if dynamic_version {
+        inferred.findings.retain(|f| f.key != "project.version");
     }
     let mut table = render::render(
         &inferred,

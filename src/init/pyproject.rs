@@ -116,7 +116,9 @@ pub fn merge(
             project.insert("dynamic", Item::Value(Value::Array(dynamic)));
         }
         Some(_) => {}
-        None if !project.contains_key("version") => {
+        // A version the file already declares dynamic (setuptools reads it,
+        // and so does cuwheel) is not replaced by a placeholder.
+        None if !project.contains_key("version") && !declares_dynamic(project, "version") => {
             project.insert("version", Item::Value("0.0.0".into()));
         }
         None => {}
@@ -149,10 +151,30 @@ pub fn merge(
         "requires-python",
         meta.requires_python.as_deref().map(Into::into),
     );
+    let mut license_notes = Vec::new();
+    // PEP 621's table form (`{ file = "LICENSE" }`) cannot stand beside
+    // license-files: an inferred SPDX expression replaces it.
+    if meta.license.is_some() && project.get("license").is_some_and(|l| l.as_str().is_none()) {
+        let old = project.remove("license").expect("present");
+        let shown = match old.into_value() {
+            Ok(mut value) => {
+                value.decor_mut().clear();
+                value.to_string()
+            }
+            Err(item) => item.to_string(),
+        };
+        license_notes.push(format!(
+            "replaced pyproject.toml's project.license = {} with the SPDX expression (PEP 639 \
+             allows license-files only beside an expression)",
+            shown.trim()
+        ));
+    }
+    let legacy_license = project.get("license").is_some_and(|l| l.as_str().is_none());
+    let mut fill = |key: &str, value: Option<Value>| set(project, &mut kept, key, value);
     fill("license", meta.license.as_deref().map(Into::into));
     fill(
         "license-files",
-        (!meta.license_files.is_empty()).then(|| strings(&meta.license_files)),
+        (!meta.license_files.is_empty() && !legacy_license).then(|| strings(&meta.license_files)),
     );
     fill(
         "authors",
@@ -203,7 +225,8 @@ pub fn merge(
         }
         project.insert(key, Item::Table(table));
     }
-    let notes = drop_license_classifiers(project);
+    let mut notes = license_notes;
+    notes.extend(drop_license_classifiers(project));
     let mut text = doc.to_string();
     if !text.is_empty() && !text.ends_with("\n\n") {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
@@ -241,6 +264,14 @@ fn drop_license_classifiers(project: &mut Table) -> Vec<String> {
 
 /// Sets `key` unless the table has it; a different value there is kept
 /// and reported.
+/// Whether `project.dynamic` lists `key`.
+fn declares_dynamic(project: &Table, key: &str) -> bool {
+    project
+        .get("dynamic")
+        .and_then(Item::as_array)
+        .is_some_and(|d| d.iter().any(|v| v.as_str() == Some(key)))
+}
+
 fn set(project: &mut Table, kept: &mut Vec<String>, key: &str, value: Option<Value>) {
     let Some(value) = value else { return };
     match project.get(key) {
@@ -343,5 +374,54 @@ mod tests {
                 .to_string()
                 .contains("not valid TOML")
         );
+    }
+
+    #[test]
+    fn a_version_the_file_declares_dynamic_gets_no_placeholder() {
+        let mut none = inferred();
+        none.meta.version = None;
+        let existing = "[project]\nname = \"x\"\ndynamic = [\"version\"]\n\n\
+                        [tool.setuptools.dynamic]\nversion = { attr = \"x.__version__\" }\n";
+        let merged = merge(Some(existing), &none, "[tool.cuwheel]\n", false, "x").unwrap();
+        assert!(!merged.text.contains("0.0.0"), "{}", merged.text);
+        // Without it, the placeholder is written (and init reports it).
+        let merged = merge(Some("[project]\nname = \"x\"\n"), &none, "", false, "x").unwrap();
+        assert!(
+            merged.text.contains("version = \"0.0.0\""),
+            "{}",
+            merged.text
+        );
+    }
+
+    #[test]
+    fn a_license_table_gives_way_to_the_inferred_expression() {
+        let mut meta = inferred();
+        meta.meta.license = Some("Apache-2.0".into());
+        meta.meta.license_files = vec!["LICENSE".into()];
+        let existing = "[project]\nname = \"x\"\nlicense = { file = \"LICENSE\" }  # a comment\n";
+        let merged = merge(Some(existing), &meta, "", false, "x").unwrap();
+        assert!(
+            merged.text.contains("license = \"Apache-2.0\""),
+            "{}",
+            merged.text
+        );
+        assert!(
+            merged.text.contains("license-files = [\"LICENSE\"]"),
+            "{}",
+            merged.text
+        );
+        assert!(
+            merged.notes.iter().any(|n| n.contains(
+                "replaced pyproject.toml's project.license = { file = \"LICENSE\" } with the SPDX"
+            )),
+            "{:?}",
+            merged.notes
+        );
+        // No expression inferred: the table stays, and no license-files
+        // is added beside it.
+        meta.meta.license = None;
+        let merged = merge(Some(existing), &meta, "", false, "x").unwrap();
+        assert!(merged.text.contains("license = { file"), "{}", merged.text);
+        assert!(!merged.text.contains("license-files"), "{}", merged.text);
     }
 }

@@ -224,6 +224,8 @@ fn lock_refuses_config_errors_before_asking_any_registry() {
     let out = recorders.cuwheel(
         &[
             "lock",
+            // The copy holds the demo's lock: --fresh, so that pip is asked.
+            "--fresh",
             "--project",
             project.to_str().unwrap(),
             "--archives",
@@ -248,7 +250,7 @@ fn an_unreachable_registry_is_reported_as_such() {
     let tmp = tempfile::tempdir().unwrap();
     let project = demo_copy(tmp.path(), |t| t);
     let out = Command::new(cuwheel_bin())
-        .args(["lock", "--project"])
+        .args(["lock", "--fresh", "--project"])
         .arg(&project)
         .args(["--archives"])
         .arg(demo().join("archives"))
@@ -305,7 +307,7 @@ fn a_registry_that_accepts_and_never_answers_ends_in_a_timeout() {
     // `timeout` only guards the test run: without cuwheel's limits pip
     // would wait for the server forever.
     let out = common::bounded(300, cuwheel_bin().to_str().unwrap())
-        .args(["lock", "--project"])
+        .args(["lock", "--fresh", "--project"])
         .arg(&project)
         .args(["--archives"])
         .arg(demo().join("archives"))

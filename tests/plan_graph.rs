@@ -1092,3 +1092,72 @@ fn arch_and_family_specific_targets_reach_nvcc_and_the_provenance() {
         ["sm_80", "sm_90a", "sm_100f", "compute_100f"]
     );
 }
+
+#[test]
+fn modules_that_end_alike_get_their_whole_name_in_node_names() {
+    // torch-harmonics' shape: `torch_harmonics.disco._C` and
+    // `torch_harmonics.attention._C`, beside a module ending otherwise.
+    let module = |name: &str, dir: &str| {
+        format!(
+            "[[tool.cuwheel.modules]]\nname = \"{name}\"\nkernels = [\"{dir}/*.cu\"]\n\
+             bindings = [\"{dir}/b.cpp\"]\nbinding = \"pybind11\"\n\n"
+        )
+    };
+    let text = format!(
+        "[project]\nname = \"x\"\nversion = \"1.0\"\n\n[tool.cuwheel]\ncuda-archs = [\"9.0\"]\n\
+         baseline = \"manylinux_2_31\"\n\n{}{}{}[tool.cuwheel.matrix]\npython = [\"3.13\"]\n\
+         torch = [\"2.11\"]\n",
+        module("x.disco._C", "disco"),
+        module("x.attention._C", "attention"),
+        module("x.helpers", "helpers"),
+    );
+    let config = Config::parse(&text, Path::new("pyproject.toml")).unwrap();
+    let (lock, cells) = lock_for(&config, &|_| "torch211");
+    // The same file name, `k.cu`, in each module's directory.
+    let module_sources = |dir: &str| ModuleSources {
+        kernels: vec![TranslationUnit::alone(format!("{dir}/k.cu"))],
+        bindings: [(
+            BindingFlavour::Pybind11,
+            vec![TranslationUnit::alone(format!("{dir}/b.cpp"))],
+        )]
+        .into(),
+        flavour_kernels: Default::default(),
+    };
+    let project = ProjectSources {
+        modules: vec![
+            module_sources("disco"),
+            module_sources("attention"),
+            module_sources("helpers"),
+        ],
+        ..ProjectSources::default()
+    };
+    let plan = Plan::new(&config, &project, &cells, &lock, Path::new("cuwheel.lock")).unwrap();
+    let cell = plan.cells.values().next().unwrap();
+    assert_eq!(
+        cell.links.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "link-helpers-cu130-py313",
+            "link-x.attention._C-cu130-py313",
+            "link-x.disco._C-cu130-py313",
+        ]
+    );
+    assert_eq!(cell.bindings.len(), 3, "{:?}", cell.bindings);
+    // Same-named sources get their directories (as for one module).
+    assert_eq!(
+        cell.kernels.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "kernel-cuda130-attention-k",
+            "kernel-cuda130-disco-k",
+            "kernel-cuda130-helpers-k",
+        ]
+    );
+    // Each shared object in its own package directory, named by the leaf.
+    let wheel = &plan.nodes[&cell.wheel].script;
+    for member in [
+        "x/disco/_C.cpython-313-x86_64-linux-gnu.so",
+        "x/attention/_C.cpython-313-x86_64-linux-gnu.so",
+        "x/helpers.cpython-313-x86_64-linux-gnu.so",
+    ] {
+        assert!(wheel.contains(member), "{member}: {wheel}");
+    }
+}

@@ -324,7 +324,6 @@ impl Plan {
         }
         let mut nodes = BTreeMap::new();
         let kernels_of = kernel_nodes(config, project, &cell_plans, &sets, &mut nodes)?;
-        let several = config.modules.len() > 1;
         // Each link by its key (module, compiler set, Python or abi3), with
         // its module and the cells it goes into; each cell's (module, key).
         let mut links: BTreeMap<String, (LinkedModule, usize, BTreeSet<String>)> = BTreeMap::new();
@@ -365,7 +364,7 @@ impl Plan {
                 let python = cell.python.filter(|_| fp.per_python());
                 let key = format!(
                     "{}{}-{}",
-                    module_part(module, several),
+                    module_part(&config.modules, module),
                     compilers.name_prefix(&sets),
                     fp.python_part(python)
                 );
@@ -422,7 +421,7 @@ impl Plan {
                     format!(
                         "{}{}{cell}",
                         link::NAME_PREFIX,
-                        module_part(module, several)
+                        module_part(&config.modules, module)
                     )
                 }
                 _ => format!("{}{key}", link::NAME_PREFIX),
@@ -554,12 +553,29 @@ fn archs_of<'c>(config: &'c Config, compilers: &Compilers) -> &'c [CudaArch] {
 }
 
 /// The part of node names that says which module, where there are several.
-fn module_part(module: &Module, several: bool) -> String {
-    if several {
-        format!("{}-", sanitize_name(module.name.value.leaf()))
+fn module_part(modules: &[Module], module: &Module) -> String {
+    if modules.len() > 1 {
+        format!("{}-", module_label(modules, module))
     } else {
         String::new()
     }
+}
+
+/// A module's name inside node names: its last component (`_C`), or its
+/// whole dotted name where another module ends the same way
+/// (`torch_harmonics.disco._C` beside `torch_harmonics.attention._C`).
+fn module_label(modules: &[Module], module: &Module) -> String {
+    let leaf = module.name.value.leaf();
+    let shared = modules
+        .iter()
+        .filter(|m| m.name.value.leaf() == leaf)
+        .count()
+        > 1;
+    sanitize_name(if shared {
+        module.name.value.as_str()
+    } else {
+        leaf
+    })
 }
 
 /// Every kernel node: each kernel TU of each module with each compiler set
@@ -652,7 +668,7 @@ fn kernel_nodes(
         for (index, mut object) in objects {
             let module: &Module = &config.modules[index];
             if !shared {
-                object.name = format!("{name}-{}", sanitize_name(module.name.value.leaf()));
+                object.name = format!("{name}-{}", module_label(&config.modules, module));
             }
             let node = object.node(module, archs_of(config, &object.compilers));
             named.insert((name.clone(), index), (node.name.clone(), object.object()));

@@ -615,21 +615,20 @@ impl Reader<'_> {
         Some((sources?, kernels?))
     }
 
-    /// Two modules with one name, or one last component (the shared
-    /// object's stem, `TORCH_EXTENSION_NAME` and the plan's node names).
+    /// Two modules with one dotted name. Two that only end the same way
+    /// (`a._C`, `b._C`) are fine: each shared object lives in its own
+    /// package directory, and the plan names their nodes by the whole name.
     fn check_unique(&mut self, modules: &[Module]) {
         let mut seen: BTreeMap<&str, &Location> = BTreeMap::new();
         for module in modules {
-            let leaf = module.name.value.leaf();
-            if let Some(first) = seen.insert(leaf, &module.name.at) {
+            let name = module.name.value.as_str();
+            if let Some(first) = seen.insert(name, &module.name.at) {
                 let first = first.key.clone();
                 self.report_location(
                     module.name.at.clone(),
-                    format!(
-                        "the module {} ends in `{leaf}`, as {first} does",
-                        module.name.value
-                    ),
-                    "give every module its own last component: it names the shared object",
+                    format!("the module {name} is listed twice (first at {first})"),
+                    "keep one [[tool.cuwheel.modules]] table per module, or give this one \
+                     its own dotted name",
                 );
             }
         }

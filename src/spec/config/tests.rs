@@ -664,9 +664,9 @@ fn module_problems_name_the_module_entry() {
     for (first, second, key, says) in [
         (
             "",
-            "name = \"other._cpu\"\n",
+            "name = \"mods._cpu\"\n",
             "tool.cuwheel.modules[1].name",
-            "ends in `_cpu`",
+            "mods._cpu is listed twice (first at tool.cuwheel.modules[0].name)",
         ),
         (
             "nvcc-flags = [\"-O3\"]\n",

@@ -70,6 +70,31 @@ setup(
 }
 
 #[test]
+fn one_flag_list_for_both_compilers_keeps_nvcc_s_arch_options_from_g_plus_plus() {
+    // pytorch-fast-transformers 0.4.0: `extra_compile_args=["-arch=compute_50"]`
+    // on a CUDAExtension; torch hands one list to g++ and to nvcc alike.
+    let setup = r#"
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+setup(
+    name="listy", version="1.0",
+    ext_modules=[CUDAExtension("listy._C", ["csrc/k.cu", "csrc/b.cpp"],
+                               extra_compile_args=["-O2", "-arch=compute_50"])],
+)
+"#;
+    let inferred = inferred(&[
+        ("setup.py", setup),
+        ("csrc/k.cu", KERNEL),
+        ("csrc/b.cpp", BINDING),
+    ]);
+    let m = &inferred.modules[0];
+    assert_eq!(m.cxx_flags, ["-O2"]);
+    assert_eq!(m.nvcc_flags, ["-O2"]);
+    let archs: Vec<String> = inferred.archs.iter().map(ToString::to_string).collect();
+    assert_eq!(archs, ["5.0+PTX"]);
+}
+
+#[test]
 fn archs_chosen_by_the_toolkit_version_are_evaluated_per_toolkit() {
     let setup = r#"
 import subprocess

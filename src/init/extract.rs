@@ -572,8 +572,12 @@ fn compile_args(
             (cxx, nvcc)
         }
         Some(other) => {
+            // torch passes one list to g++ and to nvcc alike; nvcc's arch
+            // and host-compiler options (`-arch=compute_50`) are nvcc's
+            // alone: they become archs on the nvcc side and are no g++ flag.
             let both = strings(Some(other), &format!("{key}.cxx-flags"), at, inferred);
-            (both.clone(), both)
+            let cxx = split_nvcc_flags(&both, &mut Archs::default());
+            (cxx, both)
         }
     }
 }

@@ -233,6 +233,14 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
     if dynamic_version {
         inferred.findings.retain(|f| f.key != "project.version");
     }
+    // What pyproject.toml already states is kept as it is: setup.py's
+    // silence about it is no finding (torch-harmonics names itself there).
+    for key in ["name", "description", "requires-python", "urls"] {
+        if has(key) {
+            let key = format!("project.{key}");
+            inferred.findings.retain(|f| f.key != key);
+        }
+    }
     let mut table = render::render(
         &inferred,
         &root,

@@ -128,10 +128,21 @@ impl Interpreter {
             }
             // A loop it skipped leaves what it returns incomplete: say so
             // inside the list, where its reader reports it.
-            if let (Some(skipped), Value::List(items)) = (frame.skipped, &result) {
-                let mut items = items.borrow().clone();
-                items.push(Value::Unknown(skipped));
-                result = Value::list(items);
+            // A dict gets it as a key that stands for the keys the loop
+            // would have added; a string is computed wrongly without it.
+            match (frame.skipped, &result) {
+                (Some(skipped), Value::List(items)) => {
+                    let mut items = items.borrow().clone();
+                    items.push(Value::Unknown(skipped));
+                    result = Value::list(items);
+                }
+                (Some(skipped), Value::Dict(pairs)) => {
+                    let mut pairs = pairs.borrow().clone();
+                    pairs.push((Value::Unknown(skipped.clone()), Value::Unknown(skipped)));
+                    result = Value::Dict(shared(pairs));
+                }
+                (Some(skipped), Value::Str(_)) => result = Value::Unknown(skipped),
+                _ => {}
             }
         }
         Ok(result)

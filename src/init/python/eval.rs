@@ -625,6 +625,15 @@ impl Interpreter {
 
     /// The items to loop over, or `None` (noted) when they are unknown.
     pub(super) fn iterate(&mut self, iterable: &Value, line: usize) -> Option<Vec<Value>> {
+        // `for line in f`: the lines of a project file.
+        let lines;
+        let iterable = match iterable {
+            Value::File(path) => {
+                lines = self.file_lines(path, line);
+                &lines
+            }
+            other => other,
+        };
         match iterable.items() {
             Ok(items) => Some(items),
             Err(why) => {

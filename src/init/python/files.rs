@@ -227,6 +227,18 @@ impl Interpreter {
         }))
     }
 
+    /// The lines of a project file (`iter(f)`, `for line in f`): not read
+    /// as values; what is computed from them points at the file.
+    pub(super) fn file_lines(&self, rel: &Path, line: usize) -> Value {
+        Value::Unknown(Rc::new(Unknown {
+            why: format!("computed from the lines of {}", rel.display()),
+            at: self.at(line),
+            files: BTreeSet::from([rel.to_path_buf()]),
+            text_of: None,
+            under_cuda_home: None,
+        }))
+    }
+
     /// `exec(open("pkg/version.py").read())`: evaluates that project file
     /// in the current globals.
     fn exec(&mut self, code: Option<&Value>, line: usize) -> Result<Value, EvalError> {

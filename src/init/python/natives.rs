@@ -35,6 +35,7 @@ const NATIVES: &[&str] = &[
     "reversed",
     "range",
     "enumerate",
+    "iter",
     "zip",
     "min",
     "max",
@@ -81,6 +82,8 @@ const NATIVES: &[&str] = &[
     "glob.iglob",
     "itertools.product",
     "itertools.chain",
+    "itertools.dropwhile",
+    "itertools.takewhile",
     "pathlib.Path",
     "setuptools.setup",
     "setuptools.find_packages",
@@ -283,6 +286,15 @@ impl Interpreter {
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
+            // `iter(open("pkg/__init__.py"))`: the file's lines, which
+            // cuwheel does not read as values; what is computed from them
+            // stays pointed at the file.
+            "iter" if matches!(args.first(), Some(Value::File(_))) => {
+                let Some(Value::File(path)) = args.first() else {
+                    unreachable!("matched above")
+                };
+                self.file_lines(path, line)
+            }
             "subprocess.check_output"
             | "subprocess.run"
             | "subprocess.getoutput"
@@ -384,6 +396,20 @@ impl Interpreter {
             };
             match name {
                 "map" => out.push(result),
+                "itertools.dropwhile" | "itertools.takewhile" => {
+                    let Some(holds) = result.truth() else {
+                        return Ok(Value::unknown(
+                            format!("`{name}()` with a test that cannot be evaluated"),
+                            self.at(line),
+                        ));
+                    };
+                    match (name, holds) {
+                        ("itertools.takewhile", true) => out.push(item),
+                        ("itertools.takewhile", false) => break,
+                        (_, true) if out.is_empty() => {}
+                        _ => out.push(item),
+                    }
+                }
                 _ => match result.truth() {
                     Some(true) => out.push(item),
                     Some(false) => {}
@@ -629,7 +655,14 @@ fn builtin_call(name: &str, args: &[Value], kwargs: &Kwargs) -> Result<Option<Va
             Value::list(out)
         }
         "getattr" | "hasattr" => return Err(format!("`{name}()` is not evaluated")),
-        "map" | "filter" => return Ok(None),
+        "map" | "filter" | "itertools.dropwhile" | "itertools.takewhile" => return Ok(None),
+        "iter" => {
+            return Err(
+                "`iter()`: an iterator shares its position between the loops that read it, \
+                 which cuwheel does not model"
+                    .into(),
+            );
+        }
         _ => return Err(format!("`{name}()` is not modelled by cuwheel")),
     }))
 }

@@ -212,17 +212,22 @@ pub fn index(value: &Value, index: &Value) -> Result<Value, String> {
                 .map(|p| Value::str(chars[p].to_string()))
                 .ok_or_else(out_of_range)
         }
-        (Value::Dict(pairs), key) => pairs
-            .borrow()
-            .iter()
-            .find(|(k, _)| equal(k, key) == Some(true))
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| {
-                format!(
-                    "the key {} is not in the dict",
-                    key.repr().unwrap_or_default()
-                )
-            }),
+        (Value::Dict(pairs), key) => {
+            let pairs = pairs.borrow();
+            pairs
+                .iter()
+                .find(|(k, _)| equal(k, key) == Some(true))
+                // A dict a skipped loop would have filled: a missing key
+                // is one that loop may have added.
+                .or_else(|| pairs.iter().find(|(k, _)| matches!(k, Value::Unknown(_))))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "the key {} is not in the dict",
+                        key.repr().unwrap_or_default()
+                    )
+                })
+        }
         (Value::Unknown(u), _) | (_, Value::Unknown(u)) => Ok(Value::Unknown(u.clone())),
         _ => Err(format!(
             "cannot index a {} with a {}",

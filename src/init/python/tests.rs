@@ -451,4 +451,60 @@ mod evaluator {
         assert_eq!(shown(&setup_kw(&bound, "description")), "'12.8'");
         assert_eq!(shown(&setup_kw(&bound, "url")), "'2.9.0+cu128'");
     }
+
+    #[test]
+    fn metadata_read_line_by_line_from_a_file_stays_pointed_at_it() {
+        // pytorch-fast-transformers 0.4.0: `iter(f)`, `dropwhile` over it
+        // for the docstring, then a loop over the rest into a dict.
+        let files = [(
+            "pkg/__init__.py",
+            "\"\"\"Doc.\"\"\"\n__version__ = \"0.4.0\"\n",
+        )];
+        let text = "from itertools import dropwhile\nfrom setuptools import setup\n\
+                    def doc(lines):\n    lines = dropwhile(lambda x: not x.startswith('\"'), lines)\n    out = ''\n    for line in lines:\n        out += line\n    return out[3:]\n\
+                    def meta():\n    m = {}\n    with open('pkg/__init__.py') as f:\n        lines = iter(f)\n        m['description'] = doc(lines)\n        for line in lines:\n            k, v = line.split('=')\n            m[k.strip()[2:-2]] = v.strip()[1:-1]\n    return m\n\
+                    m = meta()\n\
+                    setup(version=m['version'], description=m['description'],\n\
+                          url=list(dropwhile(lambda x: x < 3, [1, 2, 3, 1])),\n\
+                          name=[x for x in __import__('itertools').takewhile(lambda x: x < 3, [1, 2, 3, 1])])\n";
+        let (_dir, evaluation) = run(text, &files);
+        let evaluation = evaluation.unwrap();
+        // Neither is a wrong known value: both point at the file.
+        for key in ["version", "description"] {
+            let value = setup_kw(&evaluation, key);
+            let unknown = value
+                .as_unknown()
+                .unwrap_or_else(|| panic!("{key}: {value:?}"));
+            assert_eq!(
+                unknown.files.iter().collect::<Vec<_>>(),
+                [&PathBuf::from("pkg/__init__.py")],
+                "{key}"
+            );
+        }
+        assert_eq!(shown(&setup_kw(&evaluation, "url")), "[3, 1]");
+        let said = notes(&evaluation);
+        assert!(
+            said.contains("cannot loop over this (computed from the lines of pkg/__init__.py)"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn an_iterator_over_a_list_is_not_taken_for_the_list() {
+        // Two loops over one iterator share its position: not modelled, so
+        // not silently read as two loops over the whole list.
+        let text = "from setuptools import setup\nit = iter(['a', 'b'])\nfirst = [x for x in it]\n\
+                    setup(name=first)\n";
+        let (_dir, evaluation) = run(text, &[]);
+        let evaluation = evaluation.unwrap();
+        // A list that says it is incomplete, with why.
+        let value = setup_kw(&evaluation, "name");
+        let Value::List(items) = &value else {
+            panic!("{value:?}")
+        };
+        let items = items.borrow();
+        let unknown = items[0].as_unknown().unwrap_or_else(|| panic!("{value:?}"));
+        assert_eq!(items.len(), 1);
+        assert!(unknown.why.contains("shares its position"), "{unknown:?}");
+    }
 }

@@ -203,6 +203,46 @@ setup(
 }
 
 #[test]
+fn an_sdist_s_recorded_requirements_win_over_a_choice_on_what_is_installed() {
+    // mmcv 2.2.0's shape: setup.py adds OpenCV only when `import cv2`
+    // fails; the sdist's egg-info records what it gave where it was made.
+    let setup = r#"
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+install_requires = ["numpy"]
+try:
+    import cv2
+except ImportError:
+    install_requires.append("opencv-python>=3")
+setup(
+    name="cvy", version="1.0", install_requires=install_requires,
+    ext_modules=[CUDAExtension("cvy._C", ["csrc/k.cu", "csrc/b.cpp"])],
+)
+"#;
+    let files = [
+        ("setup.py", setup),
+        ("csrc/k.cu", KERNEL),
+        ("csrc/b.cpp", BINDING),
+        (
+            "cvy.egg-info/requires.txt",
+            "numpy\nopencv-python>=3\n\n[tests]\npytest\n",
+        ),
+    ];
+    // A checkout (no PKG-INFO): the evaluation, which assumes cv2 imports.
+    assert_eq!(inferred(&files).meta.dependencies, ["numpy"]);
+    let mut sdist = files.to_vec();
+    sdist.push(("PKG-INFO", "Metadata-Version: 2.1\nName: cvy\n"));
+    let inferred = inferred(&sdist);
+    assert_eq!(inferred.meta.dependencies, ["numpy", "opencv-python>=3"]);
+    assert_eq!(inferred.meta.optional_dependencies["tests"], ["pytest"]);
+    let said: Vec<&str> = inferred.assumptions.iter().map(|n| n.text.as_str()).collect();
+    assert!(
+        said.iter().any(|t| t.contains("dependencies are cvy.egg-info/requires.txt's")),
+        "{said:?}"
+    );
+}
+
+#[test]
 fn what_cannot_be_inferred_is_reported_with_its_line() {
     let setup = r#"
 import os, subprocess

@@ -30,6 +30,7 @@ check_of() {
   causal_conv1d) echo causal_conv1d ;;
   chamferdist) echo chamferdist ;;
   pytorch_fast_transformers) echo "fast_transformers" ;;
+  mamba_ssm) echo mamba_ssm ;;
   *) echo "" ;;
   esac
 }

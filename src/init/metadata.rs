@@ -303,7 +303,85 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
             "write [project.optional-dependencies] by hand",
         ),
     }
+    // An unpacked sdist's record is what setup.py gave where the sdist was
+    // made, choices on what was installed there included: it wins where
+    // the evaluation here differs, and the difference is said.
+    // What pyproject.toml states itself it keeps (setuptools took it from
+    // there too).
+    let stated = |key: &str| {
+        fs::read_to_string(root.join("pyproject.toml"))
+            .ok()
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
+    };
+    if let Some(recorded) = super::sdist_record::read(root) {
+        let listed = |lines: &[String]| Value::list(lines.iter().map(Value::str).collect());
+        let dependencies = requirements(
+            inferred,
+            Some(&listed(&recorded.dependencies)),
+            "project.dependencies",
+            "",
+        );
+        let mut extras = BTreeMap::new();
+        for (extra, lines) in &recorded.extras {
+            let key = format!("project.optional-dependencies.{extra}");
+            extras.insert(
+                extra.clone(),
+                requirements(inferred, Some(&listed(lines)), &key, ""),
+            );
+        }
+        let file = &recorded.file;
+        if !stated("dependencies") && !same_requirements(&dependencies, &inferred.meta.dependencies)
+        {
+            inferred.assumptions.push(super::python::Note {
+                at: at.clone(),
+                text: format!(
+                    "dependencies are {file}'s, what setup.py gave where the sdist was made: [{}]; evaluated here it gives [{}]",
+                    dependencies.join(", "),
+                    inferred.meta.dependencies.join(", ")
+                ),
+            });
+            inferred.meta.dependencies = dependencies;
+        }
+        let differs = !stated("optional-dependencies")
+            && (extras.len() != optional.len()
+                || extras
+                    .iter()
+                    .any(|(k, v)| optional.get(k).is_none_or(|o| !same_requirements(v, o))));
+        if differs {
+            inferred.assumptions.push(super::python::Note {
+                at: at.clone(),
+                text: format!(
+                    "optional dependencies are {file}'s, what setup.py gave where the sdist was made (extras {})",
+                    extras.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+            inferred
+                .findings
+                .retain(|f| !f.key.starts_with("project.optional-dependencies"));
+            optional = extras;
+        }
+    }
     inferred.meta.optional_dependencies = optional;
+}
+
+/// Two requirement lists that say the same, spacing and quotes aside.
+fn same_requirements(a: &[String], b: &[String]) -> bool {
+    let norm = |list: &[String]| {
+        let mut out: Vec<String> = list
+            .iter()
+            .map(|r| {
+                r.chars()
+                    .filter(|c| !c.is_whitespace())
+                    .map(|c| if c == '\'' { '"' } else { c })
+                    .collect::<String>()
+                    .to_ascii_lowercase()
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    norm(a) == norm(b)
 }
 
 /// The lines of a requirements file, with the files its `-r` lines name

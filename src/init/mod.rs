@@ -27,6 +27,7 @@ pub mod model;
 pub mod pyproject;
 pub mod python;
 pub mod render;
+pub mod sdist_record;
 pub mod setup_cfg;
 pub mod stage;
 pub mod toolkits;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: numpy
 """GPU correctness checks for the torch-harmonics 0.8.1 wheel's compiled modules
 (disco_helpers, attention_helpers, torch_harmonics.disco._C, torch_harmonics.attention._C).
 

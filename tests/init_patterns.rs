@@ -235,9 +235,14 @@ setup(
     let inferred = inferred(&sdist);
     assert_eq!(inferred.meta.dependencies, ["numpy", "opencv-python>=3"]);
     assert_eq!(inferred.meta.optional_dependencies["tests"], ["pytest"]);
-    let said: Vec<&str> = inferred.assumptions.iter().map(|n| n.text.as_str()).collect();
+    let said: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect();
     assert!(
-        said.iter().any(|t| t.contains("dependencies are cvy.egg-info/requires.txt's")),
+        said.iter()
+            .any(|t| t.contains("dependencies are cvy.egg-info/requires.txt's")),
         "{said:?}"
     );
 }

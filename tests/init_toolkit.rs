@@ -215,12 +215,23 @@ os.environ["TORCH_CUDA_ARCH_LIST"] = archs
 setup(name="tvc", version="1.0",
       ext_modules=[CUDAExtension("tvc._C", ["csrc/k.cu", "csrc/b.cpp"])])
 "#;
-    let (text, _) = written(setup);
+    let (text, inferred) = written(setup);
     // torch.version.cuda is the CUDA of torch's wheels: 13.0 (torch 2.11)
-    // and 12.8 (torch 2.9, whose cells nvcc 12.5 builds).
+    // and 12.8 (torch 2.9, whose cells nvcc 12.5 builds). setup.py adds
+    // 10.0+PTX for 12.8, which nvcc 12.5 cannot compile: left out, and said.
     assert_eq!(
         line(&text, "cuda-archs"),
-        r#"cuda-archs = { "12" = ["8.0", "9.0", "10.0+PTX"], "13" = ["8.0", "9.0", "10.0", "12.0+PTX"] }"#
+        r#"cuda-archs = { "12" = ["8.0", "9.0"], "13" = ["8.0", "9.0", "10.0", "12.0+PTX"] }"#
+    );
+    let said: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        said.iter().any(|t| t
+            .starts_with("setup.py lists [10.0+PTX] for nvcc 12.5, which does not compile them")),
+        "{said:?}"
     );
 }
 

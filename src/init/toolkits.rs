@@ -185,7 +185,7 @@ fn merge_archs(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
         let archs = if inferred.archs.is_empty() {
             default.clone()
         } else {
-            inferred.archs.clone()
+            supported_by(nvcc, &inferred.archs, merged)
         };
         match by_nvcc.get(&nvcc) {
             None => {
@@ -228,6 +228,33 @@ fn merge_archs(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
         }
     }
     merged.toolkit_archs = table;
+}
+
+/// The archs nvcc `nvcc` compiles, of those setup.py lists for it: one it
+/// cannot (causal-conv1d lists 5.3 to 7.2 for CUDA 13, whose nvcc dropped
+/// them, so its own build fails there) is left out and said. All of them
+/// stay where none would be left: the lock's check then names the fix.
+fn supported_by(nvcc: CudaVersion, archs: &[CudaArch], merged: &mut Inferred) -> Vec<CudaArch> {
+    let compat = CompatTable::embedded();
+    let (kept, dropped): (Vec<CudaArch>, Vec<CudaArch>) = archs
+        .iter()
+        .cloned()
+        .partition(|arch| compat.nvcc_lacks(nvcc, arch).is_none());
+    if dropped.is_empty() || kept.is_empty() {
+        return archs.to_vec();
+    }
+    let text = format!(
+        "setup.py lists {} for nvcc {nvcc}, which does not compile them (`nvcc --list-gpu-code`; \
+         setup.py's own build fails there): left out of cuda-archs",
+        shown(&dropped)
+    );
+    if !merged.assumptions.iter().any(|n| n.text == text) {
+        merged.assumptions.push(python::Note {
+            at: "setup.py".into(),
+            text,
+        });
+    }
+    kept
 }
 
 fn shown(archs: &[CudaArch]) -> String {

@@ -233,6 +233,20 @@ setup(name="tvc", version="1.0",
             .starts_with("setup.py lists [10.0+PTX] for nvcc 12.5, which does not compile them")),
         "{said:?}"
     );
+    // One note per line for what every toolkit's evaluation gave.
+    let per_toolkit: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .filter(|n| n.text.starts_with("evaluated once per toolkit"))
+        .map(|n| n.at.as_str())
+        .collect();
+    let lines: std::collections::BTreeSet<&str> = per_toolkit.iter().copied().collect();
+    assert_eq!(per_toolkit.len(), lines.len(), "{per_toolkit:?}");
+    assert!(
+        said.iter()
+            .any(|t| t.contains("\"13.0\" for nvcc 13.0") && t.contains("; ")),
+        "{said:?}"
+    );
 }
 
 #[test]

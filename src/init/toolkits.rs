@@ -164,9 +164,35 @@ fn merge(runs: Vec<(&Toolkit, Inferred)>, failed: Vec<(&Toolkit, anyhow::Error)>
             merged.find(&finding.key, &finding.problem, &finding.fix);
         }
     }
+    collapse_per_toolkit_notes(&mut merged.assumptions);
     merge_archs(&runs, &mut merged);
     merge_modules(&runs, &mut merged);
     merged
+}
+
+/// What each toolkit's evaluation of one line gave, as one note for the
+/// line (`` `nvcc -V` says release 12.5 for …; release 13.0 for … ``)
+/// rather than one per toolkit.
+fn collapse_per_toolkit_notes(notes: &mut Vec<python::Note>) {
+    const PREFIX: &str = "evaluated once per toolkit of the matrix: ";
+    let mut collapsed: Vec<python::Note> = Vec::new();
+    for note in notes.drain(..) {
+        let Some(what) = note.text.strip_prefix(PREFIX) else {
+            collapsed.push(note);
+            continue;
+        };
+        match collapsed
+            .iter_mut()
+            .find(|n| n.at == note.at && n.text.starts_with(PREFIX))
+        {
+            Some(first) => {
+                first.text.push_str("; ");
+                first.text.push_str(what);
+            }
+            None => collapsed.push(note),
+        }
+    }
+    *notes = collapsed;
 }
 
 /// `cuda-archs`: one list when every toolkit computes the same, else one

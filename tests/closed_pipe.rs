@@ -110,6 +110,7 @@ fn commands_that_print_end_quietly_on_a_closed_stdout() {
             sources: BTreeMap::new(),
             ..Provenance::default()
         },
+        sbom: Default::default(),
     };
     let recipe_file = tmp.path().join("recipe.json");
     fs::write(&recipe_file, recipe.to_json()).unwrap();

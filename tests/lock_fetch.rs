@@ -481,7 +481,7 @@ fn fetch_adds_each_pinned_path_once() {
         // The seeds are real, static, runnable programs.
         // Without arguments each prints its name and usage.
         let ran = Command::new(&program).output().unwrap();
-        let text = String::from_utf8_lossy(&ran.stdout).to_string() + &stderr(&ran);
+        let text = String::from_utf8_lossy(&ran.stdout).to_string() + stderr(&ran).as_str();
         assert!(
             text.to_lowercase().contains(name),
             "{}: {text}",

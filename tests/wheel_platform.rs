@@ -42,6 +42,7 @@ fn recipe(least: &str, most: &str) -> WheelRecipe {
             nvcc: "12.4".into(),
             cuwheel: "0.1.0".into(),
         },
+        sbom: Default::default(),
     }
 }
 

@@ -12,6 +12,7 @@
 //! ([`PlatformRule`]), so the plan only predicts the file's name.
 
 pub mod provenance;
+pub mod sbom;
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,8 @@ pub struct WheelRecipe {
     /// The bounds of the platform tag the build computes.
     pub platform: PlatformRule,
     pub provenance: Provenance,
+    /// What the SBOM lists besides the wheel ([`sbom`]).
+    pub sbom: sbom::SbomInputs,
 }
 
 impl WheelRecipe {
@@ -89,6 +92,9 @@ impl WheelRecipe {
         let provenance = crate::json::canonical(&self.provenance);
         let member = format!("{}/{PROVENANCE_FILE}", wheel.filename().dist_info_dir());
         wheel.add_member(&member, provenance.into_bytes(), false)?;
+        let bom = sbom::bom_json(&self.metadata, &self.sbom, timestamp, &self.to_json())?;
+        let member = format!("{}/{}", wheel.filename().dist_info_dir(), sbom::SBOM_FILE);
+        wheel.add_member(&member, bom.into_bytes(), false)?;
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
         wheel.write_into(out_dir, timestamp)
@@ -135,6 +141,7 @@ mod tests {
                 nvcc: "13.0".into(),
                 cuwheel: "0.1.0".into(),
             },
+            sbom: sbom::SbomInputs::default(),
         }
     }
 

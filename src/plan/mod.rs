@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::build::sbom::SbomInputs;
 use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
 use crate::lock::format::Lock;
 use crate::spec::{
@@ -721,6 +722,7 @@ fn assembly(
         .into_iter()
         .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
         .collect();
+    let sbom = SbomInputs::of(lock, &toolchains, &cell.cuda.to_string());
     let recipe = WheelRecipe {
         metadata: metadata::core_metadata(
             config,
@@ -745,6 +747,7 @@ fn assembly(
             nvcc: cp.nvcc().to_string(),
             cuwheel: env!("CARGO_PKG_VERSION").to_string(),
         },
+        sbom,
     };
     Ok(WheelAssembly {
         cell: name,

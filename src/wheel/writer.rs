@@ -107,6 +107,14 @@ impl ZipTimestamp {
         second: 0,
     };
 
+    /// `1980-01-01T00:00:00Z`: the same instant as an RFC 3339 UTC time.
+    pub fn to_rfc3339(self) -> String {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+
     /// The time `seconds` after 1970-01-01 00:00:00 UTC, raised to
     /// [`EARLIEST`](Self::EARLIEST) if before it and rounded down to an even
     /// second. Fails after 2107, the last year a zip entry can hold.

@@ -14,6 +14,7 @@ mod leak;
 mod libraries;
 mod load;
 mod platform;
+mod sbom;
 mod search_path;
 mod stable_abi;
 mod tags;
@@ -22,6 +23,7 @@ mod wheel_format;
 use serde::Serialize;
 
 pub use platform::verdict as platform_verdict;
+pub use sbom::SBOM_FILE;
 pub use stable_abi::abi3_baseline;
 
 use super::context::AuditContext;
@@ -59,6 +61,7 @@ pub const CHECKS: &[&dyn AuditCheck] = &[
     &leak::BuildPaths,
     &stable_abi::StableAbi,
     &cuda_archs::CudaArchs,
+    &sbom::Sbom,
     &load::Load,
 ];
 

@@ -37,8 +37,9 @@ def check(name, fn):
     RESULTS.append(ok)
 
 
-def close(actual, expected, rtol=1e-4, atol=1e-4, what=""):
-    assert actual.is_cuda, f"{what}: result is not on cuda ({actual.device})"
+def close(actual, expected, rtol=1e-4, atol=1e-4, what="", on_device=True):
+    if on_device:
+        assert actual.is_cuda, f"{what}: result is not on cuda ({actual.device})"
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} vs {expected.shape}"
     a, e = actual.detach().cpu().double(), expected.detach().cpu().double()
     _ERRS.append((a - e).abs().max().item() if a.numel() else 0.0)
@@ -62,10 +63,19 @@ def vs_cpu(fn, inputs, diff, seed, rtol=1e-4, atol=1e-4, ref=None):
         g = torch.rand(y.shape, generator=gen(seed)).to(y)
         y.backward(g)
         res[dev] = (y, [args[i].grad for i in diff])
-    for other in [d for d in res if d != DEV]:
-        close(res[DEV][0], res[other][0], rtol, atol, f"forward vs {other}")
-        for i, ga, gb in zip(diff, res[DEV][1], res[other][1]):
-            close(ga, gb, rtol, atol, f"grad[{i}] vs {other}")
+    # Every pair is compared before failing, so that a failure says which
+    # side is off: the CUDA kernel, or the package's CPU kernel as well.
+    pairs = [(DEV, d) for d in res if d != DEV] + ([("cpu", "ref")] if ref else [])
+    failed = []
+    for a, b in pairs:
+        try:
+            close(res[a][0], res[b][0], rtol, atol, f"forward {a} vs {b}", on_device=a == DEV)
+            for i, ga, gb in zip(diff, res[a][1], res[b][1]):
+                close(ga, gb, rtol, atol, f"grad[{i}] {a} vs {b}", on_device=a == DEV)
+        except AssertionError as e:
+            failed.append(str(e).splitlines()[0] + " " + " ".join(
+                l for l in str(e).splitlines() if l.startswith("Greatest absolute")))
+    assert not failed, "; ".join(failed)
 
 
 def causal_ref(Q, K, V):

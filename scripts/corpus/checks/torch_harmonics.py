@@ -138,7 +138,8 @@ def _attention_models(channels, channels_out, heads, in_shape, out_shape, grid, 
 
 
 def _att_run(model, inputs, gout, dev):
-    xs = {k: v.to(dev).requires_grad_() for k, v in inputs.items()}
+    # A fresh leaf per run: the CPU run must not make the inputs require grad.
+    xs = {k: v.detach().clone().to(dev).requires_grad_() for k, v in inputs.items()}
     model.zero_grad()
     out = model(xs["q"], xs["k"], xs["v"])
     out.backward(gout.to(dev))

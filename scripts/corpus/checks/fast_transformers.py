@@ -228,7 +228,18 @@ def local_checks(N, H, L, E, ctx):
         # softmax: the CUDA backward ignores key_lengths while the CPU one skips them.
         y = local_dot_product(q, k, m, kl, ctx)
         return torch.where(y > -1e20, y, torch.zeros_like(y))
-    vs_cpu(dot, [Q, K, mask, key_lengths], [0, 1], seed=6)
+
+    def dot_ref(q, k, m, kl):
+        # From the definition (local_product_cpu.cpp): entry j of query l is
+        # q_l . k_s + mask[l, s] for key s = l - ctx//2 + j inside
+        # [0, key_length), masked otherwise.
+        n, h, length, _ = q.shape
+        full = torch.einsum("nhle,nhse->nhls", q, k) + m[:length, :length]
+        s = torch.arange(length)[:, None] - ctx // 2 + torch.arange(ctx)[None, :]
+        valid = (s >= 0)[None] & (s[None] < kl[:, None, None])
+        picked = full.gather(-1, s.clamp(0, length - 1).expand(n, h, length, ctx))
+        return torch.where(valid[:, None], picked, torch.zeros_like(picked))
+    vs_cpu(dot, [Q, K, mask, key_lengths], [0, 1], seed=6, ref=dot_ref)
     vs_cpu(local_weighted_average, [A, V], [0, 1], seed=7)
 
 

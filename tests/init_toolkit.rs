@@ -378,3 +378,32 @@ setup(name="tv", version="1.0",
         "{said}"
     );
 }
+
+#[test]
+fn arch_specific_targets_are_written_where_each_nvcc_compiles_them() {
+    let setup = r#"
+import os
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0;9.0a;10.0f"
+setup(name="fam", version="1.0",
+      ext_modules=[CUDAExtension("fam._C", ["csrc/k.cu", "csrc/b.cpp"])])
+"#;
+    let (text, inferred) = written(setup);
+    // nvcc 12.5 (the cu128 cells') has sm_90a but no family targets, which
+    // start at 12.9; nvcc 13.0 has both.
+    assert_eq!(
+        line(&text, "cuda-archs"),
+        r#"cuda-archs = { "12" = ["8.0", "9.0a"], "13" = ["8.0", "9.0a", "10.0f"] }"#
+    );
+    let said: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("setup.py lists [10.0f] for nvcc 12.5")),
+        "{said:?}"
+    );
+}

@@ -47,21 +47,12 @@ pub struct Archs {
 }
 
 impl Archs {
-    fn add(&mut self, major: u32, minor: u32, ptx: bool) {
-        // One entry per arch: "+PTX" wins over its plain form.
-        let plain = CudaArch {
-            major,
-            minor,
-            suffix: Default::default(),
-            ptx: false,
-        };
-        let with_ptx = CudaArch {
-            major,
-            minor,
-            suffix: Default::default(),
-            ptx: true,
-        };
-        if ptx {
+    /// One entry per target: "+PTX" wins over its plain form; an
+    /// arch-specific target (`9.0a`, `10.0f`) is its own entry.
+    fn add_arch(&mut self, arch: CudaArch) {
+        let plain = CudaArch { ptx: false, ..arch };
+        let with_ptx = CudaArch { ptx: true, ..arch };
+        if arch.ptx {
             self.archs.remove(&plain);
             self.archs.insert(with_ptx);
         } else if !self.archs.contains(&with_ptx) {
@@ -87,13 +78,7 @@ impl Archs {
 
     fn add_text(&mut self, text: &str, spelled: &str) {
         match text.parse::<CudaArch>() {
-            // Inferring arch-specific targets is init's own step (issue 25).
-            Ok(arch) if arch.suffix.kind().is_some() => self.problems.push(format!(
-                "`{spelled}` in TORCH_CUDA_ARCH_LIST: `{text}` is an arch-specific target init \
-                 does not infer yet; write \"{}.{}\"",
-                arch.major, arch.minor
-            )),
-            Ok(arch) => self.add(arch.major, arch.minor, arch.ptx),
+            Ok(arch) => self.add_arch(arch),
             Err(e) => self
                 .problems
                 .push(format!("`{spelled}` in TORCH_CUDA_ARCH_LIST: {e}")),
@@ -107,8 +92,8 @@ impl Archs {
             .trim_start_matches("compute_")
             .trim_start_matches("lto_");
         let (digits, variant) = match digits.strip_suffix(['a', 'f']) {
-            Some(d) => (d, true),
-            None => (digits, false),
+            Some(d) => (d, &name[name.len() - 1..]),
+            None => (digits, ""),
         };
         let parsed = (digits.len() >= 2)
             .then(|| digits.split_at(digits.len() - 1))
@@ -116,14 +101,13 @@ impl Archs {
                 Some((major.parse::<u32>().ok()?, minor.parse::<u32>().ok()?))
             });
         match parsed {
+            // `sm_90a` is cuda-archs' `9.0a`, `compute_100f` its `10.0f+PTX`.
             Some((major, minor)) if major > 0 => {
-                if variant {
-                    self.problems.push(format!(
-                        "`{flag}` targets `{name}`, an architecture-specific variant cuwheel does not build; \
-                         it became {major}.{minor}"
-                    ));
+                let spelled = format!("{major}.{minor}{variant}{}", if ptx { "+PTX" } else { "" });
+                match spelled.parse::<CudaArch>() {
+                    Ok(arch) => self.add_arch(arch),
+                    Err(e) => self.problems.push(format!("`{flag}`: `{name}`: {e}")),
                 }
-                self.add(major, minor, ptx);
             }
             _ => self.problems.push(format!(
                 "`{flag}`: `{name}` is not an arch cuwheel can read"
@@ -260,14 +244,11 @@ mod tests {
             shown(&Archs::from_arch_list("Ampere;Hopper")),
             ["8.0", "8.6+PTX", "9.0+PTX"]
         );
-        let bad = Archs::from_arch_list("8.0;sm_90;9.0a");
-        assert_eq!(shown(&bad), ["8.0"]);
-        assert_eq!(bad.problems.len(), 2, "{:?}", bad.problems);
-        assert!(
-            bad.problems[1].contains("write \"9.0\""),
-            "{:?}",
-            bad.problems
-        );
+        // Arch- and family-specific targets are cuda-archs' own spelling.
+        let bad = Archs::from_arch_list("8.0;sm_90;9.0a;10.0f+PTX");
+        assert_eq!(shown(&bad), ["8.0", "9.0a", "10.0f+PTX"]);
+        assert_eq!(bad.problems.len(), 1, "{:?}", bad.problems);
+        assert!(bad.problems[0].contains("`sm_90`"), "{:?}", bad.problems);
     }
 
     #[test]
@@ -287,10 +268,9 @@ mod tests {
         let mut archs = Archs::default();
         let rest = split_nvcc_flags(&flags, &mut archs);
         assert_eq!(rest, ["-O3", "--use_fast_math"]);
-        assert_eq!(shown(&archs), ["8.0", "9.0+PTX", "10.0"]);
-        assert_eq!(archs.problems.len(), 2, "{:?}", archs.problems);
-        assert!(archs.problems[0].contains("sm_100a"));
-        assert!(archs.problems[1].contains("host compiler"));
+        assert_eq!(shown(&archs), ["8.0", "9.0+PTX", "10.0a"]);
+        assert_eq!(archs.problems.len(), 1, "{:?}", archs.problems);
+        assert!(archs.problems[0].contains("host compiler"));
         let mut only_ptx = Archs::default();
         split_nvcc_flags(
             &["-gencode=arch=compute_75,code=compute_75".to_string()],

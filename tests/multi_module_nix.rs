@@ -289,6 +289,7 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
             "cuwheel-provenance.json",
             "licenses/LICENSE",
             "licenses/licenses/THIRD-PARTY.txt",
+            "sboms/cuwheel.cdx.json",
         ]
         .iter()
         .map(|f| format!("{dist_info}/{f}")),

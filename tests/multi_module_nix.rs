@@ -376,7 +376,8 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
 
     // pip installs it into a fresh venv of this machine's Python (3.11).
     let site = common::pip_install_in_venv(&dir.path().join("venv"), &wheel);
-    assert_eq!(common::assert_installed_as_recorded(&site, &wheel), 10);
+    // Ten files and the SBOM (.dist-info/sboms/cuwheel.cdx.json).
+    assert_eq!(common::assert_installed_as_recorded(&site, &wheel), 11);
     assert!(
         site.join(dist_info)
             .join("licenses/licenses/THIRD-PARTY.txt")

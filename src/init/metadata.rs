@@ -331,7 +331,8 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
             );
         }
         let file = &recorded.file;
-        if !stated("dependencies") && !same_requirements(&dependencies, &inferred.meta.dependencies)
+        if !stated("dependencies")
+            && !super::sdist_record::same_requirements(&dependencies, &inferred.meta.dependencies)
         {
             inferred.assumptions.push(super::python::Note {
                 at: at.clone(),
@@ -345,9 +346,11 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
         }
         let differs = !stated("optional-dependencies")
             && (extras.len() != optional.len()
-                || extras
-                    .iter()
-                    .any(|(k, v)| optional.get(k).is_none_or(|o| !same_requirements(v, o))));
+                || extras.iter().any(|(k, v)| {
+                    optional
+                        .get(k)
+                        .is_none_or(|o| !super::sdist_record::same_requirements(v, o))
+                }));
         if differs {
             inferred.assumptions.push(super::python::Note {
                 at: at.clone(),
@@ -363,25 +366,6 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
         }
     }
     inferred.meta.optional_dependencies = optional;
-}
-
-/// Two requirement lists that say the same, spacing and quotes aside.
-fn same_requirements(a: &[String], b: &[String]) -> bool {
-    let norm = |list: &[String]| {
-        let mut out: Vec<String> = list
-            .iter()
-            .map(|r| {
-                r.chars()
-                    .filter(|c| !c.is_whitespace())
-                    .map(|c| if c == '\'' { '"' } else { c })
-                    .collect::<String>()
-                    .to_ascii_lowercase()
-            })
-            .collect();
-        out.sort();
-        out
-    };
-    norm(a) == norm(b)
 }
 
 /// The lines of a requirements file, with the files its `-r` lines name

@@ -85,6 +85,25 @@ pub fn parse(text: &str) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
     (dependencies, extras)
 }
 
+/// Two requirement lists that say the same, spacing and quotes aside.
+pub fn same_requirements(a: &[String], b: &[String]) -> bool {
+    let norm = |list: &[String]| {
+        let mut out: Vec<String> = list
+            .iter()
+            .map(|r| {
+                r.chars()
+                    .filter(|c| !c.is_whitespace())
+                    .map(|c| if c == '\'' { '"' } else { c })
+                    .collect::<String>()
+                    .to_ascii_lowercase()
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    norm(a) == norm(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use std::path::Path;
 use cuwheel::init::classify::Flavour;
 use cuwheel::init::model::{Inferred, VersionSource};
 use cuwheel::init::{InitOptions, infer, init};
-use init_support::{findings, tree};
+use init_support::{assumptions, findings, tree};
 
 fn inferred(files: &[(&str, &str)]) -> Inferred {
     let (_dir, root) = tree(files);
@@ -167,11 +167,7 @@ setup(
     assert_eq!(inferred.package_include, ["vpkg/data/*.json"]);
     let said = findings(&inferred);
     assert!(said.contains("`-e .` is a pip option"), "{said}");
-    let assumed: Vec<&str> = inferred
-        .assumptions
-        .iter()
-        .map(|n| n.text.as_str())
-        .collect();
+    let assumed = assumptions(&inferred);
     assert!(
         assumed
             .iter()
@@ -236,11 +232,7 @@ setup(
     let inferred = inferred(&sdist);
     assert_eq!(inferred.meta.dependencies, ["numpy", "opencv-python>=3"]);
     assert_eq!(inferred.meta.optional_dependencies["tests"], ["pytest"]);
-    let said: Vec<&str> = inferred
-        .assumptions
-        .iter()
-        .map(|n| n.text.as_str())
-        .collect();
+    let said = assumptions(&inferred);
     assert!(
         said.iter()
             .any(|t| t.contains("dependencies are cvy.egg-info/requires.txt's")),

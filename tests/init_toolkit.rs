@@ -12,7 +12,7 @@ mod init_support;
 
 use cuwheel::init::model::Inferred;
 use cuwheel::init::{InitOptions, infer, init};
-use init_support::{findings, tree};
+use init_support::{assumptions, findings, tree};
 
 const KERNEL: &str = "#include <ATen/ATen.h>\n__global__ void k() {}\n";
 const BINDING: &str = "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n";
@@ -133,11 +133,7 @@ fn nvcc_bare_metal_version_gives_archs_per_toolkit() {
     // No branch was left unevaluated: nothing says "is not modelled".
     assert!(!said.contains("not modelled"), "{said}");
     assert!(!said.contains("cannot evaluate"), "{said}");
-    let notes: Vec<&str> = inferred
-        .assumptions
-        .iter()
-        .map(|n| n.text.as_str())
-        .collect();
+    let notes = assumptions(&inferred);
     assert!(
         notes
             .iter()
@@ -223,11 +219,7 @@ setup(name="tvc", version="1.0",
         line(&text, "cuda-archs"),
         r#"cuda-archs = { "12" = ["8.0", "9.0"], "13" = ["8.0", "9.0", "10.0", "12.0+PTX"] }"#
     );
-    let said: Vec<&str> = inferred
-        .assumptions
-        .iter()
-        .map(|n| n.text.as_str())
-        .collect();
+    let said = assumptions(&inferred);
     assert!(
         said.iter().any(|t| t
             .starts_with("setup.py lists [10.0+PTX] for nvcc 12.5, which does not compile them")),
@@ -396,11 +388,7 @@ setup(name="fam", version="1.0",
         line(&text, "cuda-archs"),
         r#"cuda-archs = { "12" = ["8.0", "9.0a"], "13" = ["8.0", "9.0a", "10.0f"] }"#
     );
-    let said: Vec<&str> = inferred
-        .assumptions
-        .iter()
-        .map(|n| n.text.as_str())
-        .collect();
+    let said = assumptions(&inferred);
     assert!(
         said.iter()
             .any(|t| t.starts_with("setup.py lists [10.0f] for nvcc 12.5")),

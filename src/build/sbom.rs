@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ToolchainIdentity;
 use crate::lock::format::{Lock, Source};
+use crate::spec::CudaVersion;
 use crate::wheel::{CoreMetadata, ZipTimestamp};
 
 /// The SBOM member's path inside `.dist-info` (PEP 770's directory).
@@ -65,13 +66,28 @@ pub struct SbomArtifact {
     pub description: Option<String>,
 }
 
+impl SbomArtifact {
+    /// A PyPI distribution the wheel needs at run time.
+    fn required(name: String, version: Option<String>, description: String) -> SbomArtifact {
+        SbomArtifact {
+            purl: purl("pypi", None, &name, version.as_deref(), &[]),
+            name,
+            version,
+            sha256: None,
+            file: None,
+            roles: Vec::new(),
+            description: Some(description),
+        }
+    }
+}
+
 impl SbomInputs {
     /// The components of a cell built with `toolchains` (role → identity)
     /// from `lock`, serving CUDA `cuda` (`13.0`).
     pub fn of(
         lock: &Lock,
         toolchains: &BTreeMap<String, ToolchainIdentity>,
-        cuda: &str,
+        cuda: CudaVersion,
     ) -> SbomInputs {
         let mut by_purl: BTreeMap<String, SbomArtifact> = BTreeMap::new();
         for (role, identity) in toolchains {
@@ -94,34 +110,24 @@ impl SbomInputs {
                 _ => None,
             });
         if let Some((name, version)) = torch {
-            runtime.push(SbomArtifact {
-                purl: purl("pypi", None, &name, Some(&version), &[]),
+            runtime.push(SbomArtifact::required(
                 name,
-                version: Some(version),
-                sha256: None,
-                file: None,
-                roles: Vec::new(),
-                description: Some("the torch release the wheel is built against".into()),
-            });
+                Some(version),
+                "the torch release the wheel is built against".into(),
+            ));
         }
         // CUDA 13's component wheels dropped the -cuN suffix.
-        let major = cuda.split('.').next().unwrap_or(cuda);
-        let runtime_name = if major.parse::<u32>().is_ok_and(|m| m >= 13) {
+        let major = cuda.major;
+        let runtime_name = if major >= 13 {
             "nvidia-cuda-runtime".to_string()
         } else {
             format!("nvidia-cuda-runtime-cu{major}")
         };
-        runtime.push(SbomArtifact {
-            purl: purl("pypi", None, &runtime_name, None, &[]),
-            name: runtime_name,
-            version: None,
-            sha256: None,
-            file: None,
-            roles: Vec::new(),
-            description: Some(format!(
-                "the CUDA {cuda} runtime (libcudart.so.{major}), installed with torch"
-            )),
-        });
+        runtime.push(SbomArtifact::required(
+            runtime_name,
+            None,
+            format!("the CUDA {cuda} runtime (libcudart.so.{major}), installed with torch"),
+        ));
         SbomInputs {
             built_from: by_purl.into_values().collect(),
             runtime,

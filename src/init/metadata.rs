@@ -306,15 +306,14 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
     // An unpacked sdist's record is what setup.py gave where the sdist was
     // made, choices on what was installed there included: it wins where
     // the evaluation here differs, and the difference is said.
-    // What pyproject.toml states itself it keeps (setuptools took it from
-    // there too).
-    let stated = |key: &str| {
-        fs::read_to_string(root.join("pyproject.toml"))
+    if let Some(recorded) = super::sdist_record::read(root) {
+        // What pyproject.toml states itself it keeps (setuptools took it
+        // from there too).
+        let project = fs::read_to_string(root.join("pyproject.toml"))
             .ok()
             .and_then(|t| t.parse::<toml::Table>().ok())
-            .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
-    };
-    if let Some(recorded) = super::sdist_record::read(root) {
+            .and_then(|t| t.get("project")?.as_table().cloned());
+        let stated = |key: &str| project.as_ref().is_some_and(|p| p.contains_key(key));
         let listed = |lines: &[String]| Value::list(lines.iter().map(Value::str).collect());
         let dependencies = requirements(
             inferred,

@@ -168,18 +168,17 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
     let dir_name = root
         .file_name()
         .map_or("project".into(), |n| n.to_string_lossy().to_string());
-    let has = |key: &str| {
-        existing
-            .as_deref()
-            .and_then(|t| t.parse::<toml::Table>().ok())
-            .is_some_and(|t| t.get("project").and_then(|p| p.get(key)).is_some())
-    };
-    // A version pyproject.toml declares dynamic is read from where it says
-    // (`[tool.setuptools.dynamic]`), not from setup.py.
-    let dynamic_version = existing
+    // The existing `[project]` table, read once.
+    let project = existing
         .as_deref()
         .and_then(|t| t.parse::<toml::Table>().ok())
-        .and_then(|t| t.get("project")?.get("dynamic")?.as_array().cloned())
+        .and_then(|t| t.get("project")?.as_table().cloned());
+    let has = |key: &str| project.as_ref().is_some_and(|p| p.contains_key(key));
+    // A version pyproject.toml declares dynamic is read from where it says
+    // (`[tool.setuptools.dynamic]`), not from setup.py.
+    let dynamic_version = project
+        .as_ref()
+        .and_then(|p| p.get("dynamic")?.as_array())
         .is_some_and(|d| d.iter().any(|v| v.as_str() == Some("version")));
     let pybind11 = inferred
         .modules

@@ -262,8 +262,6 @@ fn drop_license_classifiers(project: &mut Table) -> Vec<String> {
     notes
 }
 
-/// Sets `key` unless the table has it; a different value there is kept
-/// and reported.
 /// Whether `project.dynamic` lists `key`.
 fn declares_dynamic(project: &Table, key: &str) -> bool {
     project
@@ -272,6 +270,8 @@ fn declares_dynamic(project: &Table, key: &str) -> bool {
         .is_some_and(|d| d.iter().any(|v| v.as_str() == Some(key)))
 }
 
+/// Sets `key` unless the table has it; a different value there is kept
+/// and reported.
 fn set(project: &mut Table, kept: &mut Vec<String>, key: &str, value: Option<Value>) {
     let Some(value) = value else { return };
     match project.get(key) {

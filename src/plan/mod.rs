@@ -722,7 +722,7 @@ fn assembly(
         .into_iter()
         .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
         .collect();
-    let sbom = SbomInputs::of(lock, &toolchains, &cell.cuda.to_string());
+    let sbom = SbomInputs::of(lock, &toolchains, cell.cuda);
     let recipe = WheelRecipe {
         metadata: metadata::core_metadata(
             config,

@@ -1,5 +1,5 @@
 //! What the `init_*` tests share: a project tree in a temporary directory,
-//! and init's findings as one text to search.
+//! and init's findings and assumptions to search.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -29,4 +29,13 @@ pub fn findings(inferred: &Inferred) -> String {
         .map(|f| format!("{f}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The text of every assumption init noted, in order.
+pub fn assumptions(inferred: &Inferred) -> Vec<&str> {
+    inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect()
 }

@@ -218,23 +218,27 @@ impl Interpreter {
     /// what is computed from it (a version by regex, a requirements list)
     /// is pointed at the file rather than guessed.
     pub(super) fn file_text(&self, rel: &Path, line: usize) -> Value {
-        Value::Unknown(Rc::new(Unknown {
-            why: format!("computed from the contents of {}", rel.display()),
-            at: self.at(line),
-            files: BTreeSet::from([rel.to_path_buf()]),
-            text_of: Some(rel.to_path_buf()),
-            under_cuda_home: None,
-        }))
+        self.computed_from_file(rel, line, "contents", Some(rel))
     }
 
     /// The lines of a project file (`iter(f)`, `for line in f`): not read
     /// as values; what is computed from them points at the file.
     pub(super) fn file_lines(&self, rel: &Path, line: usize) -> Value {
+        self.computed_from_file(rel, line, "lines", None)
+    }
+
+    fn computed_from_file(
+        &self,
+        rel: &Path,
+        line: usize,
+        what: &str,
+        text_of: Option<&Path>,
+    ) -> Value {
         Value::Unknown(Rc::new(Unknown {
-            why: format!("computed from the lines of {}", rel.display()),
+            why: format!("computed from the {what} of {}", rel.display()),
             at: self.at(line),
             files: BTreeSet::from([rel.to_path_buf()]),
-            text_of: None,
+            text_of: text_of.map(Path::to_path_buf),
             under_cuda_home: None,
         }))
     }

@@ -253,6 +253,12 @@ impl Interpreter {
             .find_map(|v| v.as_unknown().cloned());
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
         let kw = |k: &str| kwargs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        // `iter(open("pkg/__init__.py"))`: the file's lines, which cuwheel
+        // does not read as values; what is computed from them stays
+        // pointed at the file.
+        if let ("iter", Some(Value::File(path))) = (name, args.first()) {
+            return Ok(self.file_lines(path, line));
+        }
         let value = match name {
             "setuptools.setup" => {
                 let call = Rc::new(Call {
@@ -286,15 +292,6 @@ impl Interpreter {
                     .into(),
             ),
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
-            // `iter(open("pkg/__init__.py"))`: the file's lines, which
-            // cuwheel does not read as values; what is computed from them
-            // stays pointed at the file.
-            "iter" if matches!(args.first(), Some(Value::File(_))) => {
-                let Some(Value::File(path)) = args.first() else {
-                    unreachable!("matched above")
-                };
-                self.file_lines(path, line)
-            }
             "subprocess.check_output"
             | "subprocess.run"
             | "subprocess.getoutput"

@@ -4,8 +4,8 @@
 #      src + "/cuwheel.lock") }. cuwheel's own source is this file's repository (../.:
 #      Cargo.*, src/ and nix/driver.lock build the driver).
 # Out: the outputs of a flake that builds the project on x86_64-linux:
-#   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, nodes, kernels, toolchains, plan,
-#                                project}
+#   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, pypi.<cell>, nodes, kernels,
+#                                toolchains, plan, project}
 #   packages.x86_64-linux.{cuwheel, publish}, apps.x86_64-linux.{cuwheel, publish},
 #   checks.x86_64-linux.{toolchain-<bundle>, wheel-<cell>}
 # `project` is the project's identity (name, config-sha256, src, lock), which `cuwheel plan`,
@@ -35,8 +35,9 @@ let
         if builtins.pathExists pyprojectFile then builtins.fromTOML (builtins.readFile pyprojectFile)
         else throw "cuwheel: ${where} has no pyproject.toml (a flake sees only the files git tracks: `git add pyproject.toml`).";
       config = pyproject.tool.cuwheel or (throw "cuwheel: ${where}/pyproject.toml has no [tool.cuwheel] table: write one (cuwheel init; docs/guide/init.md).");
-      # What `cuwheel lock` records as config-sha256 (src/json.rs writes the same JSON).
-      configSha256 = builtins.hashString "sha256" (builtins.toJSON config);
+      # What `cuwheel lock` records as config-sha256 (src/json.rs writes the same JSON), of all
+      # but [tool.cuwheel.pypi], which locks nothing (src/lock/mod.rs: config_sha256).
+      configSha256 = builtins.hashString "sha256" (builtins.toJSON (builtins.removeAttrs config [ "pypi" ]));
       lockData =
         if builtins.pathExists lock then builtins.fromJSON (builtins.readFile lock)
         else throw "cuwheel: ${toString lock} is missing: run `cuwheel lock --project <the project directory>`, then `git add cuwheel.lock` (a flake sees only the files git tracks).";
@@ -75,10 +76,17 @@ let
           for result in $results; do ln -s "$result" "$out/$1"; shift; done
         '';
       };
+      # The PyPI variant's results ([tool.cuwheel.pypi]), by cell: wheels with no local label,
+      # from the same links.
+      pypiPlan = plan.pypi or { max_file_size = 104857600; cells = { }; };
+      pypiWheels = builtins.mapAttrs (cell: c: nodes.${c.audit}) pypiPlan.cells;
       publish = import ./publish.nix seeds {
         inherit cuwheel;
         cells = builtins.attrNames wheels;
         results = builtins.attrValues wheels;
+        pypiCells = builtins.attrNames pypiWheels;
+        pypiResults = builtins.attrValues pypiWheels;
+        maxFileSize = pypiPlan.max_file_size;
       };
 
       toolchainChecks = builtins.listToAttrs (map (b: { name = "toolchain-${b}"; value = nix.checks.${b}; })
@@ -100,6 +108,7 @@ let
         inherit (nix) toolchains;
         inherit kernels nodes;
         wheels = wheels // { all = allWheels; };
+        pypi = pypiWheels;
         plan = planFile;
       } // {
         # Not checked for freshness: `cuwheel` compares it with the project it is given.

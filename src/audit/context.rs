@@ -37,6 +37,8 @@ pub struct AuditOptions {
     pub runtime_provided: BTreeSet<String>,
     /// Inputs only some checks use; empty unless the caller has them.
     pub extra: ExtraInputs,
+    /// PyPI's rules, checked only when given ([`super::checks::PypiRules`]).
+    pub pypi: Option<super::checks::PypiRules>,
 }
 
 impl Default for AuditOptions {
@@ -47,6 +49,7 @@ impl Default for AuditOptions {
             cuda_archs: None,
             runtime_provided: loader::runtime_provided().sonames(),
             extra: ExtraInputs::default(),
+            pypi: None,
         }
     }
 }

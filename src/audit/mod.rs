@@ -50,6 +50,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+pub use checks::PypiRules;
 pub use context::{AuditContext, AuditOptions, ExtraInputs};
 pub use report::{
     AuditReport, CudaExpectation, ElfSummary, Finding, NeededLibrary, PlatformVerdict, TorchLoad,

@@ -115,7 +115,8 @@ impl ToolchainIdentity {
 
 /// The sha256 of what `pyproject.toml` gives every cell's wheel: its
 /// `[project]` table (the wheel's metadata) and its `[tool.cuwheel]` table
-/// without `matrix` (which only says which cells exist), as compact JSON
+/// without `matrix` (which only says which cells exist) and `pypi` (which
+/// only says which of them also make a wheel for PyPI), as compact JSON
 /// ([`crate::json::nix_compact`]).
 pub fn shaping_config_sha256(document: &toml::Table) -> String {
     let mut shaping = serde_json::Map::new();
@@ -125,6 +126,7 @@ pub fn shaping_config_sha256(document: &toml::Table) -> String {
     if let Some(toml::Value::Table(config)) = document.get("tool").and_then(|t| t.get("cuwheel")) {
         let mut config = config.clone();
         config.remove("matrix");
+        config.remove(crate::lock::LOCK_FREE_KEY);
         shaping.insert("tool.cuwheel".into(), to_json(&toml::Value::Table(config)));
     }
     let json = crate::json::nix_compact(&serde_json::Value::Object(shaping));

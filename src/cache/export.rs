@@ -369,6 +369,7 @@ mod tests {
         Plan {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
             nodes: BTreeMap::new(),
+            pypi: None,
         }
     }
 

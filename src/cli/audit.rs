@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::audit::archs::ExpectedArchs;
-use cuwheel::audit::{AuditOptions, AuditReport, audit_wheel};
+use cuwheel::audit::{AuditOptions, AuditReport, PypiRules, audit_wheel};
+use cuwheel::spec::config::PYPI_MAX_FILE_SIZE;
 use cuwheel::wheel::terminal::terminal_safe;
 
 /// Exit status when every wheel was read but at least one failed the audit.
@@ -42,10 +43,28 @@ pub struct AuditArgs {
     /// DT_NEEDED entries as auditwheel does
     #[arg(long)]
     no_runtime_provided: bool,
+    /// Also check what PyPI refuses at upload: a local version, a file over
+    /// --max-file-size, a platform tag PyPI does not take, a long
+    /// description PyPI would not render
+    #[arg(long)]
+    pypi: bool,
+    /// With --pypi: the largest file PyPI takes for the project, in bytes or
+    /// like `400 MiB` (PyPI's default: 100 MiB)
+    #[arg(long, value_name = "SIZE", requires = "pypi", value_parser = parse_size)]
+    max_file_size: Option<u64>,
     // The load check's symbol tables (as `cuwheel load-check` takes them);
     // without --torch the load check is not run.
     #[command(flatten)]
     load: super::symbols::LoadTables,
+}
+
+/// A size in bytes (`104857600`) or with a unit (`100 MiB`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("a size of 0 allows no file at all".to_string()),
+        Ok(bytes) => Ok(bytes),
+        Err(_) => cuwheel::spec::config::pypi::parse_size(text).map_err(|e| e.to_string()),
+    }
 }
 
 fn parse_archs(list: &str) -> Result<ExpectedArchs, String> {
@@ -58,6 +77,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         ..AuditOptions::default()
     };
     options.extra.load = args.load.inputs()?;
+    options.pypi = args.pypi.then(|| PypiRules {
+        max_file_size: args.max_file_size.unwrap_or(PYPI_MAX_FILE_SIZE),
+    });
     if args.no_runtime_provided {
         options.runtime_provided.clear();
     }

@@ -13,6 +13,7 @@ use clap::Args;
 
 use cuwheel::flake::check_builds_project;
 use cuwheel::plan::{Plan, sources};
+use cuwheel::spec::config::pypi::show_size;
 use cuwheel::store::StorePath;
 use cuwheel::store::nix::Nix;
 
@@ -101,14 +102,32 @@ fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
             cell.predicted_wheel_file, cell.torch, cell.nvcc
         );
     }
+    if let Some(pypi) = &plan.pypi {
+        text += &format!(
+            "PyPI wheels ({}, from the same links; checked against PyPI's rules, files up to {}):\n",
+            pypi.cells.len(),
+            show_size(pypi.max_file_size)
+        );
+        for (name, cell) in &pypi.cells {
+            text += &format!("  {name}  {}\n", cell.predicted_wheel_file);
+        }
+    }
     text += "  (wheel names are predicted: each wheel's platform tag is computed from its linked \
              module by the audit's rule — the most compatible tag its symbols prove, never more \
              than its torch wheel's nor less than the baseline's)\n";
     // Which cells use each node.
-    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut users: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (name, cell) in &plan.cells {
         for node in cell.nodes() {
-            users.entry(node).or_default().push(name.as_str());
+            users.entry(node).or_default().push(name.clone());
+        }
+    }
+    for (name, cell) in plan.pypi.iter().flat_map(|p| &p.cells) {
+        for node in [&cell.wheel, &cell.audit] {
+            users
+                .entry(node)
+                .or_default()
+                .push(format!("{name} (PyPI)"));
         }
     }
     text += &format!("derivations ({}):\n", plan.nodes.len());

@@ -7,8 +7,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
+use cuwheel::audit::PypiRules;
 use cuwheel::publish::index::WheelLinks;
 use cuwheel::publish::publish;
+use cuwheel::publish::pypi::publish_pypi;
+use cuwheel::spec::config::PYPI_MAX_FILE_SIZE;
 
 use super::output::stdout_line;
 
@@ -30,10 +33,21 @@ follows a symlink out of DIR and removes only what it made.
 Exit status:
   0  published (or already published: nothing changed)
   1  refused (a wheel is unreadable, fails the audit or conflicts) or an I/O error; the index served is unchanged")]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["to", "pypi"])))]
 pub struct PublishArgs {
     /// The index directory: created if missing, or one made by an earlier publish
     #[arg(long, value_name = "DIR")]
-    to: PathBuf,
+    to: Option<PathBuf>,
+    /// Instead of an index, a directory to upload to PyPI from (`twine upload
+    /// DIR/*.whl`): the PyPI variant's wheels, each audited with PyPI's rules
+    /// first (no local version, --max-file-size, platform tag, long
+    /// description)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["to", "base_url"])]
+    pypi: Option<PathBuf>,
+    /// With --pypi: the largest file PyPI takes for the project, in bytes or
+    /// like `400 MiB` (PyPI's default: 100 MiB)
+    #[arg(long, value_name = "SIZE", requires = "pypi", value_parser = super::audit::parse_size)]
+    max_file_size: Option<u64>,
     /// Link the wheels as URL/<wheel> instead of relatively, e.g. when the
     /// wheels are served from another host than the index pages (an http://,
     /// https:// or file:// URL without query or fragment)
@@ -45,11 +59,33 @@ pub struct PublishArgs {
 }
 
 pub fn run(args: PublishArgs) -> Result<ExitCode> {
+    let Some(to) = &args.to else {
+        let dir = args.pypi.as_deref().expect("clap requires --to or --pypi");
+        let rules = PypiRules {
+            max_file_size: args.max_file_size.unwrap_or(PYPI_MAX_FILE_SIZE),
+        };
+        let summary = publish_pypi(dir, &args.wheels, rules)?;
+        for file in &summary.added {
+            stdout_line(&format!("ready for PyPI {file}"))?;
+        }
+        for file in &summary.already_there {
+            stdout_line(&format!("already there {file}"))?;
+        }
+        stdout_line(&format!(
+            "{}: {} wheel{} checked against PyPI's rules; upload them with `twine upload {}/*.whl` \
+             (or `uv publish`)",
+            dir.display(),
+            args.wheels.len(),
+            if args.wheels.len() == 1 { "" } else { "s" },
+            dir.display()
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    };
     let links = match &args.base_url {
         Some(url) => WheelLinks::base_url(url).map_err(anyhow::Error::msg)?,
         None => WheelLinks::Relative,
     };
-    let summary = publish(&args.to, &args.wheels, &links)?;
+    let summary = publish(to, &args.wheels, &links)?;
     for path in &summary.left_alone {
         eprintln!(
             "note: left alone {}: publish did not make it, so it neither serves nor removes it",
@@ -74,7 +110,7 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
     };
     stdout_line(&format!(
         "{}: {} wheel{} listed in the combined index and {variants}{}",
-        args.to.display(),
+        to.display(),
         summary.listed,
         if summary.listed == 1 { "" } else { "s" },
         if summary.index_changed {

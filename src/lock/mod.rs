@@ -343,16 +343,26 @@ fn progress(message: &str) {
 /// The sha256 of the `[tool.cuwheel]` table as compact JSON, written as
 /// Nix's `builtins.toJSON` writes it ([`crate::json::nix_compact`]), so that
 /// the flake computes the same digest to refuse a stale lock: it changes
-/// exactly when the config does.
+/// exactly when the config does — but for `[tool.cuwheel.pypi]`, which only
+/// picks the cells that also make a wheel for PyPI and locks nothing, so
+/// choosing or changing it needs no new lock.
 pub fn config_sha256(pyproject: &Path) -> Result<String> {
     let document = read_pyproject(pyproject)?;
-    let table = document
+    let mut table = document
         .get("tool")
         .and_then(|tool| tool.get("cuwheel"))
-        .with_context(|| format!("{} has no [tool.cuwheel] table", pyproject.display()))?;
-    let json = crate::json::nix_compact(&serde_json::to_value(table)?);
+        .with_context(|| format!("{} has no [tool.cuwheel] table", pyproject.display()))?
+        .clone();
+    if let Some(table) = table.as_table_mut() {
+        table.remove(LOCK_FREE_KEY);
+    }
+    let json = crate::json::nix_compact(&serde_json::to_value(&table)?);
     Ok(crate::store::Hash::sha256(json).to_hex())
 }
+
+/// The key of `[tool.cuwheel]` that [`config_sha256`] leaves out (so does
+/// `nix/lib.nix`).
+pub const LOCK_FREE_KEY: &str = "pypi";
 
 /// `pyproject.toml` as a TOML table.
 pub fn read_pyproject(pyproject: &Path) -> Result<toml::Table> {

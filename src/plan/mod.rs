@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod lineinfo;
 pub mod link;
 pub mod metadata;
+pub mod pypi;
 pub mod shell;
 pub mod sources;
 pub mod standard;
@@ -40,14 +41,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::build::sbom::SbomInputs;
-use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
+use crate::build::Provenance;
 use crate::lock::format::Lock;
 use crate::spec::{
     BindingFlavour, Cell, Config, CudaArch, CudaVersion, Description, Module, PackageFile,
 };
 use crate::store::path::sanitize_name;
-use crate::wheel::{PlatformRule, TagSet, WheelFilename};
+use crate::wheel::PlatformRule;
 
 pub use crate::spec::glob::slash_path;
 pub use binding::BindingObject;
@@ -56,7 +56,7 @@ pub use includes::TranslationUnit;
 pub use kernel::KernelObject;
 pub use link::LinkedModule;
 pub use standard::CxxStandard;
-pub use wheel::WheelAssembly;
+pub use wheel::{Channel, WheelAssembly};
 
 use binding::flavour_plan;
 use cell::CellPlan;
@@ -69,6 +69,9 @@ use wheel::ModuleFile;
 pub struct Plan {
     pub cells: BTreeMap<String, PlanCell>,
     pub nodes: BTreeMap<String, Node>,
+    /// The PyPI wheels, when `[tool.cuwheel.pypi]` names a variant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pypi: Option<pypi::PypiPlan>,
 }
 
 /// What one cell (one wheel) is built from: its nodes, by name.
@@ -235,6 +238,41 @@ pub enum PlanError {
          tag); run `cuwheel lock` to write the lock again"
     )]
     BadTag { cell: String, tag: String },
+    #[error(
+        "{at}: the matrix builds no {variant} cell for PyPI; fix: name a CUDA it builds \
+         ({built}) in [tool.cuwheel.pypi]"
+    )]
+    PypiCuda {
+        at: String,
+        variant: String,
+        built: String,
+    },
+    #[error("{at}: {problem}; fix: {fix}")]
+    PypiTorch {
+        at: String,
+        problem: String,
+        fix: String,
+    },
+    #[error(
+        "{at}: no {flavour} cell is in the PyPI variant ({variant}); fix: remove it from \
+         `flavours`, or add {flavour} bindings"
+    )]
+    PypiFlavour {
+        at: String,
+        flavour: BindingFlavour,
+        variant: String,
+    },
+    #[error(
+        "cells {} ({}) and {} ({}) would both go to PyPI as {tag} wheels, and PyPI keeps one \
+         file per name; fix: list in [tool.cuwheel.pypi] `flavours` the flavours that go to \
+         PyPI, leaving out {} or {}",
+        cells[0], flavours[0], cells[1], flavours[1], flavours[0], flavours[1]
+    )]
+    PypiCollision {
+        tag: String,
+        cells: [String; 2],
+        flavours: [BindingFlavour; 2],
+    },
 }
 
 /// The project beyond its config, read by the caller
@@ -318,6 +356,11 @@ impl Plan {
             .iter()
             .map(|cell| CellPlan::new(cell, lock, lock_path))
             .collect::<Result<Vec<_>, _>>()?;
+        let to_pypi = match &config.pypi {
+            Some(pypi) => pypi::choose(pypi, &cells.iter().collect::<Vec<_>>())?,
+            None => BTreeSet::new(),
+        };
+        let mut pypi_cells = BTreeMap::new();
         let mut sets: BTreeSet<Compilers> = BTreeSet::new();
         for cp in &cell_plans {
             sets.insert(cp.compilers.clone());
@@ -462,7 +505,15 @@ impl Plan {
                 least_compatible: config.baseline.platform_tag(),
                 most_compatible: release.platform.clone(),
             };
-            let assembly = assembly(config, project, lock, cp, modules, &platform)?;
+            let assembly = WheelAssembly::new(
+                config,
+                project,
+                lock,
+                cp,
+                modules.clone(),
+                &platform,
+                Channel::Index,
+            )?;
             let tables = AuditTables::new(
                 lock,
                 cp,
@@ -472,23 +523,53 @@ impl Plan {
             )?;
             let wheel_node = assembly.wheel_node();
             let audit_node = assembly.audit_node(&tables);
-            for node in tables.nodes {
+            for node in &tables.nodes {
                 planned.symbols.insert(node.name.clone());
-                nodes.entry(node.name.clone()).or_insert(node);
+                nodes
+                    .entry(node.name.clone())
+                    .or_insert_with(|| node.clone());
             }
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
             planned.predicted_wheel_file = assembly.wheel_file.clone();
-            planned.platform = platform;
+            planned.platform = platform.clone();
             planned.torch = release.version.clone();
             planned.provenance = assembly.recipe.provenance.clone();
             for node in [wheel_node, audit_node] {
                 nodes.insert(node.name.clone(), node);
             }
+            if let Some(pypi) = config
+                .pypi
+                .as_ref()
+                .filter(|_| to_pypi.contains(&cp.cell.name().to_string()))
+            {
+                let channel = Channel::Pypi {
+                    max_file_size: pypi.max_file_size,
+                };
+                let assembly =
+                    WheelAssembly::new(config, project, lock, cp, modules, &platform, channel)?;
+                let (wheel_node, audit_node) =
+                    (assembly.wheel_node(), assembly.audit_node(&tables));
+                pypi_cells.insert(
+                    cp.cell.name().to_string(),
+                    pypi::PypiCell {
+                        wheel: wheel_node.name.clone(),
+                        audit: audit_node.name.clone(),
+                        predicted_wheel_file: assembly.wheel_file.clone(),
+                    },
+                );
+                for node in [wheel_node, audit_node] {
+                    nodes.insert(node.name.clone(), node);
+                }
+            }
         }
         Ok(Plan {
             cells: plan_cells,
             nodes,
+            pypi: config.pypi.as_ref().map(|pypi| pypi::PypiPlan {
+                max_file_size: pypi.max_file_size,
+                cells: pypi_cells,
+            }),
         })
     }
 
@@ -545,7 +626,7 @@ impl Plan {
 /// The GPU archs objects of `compilers` are built for: the config's list for
 /// its toolkit (the compatibility check guarantees one for every cell's
 /// nvcc); none for a CPU-only set.
-fn archs_of<'c>(config: &'c Config, compilers: &Compilers) -> &'c [CudaArch] {
+pub(crate) fn archs_of<'c>(config: &'c Config, compilers: &Compilers) -> &'c [CudaArch] {
     compilers
         .cuda
         .as_ref()
@@ -686,78 +767,6 @@ fn kernel_nodes(
         }
     }
     Ok(kernels_of)
-}
-
-/// The wheel of one cell: its modules, package and license files, METADATA
-/// and provenance.
-fn assembly(
-    config: &Config,
-    project: &ProjectSources,
-    lock: &Lock,
-    cp: &CellPlan<'_>,
-    modules: Vec<ModuleFile>,
-    platform: &PlatformRule,
-) -> Result<WheelAssembly, PlanError> {
-    let cell = cp.cell;
-    let name = cell.name().to_string();
-    let version = cell.wheel_version(&config.version);
-    let predicted_tag = format!("{}-{}", cell.interpreter_abi(), platform.predicted());
-    let filename = WheelFilename {
-        name: config.name.clone(),
-        version: version.clone(),
-        build: None,
-        tags: TagSet::parse(&predicted_tag).map_err(|_| PlanError::BadTag {
-            cell: name.clone(),
-            tag: predicted_tag.clone(),
-        })?,
-    };
-    let mut roles = vec![("gcc", &cp.compilers.gcc), ("torch", &cp.compilers.torch)];
-    if let Some(cuda) = &cp.compilers.cuda {
-        roles.push(("cuda", &cuda.toolchain));
-    }
-    if let Some(python) = cp.python.as_ref().or(cp.limited.as_ref()) {
-        roles.push(("python", &python.toolchain));
-    }
-    let toolchains = roles
-        .into_iter()
-        .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
-        .collect();
-    let sbom = SbomInputs::of(lock, &toolchains, cell.cuda);
-    let recipe = WheelRecipe {
-        metadata: metadata::core_metadata(
-            config,
-            project.description.as_ref(),
-            &project.license_files,
-            cell,
-            version,
-        ),
-        tag: cell.interpreter_abi(),
-        platform: platform.clone(),
-        provenance: Provenance {
-            cell: name.clone(),
-            cuda_archs: archs_of(config, &cp.compilers)
-                .iter()
-                .map(|a| a.to_string())
-                .collect(),
-            config_sha256: project.config_sha256.clone(),
-            source_sha256: Provenance::source_sha256(&project.digests),
-            sources: project.digests.clone(),
-            toolchains,
-            seeds: Provenance::seeds(lock),
-            nvcc: cp.nvcc().to_string(),
-            cuwheel: env!("CARGO_PKG_VERSION").to_string(),
-        },
-        sbom,
-    };
-    Ok(WheelAssembly {
-        cell: name,
-        modules,
-        package_files: project.package_files.clone(),
-        license_files: project.license_files.clone(),
-        dist_info: filename.dist_info_dir(),
-        wheel_file: filename.to_string(),
-        recipe,
-    })
 }
 
 /// The arithmetic `cuwheel plan` prints.

@@ -15,12 +15,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::build::WheelRecipe;
+use crate::build::sbom::SbomInputs;
+use crate::build::{Provenance, ToolchainIdentity, WheelRecipe};
+use crate::lock::format::Lock;
+use crate::plan::cell::CellPlan;
 use crate::plan::compile::stage_files;
 use crate::plan::shell::quote;
 use crate::plan::symbols::AuditTables;
-use crate::plan::{Input, Node, slash_path};
-use crate::spec::PackageFile;
+use crate::plan::{Input, Node, PlanError, ProjectSources, archs_of, metadata, slash_path};
+use crate::spec::{Config, PackageFile};
+use crate::wheel::{PlatformRule, TagSet, WheelFilename};
 
 /// The wheel assembly node's name starts with this.
 pub const WHEEL_PREFIX: &str = "wheel-";
@@ -40,10 +44,24 @@ pub struct ModuleFile {
     pub member: String,
 }
 
+/// Where a wheel goes: the per-CUDA index, with the cell's local label, or
+/// PyPI, with none and the PyPI rules checked by its audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Index,
+    Pypi { max_file_size: u64 },
+}
+
+/// A PyPI wheel's nodes are named for its cell with this before it:
+/// `wheel-pypi-cu130-py313`.
+pub const PYPI_PREFIX: &str = "pypi-";
+
 /// One cell's wheel: what goes in it and how it is named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WheelAssembly {
+    /// The cell's name, or `pypi-<cell>` for its PyPI wheel.
     pub cell: String,
+    pub channel: Channel,
     pub modules: Vec<ModuleFile>,
     pub package_files: Vec<PackageFile>,
     /// Relative to the project; shipped as `.dist-info/licenses/<path>`.
@@ -54,6 +72,88 @@ pub struct WheelAssembly {
     /// tag: [`crate::wheel::PlatformRule`]).
     pub wheel_file: String,
     pub recipe: WheelRecipe,
+}
+
+impl WheelAssembly {
+    /// The wheel of one cell for `channel`: its modules, package and license
+    /// files, METADATA and provenance.
+    pub(super) fn new(
+        config: &Config,
+        project: &ProjectSources,
+        lock: &Lock,
+        cp: &CellPlan<'_>,
+        modules: Vec<ModuleFile>,
+        platform: &PlatformRule,
+        channel: Channel,
+    ) -> Result<WheelAssembly, PlanError> {
+        let cell = cp.cell;
+        let name = cell.name().to_string();
+        let version = match channel {
+            Channel::Index => cell.wheel_version(&config.version),
+            Channel::Pypi { .. } => config.version.without_local(),
+        };
+        let predicted_tag = format!("{}-{}", cell.interpreter_abi(), platform.predicted());
+        let filename = WheelFilename {
+            name: config.name.clone(),
+            version: version.clone(),
+            build: None,
+            tags: TagSet::parse(&predicted_tag).map_err(|_| PlanError::BadTag {
+                cell: name.clone(),
+                tag: predicted_tag.clone(),
+            })?,
+        };
+        let mut roles = vec![("gcc", &cp.compilers.gcc), ("torch", &cp.compilers.torch)];
+        if let Some(cuda) = &cp.compilers.cuda {
+            roles.push(("cuda", &cuda.toolchain));
+        }
+        if let Some(python) = cp.python.as_ref().or(cp.limited.as_ref()) {
+            roles.push(("python", &python.toolchain));
+        }
+        let toolchains = roles
+            .into_iter()
+            .map(|(role, name)| (role.to_string(), ToolchainIdentity::of(lock, name)))
+            .collect();
+        let sbom = SbomInputs::of(lock, &toolchains, cell.cuda);
+        let recipe = WheelRecipe {
+            metadata: metadata::core_metadata(
+                config,
+                project.description.as_ref(),
+                &project.license_files,
+                cell,
+                version,
+            ),
+            tag: cell.interpreter_abi(),
+            platform: platform.clone(),
+            provenance: Provenance {
+                cell: name.clone(),
+                cuda_archs: archs_of(config, &cp.compilers)
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect(),
+                config_sha256: project.config_sha256.clone(),
+                source_sha256: Provenance::source_sha256(&project.digests),
+                sources: project.digests.clone(),
+                toolchains,
+                seeds: Provenance::seeds(lock),
+                nvcc: cp.nvcc().to_string(),
+                cuwheel: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            sbom,
+        };
+        Ok(WheelAssembly {
+            cell: match channel {
+                Channel::Index => name,
+                Channel::Pypi { .. } => format!("{PYPI_PREFIX}{name}"),
+            },
+            channel,
+            modules,
+            package_files: project.package_files.clone(),
+            license_files: project.license_files.clone(),
+            dist_info: filename.dist_info_dir(),
+            wheel_file: filename.to_string(),
+            recipe,
+        })
+    }
 }
 
 impl WheelAssembly {
@@ -156,7 +256,13 @@ impl WheelAssembly {
              cat \"$out\"/audit.txt\n\
              if [ \"$status\" != 0 ]; then echo {failed} >&2; exit 1; fi\n",
             cell = self.cell,
-            arguments = tables.arguments(),
+            arguments = match self.channel {
+                Channel::Index => tables.arguments(),
+                Channel::Pypi { max_file_size } => format!(
+                    "{} --pypi --max-file-size {max_file_size}",
+                    tables.arguments()
+                ),
+            },
         );
         Node {
             name: format!("{AUDIT_PREFIX}{}", self.cell),

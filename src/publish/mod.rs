@@ -29,6 +29,7 @@
 
 pub mod index;
 pub mod lock;
+pub mod pypi;
 pub mod tree;
 pub mod verify;
 
@@ -103,7 +104,7 @@ pub fn publish_with(
     }
     tree::check_generations_dir(dir)?;
     // The slow part, reading only the wheels: before the lock.
-    let given = check_wheels(wheels, dir)?;
+    let given = check_wheels(wheels, dir, &AuditOptions::default())?;
     let held = lock::lock(dir, on_wait)?;
     let result = publish_locked(dir, given, links);
     if result.is_err() {
@@ -156,7 +157,7 @@ fn publish_locked(dir: &Path, given: Vec<NewWheel>, links: &WheelLinks) -> Resul
     // Checked; from here on, write: wheels first, then the index naming them.
     remove_stale_temp_files(dir)?;
     for new in &added {
-        store_wheel(dir, new)?;
+        store_wheel(dir, new, true)?;
     }
     tree::sync_dir(dir)?;
     let index_changed = tree::current_generation(dir)?.as_deref() != Some(name.as_str());
@@ -202,8 +203,7 @@ fn check_index_dir(dir: &Path) -> Result<()> {
 }
 
 /// Reads and audits every wheel; one error listing every refused wheel.
-fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
-    let options = AuditOptions::default();
+fn check_wheels(wheels: &[PathBuf], dir: &Path, options: &AuditOptions) -> Result<Vec<NewWheel>> {
     let mut refused = Vec::new();
     let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
     for path in wheels {
@@ -213,7 +213,7 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path) -> Result<Vec<NewWheel>> {
             .map_err(anyhow::Error::from)
             .and_then(|wheel| {
                 let (sha256, size) = sha256_file(path)?;
-                let report = audit_file(&wheel, &options)?;
+                let report = audit_file(&wheel, options)?;
                 Ok((wheel, report, sha256, size))
             });
         let (archive, report, sha256, size) = match read {
@@ -310,10 +310,10 @@ fn check_names(wheels: &[PublishedWheel]) -> Result<Vec<String>> {
     Ok(variants)
 }
 
-/// Copies a wheel and writes its METADATA beside it, each through a
-/// temporary file and a rename; the copy's hash is checked before the
-/// rename, so a wheel changed since its audit is never stored.
-fn store_wheel(dir: &Path, new: &NewWheel) -> Result<()> {
+/// Copies a wheel and, `with_metadata`, writes its METADATA beside it, each
+/// through a temporary file and a rename; the copy's hash is checked before
+/// the rename, so a wheel changed since its audit is never stored.
+fn store_wheel(dir: &Path, new: &NewWheel, with_metadata: bool) -> Result<()> {
     let target = dir.join(&new.wheel.file);
     let mut temp = temp_file(dir)?;
     let mut source = fs::File::open(&new.source)
@@ -338,6 +338,9 @@ fn store_wheel(dir: &Path, new: &NewWheel) -> Result<()> {
     }
     temp.persist(&target)
         .with_context(|| format!("cannot move the wheel to {}", target.display()))?;
+    if !with_metadata {
+        return Ok(());
+    }
 
     let metadata_path = dir.join(format!("{}.metadata", new.wheel.file));
     let mut temp = temp_file(dir)?;

@@ -18,6 +18,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::build::{Provenance, ToolchainIdentity};
+use crate::plan::pypi::PypiCell;
 use crate::plan::{PlanCell, sources};
 
 /// The plan of a checkout: each cell with the provenance its wheel would
@@ -25,6 +26,8 @@ use crate::plan::{PlanCell, sources};
 #[derive(Debug, Clone)]
 pub struct Checkout {
     pub cells: BTreeMap<String, PlanCell>,
+    /// The cells that also make a wheel for PyPI, with its nodes.
+    pub pypi: BTreeMap<String, PypiCell>,
 }
 
 impl Checkout {
@@ -32,7 +35,10 @@ impl Checkout {
     /// refused there).
     pub fn read(dir: &Path) -> Result<Checkout> {
         let (_, _, plan) = sources::plan_project(dir)?;
-        Ok(Checkout { cells: plan.cells })
+        Ok(Checkout {
+            cells: plan.cells,
+            pypi: plan.pypi.map(|pypi| pypi.cells).unwrap_or_default(),
+        })
     }
 }
 
@@ -309,6 +315,7 @@ mod tests {
         cell.provenance = provenance;
         Checkout {
             cells: BTreeMap::from([("cu130-py313".to_string(), cell)]),
+            pypi: BTreeMap::new(),
         }
     }
 

@@ -189,6 +189,21 @@ pub fn reproduce(
         });
     }
     let cell = &checkout.cells[&provenance.cell];
+    // A wheel with no local label is the cell's PyPI wheel.
+    let (attr, pypi) = if given.filename().version.local().is_empty() {
+        let pypi = checkout.pypi.get(&provenance.cell).with_context(|| {
+            format!(
+                "{name} has no local label, so it is cell {}'s PyPI wheel, but the checkout in {} \
+                 makes no PyPI wheel for that cell; reproduce it from the checkout whose \
+                 [tool.cuwheel.pypi] names the cell's variant",
+                provenance.cell,
+                project.display()
+            )
+        })?;
+        (format!("pypi.{}", provenance.cell), Some(pypi))
+    } else {
+        (format!("wheels.{}", provenance.cell), None)
+    };
     let flake = match &options.flake {
         Some(flake) => flake.clone(),
         None => crate::plan::sources::find_flake(project)?
@@ -206,8 +221,8 @@ pub fn reproduce(
     let result = match rebuild::rebuild(
         &nix,
         &flake,
-        &provenance.cell,
-        cell,
+        &attr,
+        &rebuild::nodes_of(cell, pypi),
         options.check,
         progress,
     )? {

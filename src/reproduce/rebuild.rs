@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use super::localize::{self, FileDifference};
 use crate::plan::PlanCell;
+use crate::plan::pypi::PypiCell;
 use crate::store::nix::{Nix, NixError};
 
 /// A derivation whose second build gave other bytes than its first.
@@ -37,22 +38,31 @@ pub enum Rebuild {
     NotDeterministic(Vec<NotDeterministic>),
 }
 
-/// Every plan node a cell's wheel is made of, kernels first.
-pub fn nodes_of(cell: &PlanCell) -> Vec<&str> {
-    cell.nodes().collect()
+/// Every plan node a cell's wheel is made of, kernels first; for its PyPI
+/// wheel (`pypi`), that wheel's own two nodes in place of the index's.
+pub fn nodes_of<'p>(cell: &'p PlanCell, pypi: Option<&'p PypiCell>) -> Vec<&'p str> {
+    match pypi {
+        None => cell.nodes().collect(),
+        Some(pypi) => cell
+            .nodes()
+            .filter(|node| *node != cell.wheel && *node != cell.audit)
+            .chain([pypi.wheel.as_str(), pypi.audit.as_str()])
+            .collect(),
+    }
 }
 
-/// Builds `FLAKE#wheels.<cell>`; with `check`, then builds each of the
-/// cell's nodes again and has Nix compare.
+/// Builds `FLAKE#<attr>` (`wheels.<cell>`, or `pypi.<cell>` for its PyPI
+/// wheel); with `check`, then builds each of `nodes` again and has Nix
+/// compare.
 pub fn rebuild(
     nix: &Nix,
     flake: &str,
-    cell_name: &str,
-    cell: &PlanCell,
+    attr: &str,
+    nodes: &[&str],
     check: bool,
     progress: &dyn Fn(&str),
 ) -> Result<Rebuild> {
-    let installable = format!("{flake}#wheels.{cell_name}");
+    let installable = format!("{flake}#{attr}");
     progress(&format!("building {installable}"));
     let built = nix
         .build(std::slice::from_ref(&installable))
@@ -61,7 +71,6 @@ pub fn rebuild(
         .first()
         .with_context(|| format!("`nix build {installable}` reported no output"))?;
     if check {
-        let nodes = nodes_of(cell);
         // One evaluation for every node's derivation.
         let installable = format!("{flake}#nodes");
         let by_name: BTreeMap<String, String> = nix
@@ -71,7 +80,7 @@ pub fn rebuild(
             )
             .with_context(|| format!("cannot list the derivations of {installable}"))?;
         let mut drvs = Vec::new();
-        for node in &nodes {
+        for node in nodes {
             let drv = by_name
                 .get(*node)
                 .with_context(|| format!("{installable} has no node {node}"))?;
@@ -184,8 +193,24 @@ mod tests {
             ["binding", "link", "wheel", "audit"],
         );
         assert_eq!(
-            nodes_of(&cell),
+            nodes_of(&cell, None),
             ["kernel-a", "kernel-b", "binding", "link", "wheel", "audit"]
+        );
+        let pypi = crate::plan::pypi::PypiCell {
+            wheel: "wheel-pypi".into(),
+            audit: "audit-pypi".into(),
+            predicted_wheel_file: String::new(),
+        };
+        assert_eq!(
+            nodes_of(&cell, Some(&pypi)),
+            [
+                "kernel-a",
+                "kernel-b",
+                "binding",
+                "link",
+                "wheel-pypi",
+                "audit-pypi"
+            ]
         );
     }
 }

@@ -41,7 +41,7 @@ pub use archs::CudaArchs;
 pub use compat::{CompatError, CompatTable, Rule, Violation};
 pub use config::{
     BindingFlavour, Compile, Config, Define, Exclude, ExtensionModule, HeaderArchive, License,
-    Link, MatrixConfig, Module, Person, ProjectMetadata, Readme,
+    Link, MatrixConfig, Module, Person, ProjectMetadata, PypiConfig, Readme,
 };
 pub use document::{ConfigError, ConfigProblem, Located, Location};
 pub use facts::{MatrixFacts, ToolkitOrigin, TorchRelease, TorchWheel};

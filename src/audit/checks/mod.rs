@@ -14,6 +14,7 @@ mod leak;
 mod libraries;
 mod load;
 mod platform;
+mod pypi;
 mod sbom;
 mod search_path;
 mod stable_abi;
@@ -23,6 +24,7 @@ mod wheel_format;
 use serde::Serialize;
 
 pub use platform::verdict as platform_verdict;
+pub use pypi::PypiRules;
 pub use sbom::SBOM_FILE;
 pub use stable_abi::abi3_baseline;
 
@@ -62,6 +64,7 @@ pub const CHECKS: &[&dyn AuditCheck] = &[
     &stable_abi::StableAbi,
     &cuda_archs::CudaArchs,
     &sbom::Sbom,
+    &pypi::Pypi,
     &load::Load,
 ];
 

@@ -24,6 +24,7 @@ pub mod matrix;
 pub mod metadata;
 pub mod modules;
 pub mod project;
+pub mod pypi;
 
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,7 @@ pub use flavour::BindingFlavour;
 pub use matrix::{ARCHIVE_SUFFIXES, Exclude, HeaderArchive, MatrixConfig};
 pub use metadata::{License, Person, ProjectMetadata, Readme};
 pub use modules::{Compile, ExtensionModule, Link, Module};
+pub use pypi::{PYPI_MAX_FILE_SIZE, PypiConfig};
 
 /// Everything `[project]` and `[tool.cuwheel]` say about what to build.
 #[derive(Debug, Clone)]
@@ -70,6 +72,8 @@ pub struct Config {
     /// Files not to ship, even if a default or an include takes them.
     pub package_exclude: Vec<Located<Pattern>>,
     pub matrix: MatrixConfig,
+    /// `[tool.cuwheel.pypi]`: the variant that also goes to PyPI, if any.
+    pub pypi: Option<PypiConfig>,
 }
 
 impl Config {
@@ -101,6 +105,7 @@ fn cuwheel_keys() -> Vec<&'static str> {
         "package-exclude",
         "version",
         "matrix",
+        "pypi",
     ]);
     keys
 }
@@ -215,6 +220,13 @@ impl Reader<'_> {
             .and_then(|field| self.table(&field, "write [tool.cuwheel.matrix] as a table"))
             .and_then(|matrix| self.matrix(&matrix, flavours.as_deref()));
 
+        let pypi = match cuwheel.get("pypi") {
+            None => Some(None),
+            Some(field) => self
+                .table(&field, "write [tool.cuwheel.pypi] as a table")
+                .and_then(|table| self.pypi(&table))
+                .map(Some),
+        };
         if let (Some(archs), Some(matrix)) = (&cuda_archs, &matrix) {
             self.archs_against_toolkits(cuwheel.get("cuda-archs"), archs, matrix);
         }
@@ -231,6 +243,7 @@ impl Reader<'_> {
             package_include: package_include?,
             package_exclude: package_exclude?,
             matrix: matrix?,
+            pypi: pypi?,
         })
     }
 

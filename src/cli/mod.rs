@@ -13,6 +13,7 @@ mod publish;
 mod reproduce;
 mod store;
 mod symbols;
+mod upload;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -67,6 +68,8 @@ enum Command {
     /// Nix store formats, computed without asking Nix: NAR hashes, store paths, `.drv` files
     #[command(subcommand)]
     Store(store::StoreCommand),
+    /// Upload the PyPI variant's wheels with twine, after checking each against PyPI's rules (nothing is sent if one fails)
+    Upload(upload::UploadArgs),
     /// The symbol table of shared libraries (a torch wheel, a sysroot, ELF files): a small canonical file the load check reads
     Symbols(symbols::SymbolsArgs),
 }
@@ -110,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(args),
         Command::Store(command) => store::run(command),
         Command::Symbols(args) => symbols::run_symbols(args),
+        Command::Upload(args) => upload::run(args),
     };
     // What `print!` left in stdout's buffer fails here, not unseen at exit.
     let result = result.and_then(|code| Ok(output::flush_stdout().map(|()| code)?));

@@ -104,7 +104,7 @@ pub fn publish_with(
     }
     tree::check_generations_dir(dir)?;
     // The slow part, reading only the wheels: before the lock.
-    let given = check_wheels(wheels, dir, &AuditOptions::default())?;
+    let given = check_wheels(wheels, &Refusal::publish(dir), &AuditOptions::default())?;
     let held = lock::lock(dir, on_wait)?;
     let result = publish_locked(dir, given, links);
     if result.is_err() {
@@ -203,7 +203,28 @@ fn check_index_dir(dir: &Path) -> Result<()> {
 }
 
 /// Reads and audits every wheel; one error listing every refused wheel.
-fn check_wheels(wheels: &[PathBuf], dir: &Path, options: &AuditOptions) -> Result<Vec<NewWheel>> {
+/// How a refusal of [`check_wheels`] reads: `refusing to {action}: … cannot be {done}`.
+struct Refusal {
+    /// `publish into DIR`, `upload to PyPI`.
+    action: String,
+    /// `published, so nothing was written`.
+    done: &'static str,
+}
+
+impl Refusal {
+    fn publish(dir: &Path) -> Refusal {
+        Refusal {
+            action: format!("publish into {}", dir.display()),
+            done: "published, so nothing was written",
+        }
+    }
+}
+
+fn check_wheels(
+    wheels: &[PathBuf],
+    refusal: &Refusal,
+    options: &AuditOptions,
+) -> Result<Vec<NewWheel>> {
     let mut refused = Vec::new();
     let mut checked: BTreeMap<String, NewWheel> = BTreeMap::new();
     for path in wheels {
@@ -256,11 +277,12 @@ fn check_wheels(wheels: &[PathBuf], dir: &Path, options: &AuditOptions) -> Resul
     }
     if !refused.is_empty() {
         bail!(
-            "refusing to publish into {}: {} of {} wheels cannot be published, so nothing was written\n\n{}\n\n\
+            "refusing to {}: {} of {} wheels cannot be {}\n\n{}\n\n\
              fix or rebuild these wheels (each finding says how), or leave them out",
-            dir.display(),
+            refusal.action,
             refused.len(),
             wheels.len(),
+            refusal.done,
             refused.join("\n\n")
         );
     }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{check_wheels, lock, remove_stale_temp_files, store_wheel};
+use super::{NewWheel, Refusal, check_wheels, lock, remove_stale_temp_files, store_wheel};
 use crate::audit::{AuditOptions, PypiRules};
 use crate::lock::cache::sha256_file;
 
@@ -32,6 +32,25 @@ pub struct PypiSummary {
     pub already_there: Vec<String>,
 }
 
+/// Refuses, with every finding, unless each of `wheels` reads and passes
+/// the audit with PyPI's `rules` (and no two share a name); `action` says
+/// what is refused (`upload to PyPI`).
+pub fn check_for_pypi(wheels: &[PathBuf], rules: PypiRules, action: &str) -> Result<()> {
+    let refusal = Refusal {
+        action: action.to_string(),
+        done: "uploaded, so nothing was sent",
+    };
+    checked(wheels, rules, refusal).map(drop)
+}
+
+fn checked(wheels: &[PathBuf], rules: PypiRules, refusal: Refusal) -> Result<Vec<NewWheel>> {
+    let options = AuditOptions {
+        pypi: Some(rules),
+        ..AuditOptions::default()
+    };
+    check_wheels(wheels, &refusal, &options)
+}
+
 /// Publishes `wheels` into `dir` (created if missing) for an upload to PyPI.
 pub fn publish_pypi(dir: &Path, wheels: &[PathBuf], rules: PypiRules) -> Result<PypiSummary> {
     if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
@@ -40,11 +59,7 @@ pub fn publish_pypi(dir: &Path, wheels: &[PathBuf], rules: PypiRules) -> Result<
             dir.display()
         );
     }
-    let options = AuditOptions {
-        pypi: Some(rules),
-        ..AuditOptions::default()
-    };
-    let given = check_wheels(wheels, dir, &options)?;
+    let given = checked(wheels, rules, Refusal::publish(dir))?;
     let held = lock::lock(dir, &mut |waiting| {
         let _ = writeln!(io::stderr(), "publish: {waiting}");
     })?;

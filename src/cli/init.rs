@@ -3,14 +3,14 @@
 //! matrix the flags (or the package index) give, then lock, write
 //! flake.lock and stage what was written.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::init::matrix::MatrixFlags;
-use cuwheel::init::{InitOptions, init, stage};
+use cuwheel::init::{InitOptions, ci, init, stage};
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -47,12 +47,27 @@ pub struct InitArgs {
     /// The Python interpreter whose pip lists torch releases and `cuwheel lock` uses [default: python3]
     #[arg(long, value_name = "PATH")]
     pip_python: Option<PathBuf>,
+    /// Also write a CI workflow for this service (`github`:
+    /// .github/workflows/cuwheel.yml). In a project that already has
+    /// [tool.cuwheel], only the workflow is written (--force replaces an
+    /// existing one)
+    #[arg(long, value_name = "SERVICE", value_enum)]
+    ci: Option<CiService>,
     /// Where to look for the headers of a Python no Debian suite carries (like Python 3.12's); repeatable, searched before $CUWHEEL_ARCHIVES. Passed on to `cuwheel lock`
     #[arg(long, value_name = "DIR")]
     archives: Vec<PathBuf>,
 }
 
+/// A CI service `--ci` writes a workflow for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum CiService {
+    Github,
+}
+
 pub fn run(args: InitArgs) -> Result<ExitCode> {
+    if args.ci.is_some() && !args.dry_run && !args.force && has_config(&args.dir)? {
+        return write_workflow(&args.dir, false);
+    }
     let options = InitOptions {
         cuwheel: args.cuwheel,
         force: args.force,
@@ -87,6 +102,9 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
             "init: --no-lock: run `cuwheel lock`, then `nix flake lock` (flake.lock pins the \
              cuwheel input) and `git add cuwheel.lock flake.lock`"
         );
+        if args.ci.is_some() {
+            return write_workflow(&args.dir, args.force);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let locked = super::lock::lock_and_report(
@@ -112,5 +130,41 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     locked?;
+    if args.ci.is_some() {
+        return write_workflow(&args.dir, args.force);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the project's pyproject.toml has a [tool.cuwheel] table.
+fn has_config(dir: &Path) -> Result<bool> {
+    let path = dir.join("pyproject.toml");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let document: toml::Table = toml::from_str(&text)
+                .with_context(|| format!("{} is not valid TOML", path.display()))?;
+            Ok(document
+                .get("tool")
+                .and_then(|tool| tool.get("cuwheel"))
+                .is_some())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// `--ci github`: writes the workflow and stages it.
+fn write_workflow(dir: &Path, force: bool) -> Result<ExitCode> {
+    let written = ci::write_github_workflow(dir, force)?;
+    if written == ci::Written::Unchanged {
+        eprintln!("init: {} is already this workflow", ci::WORKFLOW_PATH);
+    } else {
+        for line in ci::next_steps() {
+            eprintln!("{line}");
+        }
+    }
+    for line in stage::stage_files(dir, &[ci::WORKFLOW_PATH]) {
+        eprintln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,10 @@ pub struct PlanArgs {
     /// Print the plan as JSON (the input of nix/plan.nix)
     #[arg(long)]
     pub json: bool,
+    /// Print the CI jobs as one line of JSON, GitHub Actions' `strategy.matrix`
+    /// form: one job per nvcc toolkit with its cells and its PyPI cells
+    #[arg(long, conflicts_with = "json")]
+    jobs: bool,
     /// The flake that builds the project, asked which derivations are built
     /// (default: the nearest directory holding flake.nix, from the project up)
     #[arg(long, value_name = "DIR")]
@@ -38,6 +42,11 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     let (_, project, plan) = sources::plan_project(&args.project)?;
     if args.json {
         super::output::stdout(&plan.to_json())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.jobs {
+        let jobs = serde_json::to_string(&plan.ci_jobs()).context("cannot encode the jobs")?;
+        super::output::stdout_line(&jobs)?;
         return Ok(ExitCode::SUCCESS);
     }
     let flake = match args.flake {

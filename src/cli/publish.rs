@@ -1,16 +1,17 @@
 //! `cuwheel publish --to DIR WHEEL...`: audited wheels into a static index
 //! directory in PyTorch's layout (see [`cuwheel::publish`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use cuwheel::audit::PypiRules;
 use cuwheel::publish::index::WheelLinks;
 use cuwheel::publish::publish;
 use cuwheel::publish::pypi::publish_pypi;
+use cuwheel::spec::Config;
 use cuwheel::spec::config::PYPI_MAX_FILE_SIZE;
 
 use super::output::stdout_line;
@@ -48,6 +49,10 @@ pub struct PublishArgs {
     /// like `400 MiB` (PyPI's default: 100 MiB)
     #[arg(long, value_name = "SIZE", requires = "pypi", value_parser = super::audit::parse_size)]
     max_file_size: Option<u64>,
+    /// With --pypi: the project whose [tool.cuwheel.pypi] max-file-size is
+    /// the limit (unless --max-file-size is given)
+    #[arg(long, value_name = "DIR", requires = "pypi")]
+    project: Option<PathBuf>,
     /// Link the wheels as URL/<wheel> instead of relatively, e.g. when the
     /// wheels are served from another host than the index pages (an http://,
     /// https:// or file:// URL without query or fragment)
@@ -61,8 +66,15 @@ pub struct PublishArgs {
 pub fn run(args: PublishArgs) -> Result<ExitCode> {
     let Some(to) = &args.to else {
         let dir = args.pypi.as_deref().expect("clap requires --to or --pypi");
+        let configured = match &args.project {
+            Some(project) => Some(pypi_limit(project)?),
+            None => None,
+        };
         let rules = PypiRules {
-            max_file_size: args.max_file_size.unwrap_or(PYPI_MAX_FILE_SIZE),
+            max_file_size: args
+                .max_file_size
+                .or(configured)
+                .unwrap_or(PYPI_MAX_FILE_SIZE),
         };
         let summary = publish_pypi(dir, &args.wheels, rules)?;
         for file in &summary.added {
@@ -120,4 +132,20 @@ pub fn run(args: PublishArgs) -> Result<ExitCode> {
         }
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `max-file-size` of the project's `[tool.cuwheel.pypi]`.
+fn pypi_limit(project: &Path) -> Result<u64> {
+    let path = project.join("pyproject.toml");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let config = Config::parse(&text, &path).map_err(anyhow::Error::new)?;
+    match config.pypi {
+        Some(pypi) => Ok(pypi.max_file_size),
+        None => anyhow::bail!(
+            "{} has no [tool.cuwheel.pypi]: name the variant that goes to PyPI there (its cuda, \
+             and torch where that CUDA serves several), or drop --project",
+            path.display()
+        ),
+    }
 }

@@ -15,6 +15,7 @@
 //! read, and each file is replaced atomically.
 
 pub mod archs;
+pub mod ci;
 pub mod classify;
 pub mod extract;
 pub mod flake;

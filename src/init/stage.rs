@@ -72,7 +72,13 @@ fn in_git_tree(root: &Path) -> Result<bool, String> {
 /// Runs `git add` of the files of [`FILES`] that exist at `root`; the
 /// report's lines. Outside a git work tree nothing is staged or said.
 pub fn stage(root: &Path) -> Vec<String> {
-    let present: Vec<&str> = FILES
+    stage_files(root, &FILES)
+}
+
+/// Runs `git add` of those of `files` (relative to `root`) that exist; the
+/// report's lines, as [`stage`].
+pub fn stage_files(root: &Path, files: &[&str]) -> Vec<String> {
+    let present: Vec<&str> = files
         .iter()
         .copied()
         .filter(|f| root.join(f).is_file())

@@ -24,6 +24,7 @@ mod cell;
 pub mod compile;
 pub mod compilers;
 pub mod includes;
+pub mod jobs;
 pub mod kernel;
 pub mod lineinfo;
 pub mod link;

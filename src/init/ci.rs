@@ -59,7 +59,7 @@ pub fn write_github_workflow(root: &Path, force: bool) -> Result<Written> {
 pub fn next_steps() -> Vec<String> {
     vec![
         format!("init: wrote {WORKFLOW_PATH}: one build job per nvcc toolkit, every wheel audited; on a published release, the index to GitHub Pages and the PyPI variant to PyPI"),
-        "init: to carry a binary cache between runs: `cuwheel cache key <name> --out keys`, then store keys/<name>.sec as the repository secret CUWHEEL_CACHE_SECRET_KEY and keys/<name>.pub as the variable CUWHEEL_CACHE_PUBLIC_KEY".to_string(),
+        "init: to carry a binary cache between runs: `cuwheel cache key <name> --out keys`, then store keys/<name>.sec as the repository secret CUWHEEL_CACHE_SECRET_KEY and keys/<name>.pub as the secret CUWHEEL_CACHE_PUBLIC_KEY".to_string(),
         "init: to publish: enable GitHub Pages from Actions, and add this repository's workflow cuwheel.yml (environment pypi) as a trusted publisher of the project on PyPI".to_string(),
     ]
 }

@@ -3,7 +3,7 @@
 workflow `cuwheel init --ci github` writes are tested, not only its syntax.
 
     python3 scripts/ci-local.py WORKFLOW PROJECT WORK [--event push|pull_request|release]
-        [--cells CELL,...]
+        [--cells CELL,...] [--caches DIR]
 
 PROJECT is a git repository (the project: pyproject.toml, flake.nix, flake.lock, cuwheel.lock at
 its root); WORK a new directory for the jobs' checkouts, artifacts and caches. Jobs run in the
@@ -16,7 +16,7 @@ variables CI_LOCAL_SECRET_<NAME>), hashFiles and fromJSON. The actions are stood
 checkout (the clone), install-nix-action (the machine's Nix, with the action's extra_nix_config
 as NIX_CONFIG), upload/download-artifact and cache restore/save (directories under WORK),
 upload-pages-artifact (copied to WORK/pages), deploy-pages (not run), and
-gh-action-pypi-publish (`twine check --strict` of the packages, then `twine upload` to
+gh-action-pypi-publish (`twine check` of the packages, as its verify-metadata does, then `twine upload` to
 $CI_LOCAL_PYPI_URL if set). Anything else fails the run. Prints each step and exits non-zero at
 the first step that fails.
 """
@@ -54,9 +54,13 @@ EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 
 
 def evaluate(expr, ctx):
-    py = expr.strip().replace("&&", " and ").replace("||", " or ")
-    py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", py))
-    return eval(py, {"__builtins__": {}}, ctx)  # noqa: S307 - the workflow is ours
+    # Operators and literals become Python's outside the '…' strings only.
+    parts = re.split(r"('[^']*')", expr.strip())
+    for i in range(0, len(parts), 2):
+        part = parts[i].replace("&&", " and ").replace("||", " or ").replace("!", " not ")
+        part = part.replace(" not =", "!=")
+        parts[i] = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", part))
+    return eval("".join(parts), {"__builtins__": {}}, ctx)  # noqa: S307 - the workflow is ours
 
 
 def render(value, ctx):
@@ -92,12 +96,14 @@ def copy_into(src, dst):
 
 
 class Runner:
-    def __init__(self, workflow, project, work, event, cells):
+    def __init__(self, workflow, project, work, event, cells, caches=None):
         self.workflow = workflow
         self.project = Path(project).resolve()
         self.work = Path(work).resolve()
         self.event = event
         self.cells = cells
+        # The Actions cache outlives a run: --caches shares it between runs.
+        self.caches = Path(caches).resolve() if caches else self.work / "caches"
         self.outputs = {}
         self.results = {}
         self.run_id = "1"
@@ -225,15 +231,16 @@ class Runner:
                 copy_into(artifacts / name, target)
             return None
         if action == "actions/cache/restore":
-            caches = self.work / "caches"
+            caches = self.caches
             for key in [with_["key"]] + str(with_.get("restore-keys", "")).split():
                 found = sorted(p for p in caches.glob(f"{key}*")) if caches.is_dir() else []
                 if found:
+                    print(f"ci-local:     restored {found[-1].name}")
                     copy_into(found[-1], workspace / with_["path"])
                     return {"cache-hit": str(found[-1].name == with_["key"]).lower()}
             return {"cache-hit": "false"}
         if action == "actions/cache/save":
-            copy_into(workspace / with_["path"], self.work / "caches" / with_["key"])
+            copy_into(workspace / with_["path"], self.caches / with_["key"])
             return None
         if action == "actions/upload-pages-artifact":
             site = workspace / with_["path"]
@@ -248,7 +255,8 @@ class Runner:
             dist = sorted((workspace / with_.get("packages-dir", "dist")).glob("*.whl"))
             if not dist:
                 raise SystemExit("ci-local: nothing to publish to PyPI")
-            subprocess.run([TWINE, "check", "--strict", *map(str, dist)], check=True)
+            # The action checks with `twine check` (verify-metadata), then uploads.
+            subprocess.run([TWINE, "check", *map(str, dist)], check=True)
             url = os.environ.get("CI_LOCAL_PYPI_URL")
             if url:
                 subprocess.run([TWINE, "upload", "--non-interactive", "--repository-url", url,
@@ -264,13 +272,14 @@ def main():
     parser.add_argument("work")
     parser.add_argument("--event", default="push")
     parser.add_argument("--cells", default="")
+    parser.add_argument("--caches", help="the Actions cache's directory, kept between runs")
     args = parser.parse_args()
     work = Path(args.work)
     if work.exists() and any(work.iterdir()):
         raise SystemExit(f"ci-local: {work} is not empty; give a new directory")
     workflow = yaml.safe_load(Path(args.workflow).read_text())
     cells = set(filter(None, args.cells.split(",")))
-    Runner(workflow, args.project, work, args.event, cells).run()
+    Runner(workflow, args.project, work, args.event, cells, args.caches).run()
     print("ci-local: every job succeeded")
 
 

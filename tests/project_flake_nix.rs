@@ -367,13 +367,15 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
 #[test]
 fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
     // The demo cut down to torch 2.15 (CUDA 13.2) and Python 3.13, without
-    // its stable-ABI cell (its lock, marked as made for that config, has
-    // these cells' toolchains, under the same names).
+    // its stable-ABI cell and its PyPI variant (torch 2.11's cells, gone)
+    // (its lock, marked as made for that config, has these cells'
+    // toolchains, under the same names).
     let project = project_flake("examples/demo-ext");
     let dir = project.path();
     let pyproject = dir.join("pyproject.toml");
     let text = fs::read_to_string(&pyproject).unwrap();
     let matrix = text.find("[tool.cuwheel.matrix]").unwrap();
+    let matrix = text.find("[tool.cuwheel.pypi]").unwrap().min(matrix);
     let cut = text[..matrix].to_string()
         + "[tool.cuwheel.matrix]\npython = [\"3.13\"]\ntorch = [\"2.15\"]\n\
            exclude = [{ binding = \"torch-stable\" }]\n";

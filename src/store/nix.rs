@@ -323,11 +323,16 @@ impl Nix {
             .collect())
     }
 
-    /// `nix-store --realise --check --keep-going --keep-failed DRV...`:
-    /// builds each (already built) derivation again and fails when an
+    /// `nix-store --realise DRV...` (whatever is missing), then `nix-store
+    /// --realise --check --keep-going --keep-failed DRV...`: builds each
+    /// derivation again and fails when an
     /// output's bytes differ; the differing output is kept at
     /// `<output>.check`.
     pub fn check(&self, drvs: &[StorePath]) -> Result<(), NixError> {
+        // `--check` needs every output present; a garbage collection may
+        // have removed an intermediate one (a binding) whose dependents (the
+        // wheel) stayed: build what is missing first.
+        self.realise(drvs)?;
         let mut cmd = self.command("nix-store");
         cmd.args(["--realise", "--check", "--keep-going", "--keep-failed"])
             .args(drvs.iter().map(StorePath::to_absolute));

@@ -263,6 +263,15 @@ fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kern
             expected.insert(format!("{kind}-{cell}"));
         }
     }
+    // The PyPI variant's wheels come from the same links (or, for the
+    // stable cell, record every file's digest too): assembled and audited
+    // again.
+    expected.extend(
+        before
+            .keys()
+            .filter(|n| n.starts_with("wheel-pypi-") || n.starts_with("audit-pypi-"))
+            .cloned(),
+    );
     assert_eq!(changed, expected);
 
     // Now the bindings too: building cu130-py313-torch211 compiles that one

@@ -33,15 +33,19 @@ let
       (map (c: "${c.crate} ${c.name}-${c.version} ${c.checksum}") crates);
   };
 
-  # Only what cargo reads (src/ embeds nix/driver.lock): editing the rest of nix/, docs or tests
-  # leaves the driver's inputs unchanged.
+  # Only what cargo reads for a driver without the `init` feature (src/ embeds nix/driver.lock):
+  # editing the rest of nix/, docs, tests or `cuwheel init` (src/init/, src/cli/init.rs) leaves
+  # the driver's inputs, and so every derivation built with it, unchanged.
   source = builtins.path {
     name = "cuwheel-source";
     path = src;
     filter = path: type:
-      let rel = builtins.substring (builtins.stringLength (toString src) + 1) (-1) (toString path);
-      in builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "nix" "nix/driver.lock" ]
-        || builtins.substring 0 4 rel == "src/";
+      let
+        rel = builtins.substring (builtins.stringLength (toString src) + 1) (-1) (toString path);
+        initOnly = rel == "src/init" || builtins.substring 0 9 rel == "src/init/"
+          || rel == "src/cli/init.rs";
+      in (builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "nix" "nix/driver.lock" ]
+        || builtins.substring 0 4 rel == "src/") && !initOnly;
   };
 in
 import ./busybox-derivation.nix seeds {

@@ -3,7 +3,7 @@
 # mapped out of the binary's strings (panic locations), so the output names no store path.
 export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 export PATH="$rust/bin:$PATH"
-# C code of crates (zstd-sys, for the SPDX license data init reads) is archived by the root's
+# C code of crates (zstd-sys, which reads .deb data archives) is archived by the root's
 # binutils: busybox's ar cannot create an archive.
 export AR="$rustRoot/usr/bin/ar"
 mkdir -p "$CARGO_HOME"
@@ -26,7 +26,10 @@ export CARGO_ENCODED_RUSTFLAGS="-Ctarget-feature=+crt-static${sep}--remap-path-p
 jobs=""
 if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
 # shellcheck disable=SC2086 # $jobs is empty or two words
-cargo build --release --offline --frozen --locked --target x86_64-unknown-linux-gnu --bin cuwheel $jobs
+# No default features: `cuwheel init` never runs in a build (Cargo.toml's [features]), and its
+# sources are not even among the inputs (driver.nix).
+cargo build --release --offline --frozen --locked --no-default-features \
+  --target x86_64-unknown-linux-gnu --bin cuwheel $jobs
 mkdir -p "$out/bin"
 cp target/x86_64-unknown-linux-gnu/release/cuwheel "$out/bin/cuwheel"
 # The sandbox has no /lib64 and no ld.so.cache: this proves the binary needs no loader.

@@ -16,9 +16,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use crate::init::flake::nix_string;
 use crate::lock::format::LOCK_FILE;
 use crate::store::Hash;
+use crate::store::expr::nix_string;
 use crate::store::nix::Nix;
 use crate::wheel::ProjectName;
 

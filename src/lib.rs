@@ -1,7 +1,8 @@
 //! cuwheel: turns one PyTorch CUDA extension into a matrix of hermetic,
 //! audited, bit-for-bit reproducible wheels built with Nix.
 //!
-//! One module per pipeline stage: `init` writes a project's
+//! One module per pipeline stage: `init` (cargo feature `init`, on by
+//! default and left out of the driver Nix builds) writes a project's
 //! `[tool.cuwheel]` config and flake, inferred from its sources and setup.py
 //! (read statically, never run); `spec` reads an extension's
 //! `[tool.cuwheel]` config and expands its matrix into checked cells; `store`
@@ -23,6 +24,7 @@ pub mod build;
 pub mod cache;
 pub mod fetch;
 pub mod flake;
+#[cfg(feature = "init")]
 pub mod init;
 pub mod json;
 pub mod lock;

@@ -5,6 +5,7 @@ mod audit;
 mod build_wheel;
 mod cache;
 mod fetch;
+#[cfg(feature = "init")]
 mod init;
 mod lock;
 mod output;
@@ -54,6 +55,7 @@ enum Command {
     /// Put every artifact of cuwheel.lock into the Nix store, verified by its hash
     Fetch(fetch::FetchArgs),
     /// Write a project's [tool.cuwheel] and flake.nix, inferred from its sources and setup.py (read, never run), then lock
+    #[cfg(feature = "init")]
     Init(init::InitArgs),
     /// Would a wheel load: every undefined symbol of its ELF files against symbol tables of torch releases, the CUDA runtime and the baseline system
     LoadCheck(symbols::LoadCheckArgs),
@@ -105,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::BuildWheel(args) => build_wheel::run(args),
         Command::Cache(command) => cache::run(command),
         Command::Fetch(args) => fetch::run(args),
+        #[cfg(feature = "init")]
         Command::Init(args) => init::run(args),
         Command::LoadCheck(args) => symbols::run_load_check(args),
         Command::Lock(args) => lock::run(args),

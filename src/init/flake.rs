@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::store::expr::nix_string;
 use anyhow::{Result, bail};
 
 /// The function of cuwheel's flake library a project flake calls: the one
@@ -89,15 +90,6 @@ fn checkout_url(dir: &Path) -> String {
     } else {
         format!("path:{}", dir.display())
     }
-}
-
-/// A Nix string literal.
-pub(crate) fn nix_string(text: &str) -> String {
-    let escaped = text
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace("${", "\\${");
-    format!("\"{escaped}\"")
 }
 
 /// The project's `flake.nix`.

@@ -8,6 +8,7 @@
 
 pub mod base32;
 pub mod derivation;
+pub mod expr;
 pub mod hash;
 pub mod nar;
 pub mod nix;

@@ -304,3 +304,100 @@ fn the_plans_arch_specific_gencode_builds_what_the_audit_expects() {
     assert_eq!(mismatch.missing, ["sm_90"]);
     assert_eq!(mismatch.extra, ["sm_90a"]);
 }
+
+/// nvcc compresses the images of a fat binary (`--compress-mode`): a build path in the device
+/// line info is then invisible in the file's bytes. The audit reads the decompressed images too,
+/// and its size report gives each arch's weight.
+#[test]
+fn a_store_path_inside_a_compressed_image_is_found_and_each_arch_is_weighed() {
+    let env = TestEnv::get();
+    let dir = tempfile::tempdir().unwrap();
+    // The source sits at a path that looks like a store path, as a build's would without
+    // cuwheel's mapping; -lineinfo puts it into the cubin.
+    let src_dir = dir
+        .path()
+        .join("nix/store/0123456789abcdfghijklmnpqrsvwxyz-source");
+    std::fs::create_dir_all(&src_dir).unwrap();
+    let wheel_of = |mode: &str| {
+        let library = audit_support::nvcc(
+            &env,
+            &src_dir,
+            &format!("lib{mode}.so"),
+            audit_support::KERNEL,
+            &[
+                "-shared",
+                "-lineinfo",
+                &format!("--compress-mode={mode}"),
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "-gencode",
+                "arch=compute_90,code=[sm_90,compute_90]",
+            ],
+        );
+        let bytes = std::fs::read(library).unwrap();
+        let out = dir.path().join(mode);
+        std::fs::create_dir_all(&out).unwrap();
+        audit_support::write_wheel(
+            &out,
+            "demo-0.1-cp311-cp311-linux_x86_64.whl",
+            &[("demo/libkernels.so", bytes)],
+        )
+    };
+    for mode in ["size", "none"] {
+        let wheel = wheel_of(mode);
+        let (_, report) = audit_support::audit_json([wheel.as_path()]);
+        let leaks: Vec<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "leak")
+            .map(|f| f["problem"].as_str().unwrap().to_string())
+            .collect();
+        let in_image = leaks
+            .iter()
+            .any(|p| p.starts_with("its compressed sm_90 image holds"));
+        if mode == "size" {
+            assert!(in_image, "{mode}: {leaks:#?}");
+        } else {
+            assert!(!in_image, "{mode}: {leaks:#?}");
+            assert!(
+                leaks
+                    .iter()
+                    .any(|p| p.contains("/nix/store/0123456789abcdfghijklmnpqrsvwxyz-source")),
+                "{mode}: {leaks:#?}"
+            );
+        }
+        // The size report: the file's size, and one row per arch, SASS and PTX of 9.0 together.
+        let size = &report["size"];
+        let file_size = std::fs::metadata(&wheel).unwrap().len();
+        assert_eq!(size["wheel_bytes"], file_size, "{size}");
+        let archs: Vec<(&str, Vec<&str>)> = size["archs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                let images = a["images"].as_array().unwrap();
+                (
+                    a["arch"].as_str().unwrap(),
+                    images.iter().map(|i| i.as_str().unwrap()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            archs,
+            [
+                ("sm_80", vec!["sm_80"]),
+                ("sm_90", vec!["sm_90", "compute_90"])
+            ],
+            "{size}"
+        );
+        for arch in size["archs"].as_array().unwrap() {
+            let (stored, deflated) = (
+                arch["stored_bytes"].as_u64().unwrap(),
+                arch["deflated_bytes"].as_u64().unwrap(),
+            );
+            assert!(stored > 0 && deflated > 0 && deflated < file_size, "{arch}");
+        }
+        eprintln!("--compress-mode={mode}: {size}");
+    }
+}

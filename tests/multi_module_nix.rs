@@ -154,6 +154,12 @@ fn every_key_of_the_fixture_reaches_the_plan() {
             "{script}"
         );
     }
+    // cuda-compress-mode: the CUDA module's nvcc lines ask for it; the CPU module has no nvcc.
+    for node in ["kernel-cuda132-scale_cuda", "binding-_cuda-cuda132-py311"] {
+        let script = &plan.nodes[node].script;
+        assert!(script.contains(" --compress-mode=size "), "{script}");
+        assert!(!script.contains("--compress-mode=balance"), "{script}");
+    }
     let binding = &plan.nodes["binding-_cuda-cuda132-py311"].script;
     assert!(binding.contains("nvcc_compile") && binding.contains("csrc/cuda_ops.cu"));
     assert!(
@@ -328,12 +334,29 @@ fn one_cell_builds_passes_the_audit_validates_and_installs() {
     let images = fatbin::parse(section).unwrap();
     let sass: BTreeSet<String> = images.sass().iter().map(|a| a.to_string()).collect();
     assert_eq!(sass, BTreeSet::from(["90".to_string()]));
+    // cuda-compress-mode = "size": nvcc compressed the images, so the line info is read from
+    // their decompressed payloads (and from the rest of the file).
+    let members = fatbin::members(section).unwrap();
     assert!(
-        contains(&cuda.data, "/cuwheel/src/csrc/cuda"),
+        members
+            .iter()
+            .any(|m| m.compression != fatbin::Compression::None),
+        "no image is compressed: {members:?}"
+    );
+    let mut device: Vec<Vec<u8>> = members
+        .iter()
+        .map(|m| m.decompressed().expect("the image decompresses"))
+        .collect();
+    device.push(cuda.data.clone());
+    assert!(
+        device.iter().any(|d| contains(d, "/cuwheel/src/csrc/cuda")),
         "no device line info"
     );
     for leak in ["/nix/store/", "/build/"] {
-        assert!(!contains(&cuda.data, leak), "the CUDA module names {leak}");
+        assert!(
+            !device.iter().any(|d| contains(d, leak)),
+            "the CUDA module names {leak}"
+        );
     }
 
     // packaging's parser with validation, and twine, accept METADATA.

@@ -182,6 +182,53 @@ pub fn parse_at<'d, R: ReadRef<'d>>(
     Ok(Fatbin { containers, images })
 }
 
+/// What one image of a fat binary weighs: its payload as stored in the
+/// section, and that payload deflated as the wheel writer deflates members
+/// (about what the image adds to the wheel's file size).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageBytes {
+    pub image: FatbinImage,
+    pub stored: u64,
+    pub deflated: u64,
+}
+
+/// Calls `found` with every image of the `.nv_fatbin` section at `offset`,
+/// `size` bytes long, of `data`, payload included, in file order.
+pub fn for_each_member<'d, R: ReadRef<'d>>(
+    data: R,
+    offset: u64,
+    size: u64,
+    found: &mut dyn FnMut(FatbinMember<'d>),
+) -> Result<(), FatbinError> {
+    let section = Section {
+        data,
+        offset,
+        len: usize::try_from(size).map_err(|_| error(0, "the section is too large"))?,
+    };
+    let mut entries = Vec::new();
+    walk(&section, &mut |entry: Entry| entries.push(entry))?;
+    for entry in entries {
+        found(FatbinMember {
+            payload: section.bytes(entry.payload.start, entry.payload.len())?,
+            image: entry.image,
+            compression: entry.compression,
+            uncompressed_size: entry.uncompressed_size,
+        });
+    }
+    Ok(())
+}
+
+impl ImageBytes {
+    /// What `member` weighs; `level` is the wheel writer's DEFLATE level.
+    pub fn of(member: &FatbinMember<'_>, level: u8) -> ImageBytes {
+        ImageBytes {
+            image: member.image.clone(),
+            stored: member.payload.len() as u64,
+            deflated: miniz_oxide::deflate::compress_to_vec(member.payload, level).len() as u64,
+        }
+    }
+}
+
 /// Calls `found` for each entry of each container of `section`, in file
 /// order; returns the number of containers.
 fn walk<'d, R: ReadRef<'d>>(
@@ -232,6 +279,47 @@ pub struct FatbinMember<'a> {
     pub compression: Compression,
     /// The payload's size once decompressed, as the entry header gives it.
     pub uncompressed_size: u64,
+}
+
+/// The most bytes one image may decompress to: 1 GiB (the largest cubins
+/// of real extensions are tens of MiB).
+pub const MAX_DECOMPRESSED: u64 = 1 << 30;
+
+impl FatbinMember<'_> {
+    /// The payload, decompressed; `None` when its compression cannot be
+    /// read, or it claims more than [`MAX_DECOMPRESSED`] bytes (a hostile
+    /// header must not make the reader allocate what it says).
+    pub fn decompressed(&self) -> Option<Vec<u8>> {
+        let member = self;
+        if member.uncompressed_size > MAX_DECOMPRESSED {
+            return None;
+        }
+        let size = usize::try_from(member.uncompressed_size).ok()?;
+        match member.compression {
+            Compression::None => Some(member.payload.to_vec()),
+            Compression::Lz4 => {
+                // The stored payload is padded to 8 bytes after the LZ4 block.
+                lz4_flex::block::decompress(member.payload, size)
+                    .ok()
+                    .or_else(|| {
+                        (1..8).find_map(|pad| {
+                            let end = member.payload.len().checked_sub(pad)?;
+                            lz4_flex::block::decompress(&member.payload[..end], size).ok()
+                        })
+                    })
+            }
+            Compression::Zstd => {
+                // One frame, then the payload's padding.
+                let mut decoder = zstd::stream::read::Decoder::new(member.payload)
+                    .ok()?
+                    .single_frame();
+                let mut out = Vec::with_capacity(size);
+                let mut bounded = std::io::Read::take(&mut decoder, size as u64 + 1);
+                std::io::Read::read_to_end(&mut bounded, &mut out).ok()?;
+                (out.len() == size).then_some(out)
+            }
+        }
+    }
 }
 
 /// Every image of a whole `.nv_fatbin` section with its payload, in file

@@ -43,6 +43,7 @@ pub mod manylinux;
 mod report;
 pub mod scan;
 pub mod siblings;
+pub mod size;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -110,6 +111,13 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
                 .map(|r| r.torch.clone())
                 .collect(),
             releases: verdict.releases.clone(),
+        }),
+        size: std::fs::metadata(wheel.path()).ok().map(|meta| {
+            size::size_report(
+                meta.len(),
+                options.pypi.as_ref().map(|rules| rules.max_file_size),
+                ctx.elfs.iter().flat_map(|elf| elf.fatbin_bytes),
+            )
         }),
         elf_files: members.iter().filter_map(|m| summary(&ctx, m)).collect(),
         findings,

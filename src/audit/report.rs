@@ -90,6 +90,9 @@ pub struct AuditReport {
     pub cuda_archs_expected: Option<CudaExpectation>,
     /// The load check's table; absent when it was not run (no tables).
     pub torch_load: Option<TorchLoad>,
+    /// The wheel's size against the limit, and its CUDA code per arch;
+    /// absent when the file's size cannot be read.
+    pub size: Option<super::size::SizeReport>,
     pub elf_files: Vec<ElfSummary>,
     pub findings: Vec<Finding>,
     /// What the verdict assumed, for the reader to know.
@@ -145,6 +148,9 @@ impl AuditReport {
                 safe(&expected.from),
                 expected.archs.declared.join(", ")
             );
+        }
+        if let Some(size) = &self.size {
+            out += &size.render();
         }
         if let Some(load) = &self.torch_load {
             let _ = writeln!(

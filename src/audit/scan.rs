@@ -23,8 +23,9 @@ use std::sync::{Mutex, mpsc};
 use object::read::{ReadCache, ReadRef};
 
 use super::elf::{self, ElfError, ElfErrorKind, ElfFacts};
-use super::fatbin::{self, Fatbin};
+use super::fatbin::{self, Compression, Fatbin, ImageBytes};
 use super::leaks::{self, LeakScan, LeakScanner, ScanKind};
+use crate::wheel::writer::DEFLATE_LEVEL;
 use crate::wheel::zip::ZipEntry;
 use crate::wheel::{RecordHasher, WheelError, WheelFile};
 
@@ -62,6 +63,12 @@ pub struct ElfScan {
     pub facts: ElfFacts,
     /// `None` without a `.nv_fatbin` section; `Err` says why it does not parse.
     pub fatbin: Option<Result<Fatbin, String>>,
+    /// What each image of that fat binary weighs; empty when it has none
+    /// or it does not parse.
+    pub fatbin_bytes: Vec<ImageBytes>,
+    /// Build-machine paths inside images nvcc compressed (`--compress-mode`),
+    /// which the scan of the member's bytes cannot see: per image name.
+    pub device_leaks: Vec<(String, LeakScan)>,
 }
 
 /// Scans every member of `wheel`.
@@ -291,7 +298,28 @@ fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfErro
         }) => Some(Err(format!("is a malformed ELF file: {problem}"))),
         Err(error) => Some(Err(format!("is {}", error.kind))),
     };
-    Ok(ElfScan { facts, fatbin })
+    let mut fatbin_bytes = Vec::new();
+    let mut device_leaks = Vec::new();
+    if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, elf::nv_fatbin_range(name, data)) {
+        // The section parsed above, so the walk does not fail.
+        let _ = fatbin::for_each_member(data, offset, size, &mut |member| {
+            fatbin_bytes.push(ImageBytes::of(&member, DEFLATE_LEVEL as u8));
+            if member.compression == Compression::None {
+                return;
+            }
+            let payload = member.decompressed();
+            let leaks = payload.and_then(|p| leaks::scan(&p, ScanKind::Everything, CHUNK));
+            if let Some(leaks) = leaks {
+                device_leaks.push((member.image.name(), leaks));
+            }
+        });
+    }
+    Ok(ElfScan {
+        facts,
+        fatbin,
+        fatbin_bytes,
+        device_leaks,
+    })
 }
 
 /// `libfoo.so`, `libfoo.so.1.2`, `_ext.cpython-311-x86_64-linux-gnu.so`.

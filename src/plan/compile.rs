@@ -40,10 +40,8 @@ use crate::plan::includes::TranslationUnit;
 use crate::plan::lineinfo::Roots;
 use crate::plan::shell::{FIXED_MTIMES, quote, var_then};
 use crate::plan::{Input, slash_path};
+use crate::spec::config::CompressMode;
 use crate::spec::{CudaArch, Module, PythonAbi};
-
-/// The fatbin compression mode pinned where nvcc has `--compress-mode`.
-pub const COMPRESS_MODE: &str = "balance";
 
 /// `-D` flags torch's nvcc lines carry (`COMMON_NVCC_FLAGS`).
 const COMMON_NVCC_DEFINES: [&str; 4] = [
@@ -249,14 +247,23 @@ impl Compile<'_> {
     }
 
     /// nvcc's arguments for one TU, after the function's flags: the
-    /// per-TU seed and compression mode (CUDA ≥ 12.9), the TU, and `rest`.
+    /// per-TU seed (CUDA ≥ 12.9), the compression mode (CUDA ≥ 12.8: the
+    /// module's `cuda-compress-mode`, else [`CompressMode::DEFAULT`], pinned
+    /// because nvcc's own default may change), the TU, and `rest`.
     pub fn nvcc_arguments(&self, source: &str, rest: &str) -> String {
         let version = self.compilers.cuda.as_ref().map(|c| c.version);
-        let modern = version.is_some_and(|v| (v.major, v.minor) >= (12, 9));
         let mut words = Vec::new();
-        if modern {
+        if version.is_some_and(|v| (v.major, v.minor) >= (12, 9)) {
             words.push(quote(&format!("--frandom-seed={source}")));
-            words.push(format!("--compress-mode={COMPRESS_MODE}"));
+        }
+        if version.is_some_and(CompressMode::nvcc_has_it) {
+            let mode = self
+                .module
+                .compile
+                .compress_mode
+                .as_ref()
+                .map_or(CompressMode::DEFAULT, |mode| mode.value);
+            words.push(format!("--compress-mode={mode}"));
         }
         words.push(quote(source));
         if !rest.is_empty() {

@@ -30,7 +30,7 @@ use crate::spec::config::modules::is_cuda_source;
 use crate::spec::{CudaArch, Module};
 use crate::store::path::sanitize_name;
 
-pub use crate::plan::compile::{COMPRESS_MODE, gencode_flags};
+pub use crate::plan::compile::gencode_flags;
 
 /// Every kernel node's name starts with this.
 pub const NAME_PREFIX: &str = "kernel-";

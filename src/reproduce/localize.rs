@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::elf::{self, ElfDiff, first_difference};
 use super::text::unified_diff;
 use crate::audit::elf::nv_fatbin_section;
-use crate::audit::fatbin::{self, Compression, FatbinMember, ImageKind};
+use crate::audit::fatbin::{self, FatbinMember, ImageKind};
 
 /// What most likely made two builds differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -248,7 +248,7 @@ fn keyed(members: Vec<FatbinMember<'_>>) -> BTreeMap<(String, usize), FatbinMemb
 }
 
 fn compare_member(image: String, a: &FatbinMember<'_>, b: &FatbinMember<'_>) -> MemberDifference {
-    let (x, y) = (payload(a), payload(b));
+    let (x, y) = (a.decompressed(), b.decompressed());
     let mut diff = MemberDifference {
         image,
         elf: None,
@@ -273,35 +273,6 @@ fn compare_member(image: String, a: &FatbinMember<'_>, b: &FatbinMember<'_>) -> 
         diff.cause = likely_cause(&x, &y);
     }
     diff
-}
-
-/// A member's payload, decompressed; `None` when its compression cannot be
-/// read.
-fn payload(member: &FatbinMember<'_>) -> Option<Vec<u8>> {
-    let size = usize::try_from(member.uncompressed_size).ok()?;
-    match member.compression {
-        Compression::None => Some(member.payload.to_vec()),
-        Compression::Lz4 => {
-            // The stored payload is padded to 8 bytes after the LZ4 block.
-            lz4_flex::block::decompress(member.payload, size)
-                .ok()
-                .or_else(|| {
-                    (1..8).find_map(|pad| {
-                        let end = member.payload.len().checked_sub(pad)?;
-                        lz4_flex::block::decompress(&member.payload[..end], size).ok()
-                    })
-                })
-        }
-        Compression::Zstd => {
-            // One frame, then the payload's padding.
-            let mut decoder = zstd::stream::read::Decoder::new(member.payload)
-                .ok()?
-                .single_frame();
-            let mut out = Vec::with_capacity(size);
-            std::io::Read::read_to_end(&mut decoder, &mut out).ok()?;
-            Some(out)
-        }
-    }
 }
 
 /// The first [`SHOWN_LINES`] lines of a diff, and how many more there are.

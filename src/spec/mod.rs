@@ -205,6 +205,12 @@ impl Spec {
             facts,
             baseline: &self.config.baseline,
             archs: &self.config.cuda_archs,
+            compress_mode: self
+                .config
+                .modules
+                .iter()
+                .find_map(|module| module.compile.compress_mode.as_ref())
+                .map(|mode| (mode.at.key.as_str(), mode.value)),
         };
         CompatTable::embedded()
             .check(&expansion.cells, &matrix)

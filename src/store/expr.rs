@@ -19,9 +19,6 @@ mod tests {
     #[test]
     fn quotes_backslashes_and_interpolations_are_escaped() {
         assert_eq!(nix_string("plain"), "\"plain\"");
-        assert_eq!(
-            nix_string(r#"a\b "c" ${d} $e"#),
-            r#""a\\b \"c\" \${d} $e""#
-        );
+        assert_eq!(nix_string(r#"a\b "c" ${d} $e"#), r#""a\\b \"c\" \${d} $e""#);
     }
 }

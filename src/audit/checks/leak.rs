@@ -1,5 +1,6 @@
 //! `leak`: no member may hold a Nix store path or a path in the sandbox's
-//! build directory ([`crate::audit::leaks`] says exactly what counts).
+//! build directory ([`crate::audit::leaks`] says exactly what counts), nor
+//! may the images of a fat binary that nvcc compressed, once decompressed.
 //! RECORD, which only lists member paths, is left out.
 
 use super::{AuditCheck, CheckId, CheckOutput};
@@ -41,6 +42,32 @@ impl AuditCheck for BuildPaths {
                  information from shipped objects"
                     .to_string(),
             );
+        }
+        // Images nvcc compressed hide their bytes from the scan above.
+        for member in ctx.members {
+            let Some(Ok(elf)) = &member.elf else {
+                continue;
+            };
+            for (image, scan) in &elf.device_leaks {
+                let examples: Vec<String> = scan
+                    .examples
+                    .iter()
+                    .map(|e| format!("`{}`", e.text))
+                    .collect();
+                out.finding(
+                    Some(&member.name),
+                    format!(
+                        "its compressed {image} image holds {} build-machine path{} once \
+                         decompressed, e.g. {}",
+                        scan.hits,
+                        if scan.hits == 1 { "" } else { "s" },
+                        examples.join(", ")
+                    ),
+                    "rebuild with the device line info's paths mapped away (nvcc sees every \
+                     input at a fixed path in cuwheel's builds), or without -lineinfo and -G"
+                        .to_string(),
+                );
+            }
         }
     }
 }

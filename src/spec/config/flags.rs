@@ -95,7 +95,7 @@ pub fn undefine(text: &str) -> Result<String, InvalidValue> {
 /// nvcc options that choose GPU code or the host compiler: cuwheel sets both
 /// from `cuda-archs` and the pinned toolchain, and the audit checks the fatbin
 /// against `cuda-archs`.
-const NVCC_OWNED_FLAGS: [(&str, &str); 8] = [
+const NVCC_OWNED_FLAGS: [(&str, &str); 10] = [
     ("-gencode", "cuda-archs"),
     ("--generate-code", "cuda-archs"),
     ("-arch", "cuda-archs"),
@@ -104,6 +104,8 @@ const NVCC_OWNED_FLAGS: [(&str, &str); 8] = [
     ("--gpu-code", "cuda-archs"),
     ("-ccbin", "the pinned toolchain"),
     ("--compiler-bindir", "the pinned toolchain"),
+    ("--compress-mode", "cuda-compress-mode"),
+    ("-compress-mode", "cuda-compress-mode"),
 ];
 
 /// nvcc options that put source file paths into the device code's line
@@ -152,6 +154,11 @@ pub fn nvcc_flag(text: &str) -> Result<String, InvalidValue> {
         Some((option, "cuda-archs")) => Err(InvalidValue::new(
             format!("`{text}`: cuwheel chooses the GPU code ({option}) from cuda-archs"),
             "list the archs in tool.cuwheel.cuda-archs instead; the audit checks the fatbin against that list",
+        )),
+        Some((option, "cuda-compress-mode")) => Err(InvalidValue::new(
+            format!("`{text}`: cuwheel sets {option} from cuda-compress-mode"),
+            "write cuda-compress-mode = \"size\" (or another mode) in [tool.cuwheel] or the \
+             module's table instead: cuwheel passes it to the nvcc releases that take it",
         )),
         Some((option, owner)) => Err(InvalidValue::new(
             format!("`{text}`: cuwheel sets {option} from {owner}"),

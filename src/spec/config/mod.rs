@@ -17,6 +17,7 @@
 //! owners.
 
 mod archs_check;
+pub mod compress;
 pub mod flags;
 pub mod flavour;
 pub mod license;
@@ -39,6 +40,7 @@ use crate::spec::glob::Pattern;
 use crate::spec::target::Baseline;
 use crate::wheel::{ProjectName, Version};
 
+pub use compress::CompressMode;
 pub use flags::Define;
 pub use flavour::BindingFlavour;
 pub use matrix::{ARCHIVE_SUFFIXES, Exclude, HeaderArchive, MatrixConfig};

@@ -24,6 +24,7 @@ use toml::de::DeValue;
 
 use crate::audit::loader::runtime_provided;
 use crate::audit::manylinux::policies;
+use crate::spec::config::compress::CompressMode;
 use crate::spec::config::flags::{
     DEVICE_LINE_INFO_FLAGS, Define, flag, is_identifier, library, link_flag, nvcc_flag,
     relative_path, undefine,
@@ -139,6 +140,9 @@ pub struct Compile {
     pub nvcc_flags: Vec<String>,
     /// `extra_compile_args["cxx"]`.
     pub cxx_flags: Vec<String>,
+    /// `cuda-compress-mode`, when the config sets it (else cuwheel's
+    /// [`CompressMode::DEFAULT`] where nvcc has the option).
+    pub compress_mode: Option<Located<CompressMode>>,
 }
 
 impl Compile {
@@ -160,11 +164,12 @@ pub struct Link {
 /// The keys that say which module: at the top only in the shorthand.
 pub(super) const SHORTHAND_KEYS: [&str; 5] = ["module", "kernels", "bindings", "binding", "cuda"];
 /// Compile and link keys: defaults at the top, extended in each module.
-pub(super) const BUILD_KEYS: [&str; 8] = [
+pub(super) const BUILD_KEYS: [&str; 9] = [
     "include-dirs",
     "defines",
     "undefines",
     "nvcc-flags",
+    "cuda-compress-mode",
     "cxx-flags",
     "link-flags",
     "libraries",
@@ -271,6 +276,7 @@ impl Reader<'_> {
                 let (mut compile, link) = p.options?;
                 if p.cuda == Some(false) {
                     compile.nvcc_flags.clear();
+                    compile.compress_mode = None;
                 }
                 let (bindings, flavour_kernels) = p.bindings?;
                 Some(Module {
@@ -391,6 +397,14 @@ impl Reader<'_> {
             |_, _| false,
         );
         let cxx_flags = self.plain_list(table, "cxx-flags", "[\"-O3\"]", flag, |_, _| false);
+        let compress_mode = match table.get("cuda-compress-mode") {
+            None => Some(None),
+            Some(field) => {
+                let at = self.location(&field.value.span(), &field.key);
+                self.parsed(&field, "\"size\"")
+                    .map(|value| Some(Located { value, at }))
+            }
+        };
         let link_flags =
             self.plain_list(table, "link-flags", "[\"-fopenmp\"]", link_flag, |_, _| {
                 false
@@ -421,6 +435,9 @@ impl Reader<'_> {
         compile.undefines.extend(undefines?);
         compile.nvcc_flags.extend(nvcc_flags?);
         compile.cxx_flags.extend(cxx_flags?);
+        if let Some(mode) = compress_mode? {
+            compile.compress_mode = Some(mode);
+        }
         let mut link = base_link;
         link.flags.extend(link_flags?);
         for library in libraries? {

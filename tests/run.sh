@@ -29,6 +29,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cargo fmt --check
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --all-targets --features integration --locked -- -D warnings
 bash tests/prepare.sh
-cargo test --all-targets --locked --no-fail-fast
+cargo test --all-targets --features integration --locked --no-fail-fast

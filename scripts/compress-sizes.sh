@@ -11,7 +11,8 @@
 # each arch's bytes. The cell's toolchains must be fetched (README command 1
 # does it for the default cell).
 #
-# Usage: bash scripts/compress-sizes.sh [CELL]   (MODES="none size" to choose)
+# Usage: bash scripts/compress-sizes.sh [CELL]   (MODES="none size" to choose;
+# WHEELS=DIR keeps each mode's wheel in DIR/MODE/, e.g. for tests/gpu/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -61,6 +62,10 @@ EOF
   start=$(date +%s)
   "${nix[@]}" build "$work/tree#wheels.$cell" -o "$work/result-$mode"
   build_s=$(( $(date +%s) - start ))
+  if [ -n "${WHEELS:-}" ]; then
+    mkdir -p "$WHEELS/$mode"
+    cp "$work/result-$mode"/*.whl "$WHEELS/$mode/"
+  fi
   echo "sizes: $mode: relock ${lock_s} s, build ${build_s} s" >&2
   rows+=("$(python3 - "$work/result-$mode/audit.json" "$mode" <<'EOF'
 import json, sys

@@ -63,25 +63,17 @@ fn schema(env: &TestEnv, file: &Path) -> Output {
         .unwrap()
 }
 
-fn said(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn the_workflow_passes_actionlint_and_the_workflow_schema() {
     let env = TestEnv::get();
     let dir = project();
     let before = fs::read(dir.path().join("pyproject.toml")).unwrap();
     let out = init_ci(dir.path(), false);
-    assert!(out.status.success(), "{}", said(&out));
+    assert!(out.status.success(), "{}", common::output_text(&out));
     assert!(
-        said(&out).contains("CUWHEEL_CACHE_SECRET_KEY"),
+        common::output_text(&out).contains("CUWHEEL_CACHE_SECRET_KEY"),
         "{}",
-        said(&out)
+        common::output_text(&out)
     );
     let file = dir.path().join(WORKFLOW);
     assert_eq!(
@@ -98,9 +90,17 @@ fn the_workflow_passes_actionlint_and_the_workflow_schema() {
     assert_eq!(String::from_utf8_lossy(&staged.stdout).trim(), WORKFLOW);
 
     let out = actionlint(&env, &file);
-    assert!(out.status.success(), "actionlint:\n{}", said(&out));
+    assert!(
+        out.status.success(),
+        "actionlint:\n{}",
+        common::output_text(&out)
+    );
     let out = schema(&env, &file);
-    assert!(out.status.success(), "check-jsonschema:\n{}", said(&out));
+    assert!(
+        out.status.success(),
+        "check-jsonschema:\n{}",
+        common::output_text(&out)
+    );
 
     // Both fail on a broken copy: the lint is not a no-op.
     let text = fs::read_to_string(&file).unwrap();
@@ -113,11 +113,19 @@ fn the_workflow_passes_actionlint_and_the_workflow_schema() {
     .unwrap();
     let out = actionlint(&env, &broken);
     assert!(!out.status.success());
-    assert!(said(&out).contains("ubuntu-99.04"), "{}", said(&out));
-    assert!(said(&out).contains("plann"), "{}", said(&out));
+    assert!(
+        common::output_text(&out).contains("ubuntu-99.04"),
+        "{}",
+        common::output_text(&out)
+    );
+    assert!(
+        common::output_text(&out).contains("plann"),
+        "{}",
+        common::output_text(&out)
+    );
     fs::write(&broken, text.replace("    runs-on: ubuntu-24.04\n", "")).unwrap();
     let out = schema(&env, &broken);
-    assert!(!out.status.success(), "{}", said(&out));
+    assert!(!out.status.success(), "{}", common::output_text(&out));
 }
 
 #[test]
@@ -128,17 +136,21 @@ fn an_edited_workflow_is_kept_unless_forced() {
     let again = init_ci(dir.path(), false);
     assert!(again.status.success());
     assert!(
-        said(&again).contains("already this workflow"),
+        common::output_text(&again).contains("already this workflow"),
         "{}",
-        said(&again)
+        common::output_text(&again)
     );
     fs::write(&file, "name: mine\n").unwrap();
     let out = init_ci(dir.path(), false);
     assert!(!out.status.success());
-    assert!(said(&out).contains("--force"), "{}", said(&out));
+    assert!(
+        common::output_text(&out).contains("--force"),
+        "{}",
+        common::output_text(&out)
+    );
     assert_eq!(fs::read_to_string(&file).unwrap(), "name: mine\n");
     let out = init_ci(dir.path(), true);
-    assert!(out.status.success(), "{}", said(&out));
+    assert!(out.status.success(), "{}", common::output_text(&out));
     assert_ne!(fs::read_to_string(&file).unwrap(), "name: mine\n");
 }
 

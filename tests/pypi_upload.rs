@@ -148,14 +148,6 @@ fn upload(
         .unwrap()
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn the_pypi_variant_uploads_with_a_password_and_installs_with_pip() {
     let env = TestEnv::get();
@@ -193,17 +185,22 @@ fn the_pypi_variant_uploads_with_a_password_and_installs_with_pip() {
         .arg(&html)
         .output()
         .unwrap();
-    assert!(!twine.status.success(), "{}", text(&twine));
+    assert!(!twine.status.success(), "{}", common::output_text(&twine));
     let ours = Command::new(cuwheel_bin())
         .args(["audit", "--pypi"])
         .arg(&html)
         .output()
         .unwrap();
-    assert_eq!(ours.status.code(), Some(3), "{}", text(&ours));
-    assert!(
-        text(&ours).contains("`text/html` is not one PyPI renders"),
+    assert_eq!(
+        ours.status.code(),
+        Some(3),
         "{}",
-        text(&ours)
+        common::output_text(&ours)
+    );
+    assert!(
+        common::output_text(&ours).contains("`text/html` is not one PyPI renders"),
+        "{}",
+        common::output_text(&ours)
     );
 
     let server = Pypiserver::start(&env, tmp.path());
@@ -214,15 +211,19 @@ fn the_pypi_variant_uploads_with_a_password_and_installs_with_pip() {
         &[],
         std::slice::from_ref(&ready),
     );
-    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        !refused.status.success(),
+        "{}",
+        common::output_text(&refused)
+    );
     assert!(server.stored().is_empty(), "{:?}", server.stored());
 
     let out = upload(&env, &server, PASSWORD, &[], std::slice::from_ref(&ready));
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", common::output_text(&out));
     assert!(
-        !text(&out).contains(PASSWORD),
+        !common::output_text(&out).contains(PASSWORD),
         "the password was echoed:\n{}",
-        text(&out)
+        common::output_text(&out)
     );
     assert_eq!(server.stored(), std::slice::from_ref(&file));
     assert_eq!(
@@ -284,7 +285,7 @@ fn what_pypi_refuses_is_refused_before_twine_starts() {
 
     let out = run(&[], &[good.clone(), local.clone()]);
     assert!(!out.status.success());
-    let said = text(&out);
+    let said = common::output_text(&out);
     assert!(
         said.contains("1 of 2 wheels cannot be uploaded, so nothing was sent"),
         "{said}"
@@ -297,7 +298,7 @@ fn what_pypi_refuses_is_refused_before_twine_starts() {
 
     let out = run(&["--max-file-size", "100000"], std::slice::from_ref(&large));
     assert!(!out.status.success());
-    let said = text(&out);
+    let said = common::output_text(&out);
     assert!(said.contains("over the 0.1 MiB PyPI takes"), "{said}");
     assert!(said.contains("max-file-size"), "{said}");
 
@@ -308,11 +309,15 @@ fn what_pypi_refuses_is_refused_before_twine_starts() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(text(&out).contains("TWINE_PASSWORD"), "{}", text(&out));
     assert!(
-        !text(&out).contains(PASSWORD),
+        common::output_text(&out).contains("TWINE_PASSWORD"),
+        "{}",
+        common::output_text(&out)
+    );
+    assert!(
+        !common::output_text(&out).contains(PASSWORD),
         "the password was echoed: {}",
-        text(&out)
+        common::output_text(&out)
     );
 
     assert!(!marker.exists(), "twine was started for a refused upload");
@@ -328,9 +333,9 @@ fn what_pypi_refuses_is_refused_before_twine_starts() {
         .unwrap();
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("cannot be published, so nothing was written"),
+        common::output_text(&out).contains("cannot be published, so nothing was written"),
         "{}",
-        text(&out)
+        common::output_text(&out)
     );
     assert!(!dist.exists(), "publish --pypi left {}", dist.display());
 }

@@ -106,6 +106,15 @@ pub fn store_listing(store: &Path) -> std::collections::BTreeSet<String> {
 }
 
 /// The path of the `cuwheel` binary built for this test run.
+/// A command's stdout then stderr, as one text.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
 }

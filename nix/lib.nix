@@ -78,7 +78,8 @@ let
       };
       # The PyPI variant's results ([tool.cuwheel.pypi]), by cell: wheels with no local label,
       # from the same links.
-      pypiPlan = plan.pypi or { max_file_size = 104857600; cells = { }; };
+      # Without a PyPI table there is no limit to pass: the app refuses --pypi before using it.
+      pypiPlan = plan.pypi or { max_file_size = null; cells = { }; };
       pypiWheels = builtins.mapAttrs (cell: c: nodes.${c.audit}) pypiPlan.cells;
       publish = import ./publish.nix seeds {
         inherit cuwheel;

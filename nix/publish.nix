@@ -14,7 +14,7 @@
 #
 # In:  the seeds, then { cuwheel (the driver), cells (the cells' names) and results (their audit
 #      derivations, in the same order), pypiCells, pypiResults (the same for the PyPI wheels)
-#      and maxFileSize (PyPI's limit, bytes) }.
+#      and maxFileSize (PyPI's limit in bytes, from the plan; null without a PyPI variant) }.
 # Out: a derivation whose bin/cuwheel-publish does the above; `nix-store` must be on PATH.
 seeds: { cuwheel, cells, results, pypiCells, pypiResults, maxFileSize }:
 import ./busybox-derivation.nix seeds {
@@ -26,7 +26,7 @@ import ./busybox-derivation.nix seeds {
   # and their closure of .drv files and sources are.
   drvs = map (r: builtins.unsafeDiscardOutputDependency r.drvPath) results;
   pypiDrvs = map (r: builtins.unsafeDiscardOutputDependency r.drvPath) pypiResults;
-  maxFileSize = toString maxFileSize;
+  maxFileSize = if maxFileSize == null then "" else toString maxFileSize;
   script = builtins.toFile "publish.sh" ''
     mkdir -p "$out/bin"
     p="$out/bin/cuwheel-publish"

@@ -9,6 +9,9 @@
 //! time: for those the test asserts exactly that, and that cuwheel's tag is
 //! auditwheel's `sym_tag` (the tag the symbols alone allow).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

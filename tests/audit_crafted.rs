@@ -6,6 +6,9 @@
 //! unreadable wheels. Each asserts the exit status and that the message
 //! names the file and the problem; clean twins assert the pass.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

@@ -3,6 +3,9 @@
 //! bytes flipped and tails cut off. They may return errors; they must not
 //! crash or hang.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

@@ -7,6 +7,9 @@
 //! built by nvcc with `-lineinfo` from a store path or the sandbox's build
 //! directory, and a sandbox path baked into Python code.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

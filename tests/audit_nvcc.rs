@@ -4,6 +4,9 @@
 //! combinations and compression modes. Each must list exactly the SASS and
 //! PTX requested, and agree with NVIDIA's `cuobjdump --list-elf --list-ptx`.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

@@ -4,6 +4,9 @@
 //! version script, with a `PyInit_` function, linking libstdc++ and libm,
 //! with an x86 ISA-level note, and an executable with an interpreter.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

@@ -8,6 +8,9 @@
 //! PyPI cells beside them. `scripts/ci-local.py` runs the workflow's steps
 //! (docs/guide/ci.md records a run).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -7,6 +7,9 @@
 //!
 //! `store show-drv` needs `nix-instantiate` (a cross-check tool here).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -7,6 +7,9 @@
 //! runs find them in the store. The pinned .debs and crates must be in the store: a build that
 //! lacks one fails with Nix's message naming it and saying to run `cuwheel fetch`.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::BTreeMap;

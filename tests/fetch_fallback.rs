@@ -20,6 +20,9 @@
 //! - the snapshot archive has an import from before the lock (deb13u3, no
 //!   bookworm) and one six hours after the lock's index date.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

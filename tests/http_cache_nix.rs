@@ -11,6 +11,9 @@
 //!
 //! Needs the demo's toolchains (`bash tests/prepare.sh`).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::fs;

@@ -4,6 +4,9 @@
 //! timeout (exit 124) or panic (exit 101), and each says what was not
 //! inferred and that a budget was exceeded.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 use std::fs;
 use std::path::Path;
 use std::process::Command;

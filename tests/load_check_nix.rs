@@ -16,6 +16,9 @@
 //!   torch 2.11.0, 2.14.1 and 2.15.0 claimed; with the c10 symbol it fails,
 //!   naming it.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

@@ -8,6 +8,9 @@
 //! them; the fetch tests use only its two seeds' small artifacts (and
 //! cuwheel's own crates).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::BTreeSet;

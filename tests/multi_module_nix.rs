@@ -16,6 +16,9 @@
 //! The pinned artifacts must be in the store, and the test venv must hold
 //! packaging and twine (`bash tests/prepare.sh`).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,6 +8,9 @@
 //! a wheel failing the audit, or reusing a published name with other bytes,
 //! is refused and nothing is written.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod audit_support;
 mod common;
 

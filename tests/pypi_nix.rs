@@ -9,6 +9,9 @@
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::fs;

@@ -7,6 +7,9 @@
 //! limit — is refused by cuwheel before twine is even started, and
 //! `publish --pypi` writes nothing for it.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::fs;

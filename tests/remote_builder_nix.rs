@@ -14,6 +14,9 @@
 //! Needs the demo's toolchains (`bash tests/prepare.sh`) and OpenSSH's
 //! server (`/usr/sbin/sshd`).
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::fs;

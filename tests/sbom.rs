@@ -8,6 +8,9 @@
 //!
 //! Needs the test venv (`bash tests/prepare.sh`) and a C compiler; no Nix.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::BTreeSet;

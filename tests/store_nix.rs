@@ -5,6 +5,9 @@
 //! Everything runs in a store rooted in a temporary directory (`--store`),
 //! so the tests need neither root nor a daemon, and leave nothing behind.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

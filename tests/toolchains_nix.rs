@@ -7,6 +7,9 @@
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh` runs `cuwheel fetch`); the
 //! first run builds the toolchains (minutes), later runs find them.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,6 +3,9 @@
 //! strings, names and compressed tag sets, our PEP 440 validity, normal form
 //! and order, PEP 503 normalisation and tag expansion must equal packaging's.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::io::Write;

@@ -8,6 +8,9 @@
 //! checks WHEEL against the file name) judge our RECORD, WHEEL and name, and
 //! must agree with our verifier on a tampered wheel.
 
+// The second tier: `cargo test --features integration` (tests/run.sh).
+#![cfg(feature = "integration")]
+
 mod common;
 
 use std::fs;

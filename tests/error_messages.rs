@@ -1,8 +1,8 @@
 //! User-facing error messages, snapshot-tested whole (insta): what the real
 //! binary prints on stderr, and its exit status, for bad input of each kind
 //! a user meets first — a config value, a flag cuwheel owns, a target a
-//! toolkit cannot compile, a lock made for another config, a cell whose nvcc
-//! lacks an option, a file that is not a wheel, a project with no config. A change to
+//! toolkit cannot compile, a lock made for another config, a file that is not a
+//! wheel, a project with no config. A change to
 //! any word of a message shows up as a snapshot diff (`cargo insta review`,
 //! or edit `tests/snapshots/`), so the problem, the place and the fix are
 //! reviewed as a whole, not by substring.
@@ -131,15 +131,6 @@ fn a_lock_made_for_another_config() {
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), "");
     with_demo_lock(dir.path(), false);
-    insta::assert_snapshot!(cuwheel(dir.path(), &["plan", "--project", "."]));
-}
-
-#[test]
-fn a_compress_mode_for_cells_whose_nvcc_lacks_it() {
-    // torch 2.7's CUDA 12.6 cells compile with Debian's nvcc 12.5 in the demo's lock.
-    let dir = tempfile::tempdir().unwrap();
-    project(dir.path(), r#"cuda-compress-mode = "size""#);
-    with_demo_lock(dir.path(), true);
     insta::assert_snapshot!(cuwheel(dir.path(), &["plan", "--project", "."]));
 }
 

@@ -228,6 +228,35 @@ fn a_relock_reuses_what_the_lock_resolved_and_asks_only_about_what_is_new() {
         "torch was asked again:\n{err}"
     );
     assert!(err.contains("reading Debian bookworm"), "{err}");
+    // torch as a range that selects the same minor: pip lists the releases again (a new one
+    // may have come), but torch 2.9's facts are the lock's, and every toolchain is reused, so
+    // only the listing and the config's digest change nothing else: the lock is the same but
+    // for config-sha256.
+    let edited = TINY.replace("torch = [\"2.9\"]", "torch = [\">=2.9,<2.10\"]");
+    fs::write(copy.path().join("pyproject.toml"), &edited).unwrap();
+    fs::write(copy.path().join("cuwheel.lock"), first).unwrap();
+    let out = cuwheel(
+        &["lock", "--project", copy.path().to_str().unwrap()],
+        &shared_cache(),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("listing torch releases"), "{err}");
+    assert!(
+        !err.contains("resolving torch"),
+        "torch was asked again:\n{err}"
+    );
+    let without_digest = |bytes: &[u8]| -> String {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .filter(|line| !line.contains("\"config-sha256\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_digest(&fs::read(copy.path().join("cuwheel.lock")).unwrap()),
+        without_digest(first)
+    );
 }
 
 /// Registry host names, assembled so that this file names none.

@@ -160,6 +160,9 @@ pub fn lock_project(project: &Path, options: &LockOptions) -> Result<(Lock, Path
     // The compatibility check: an impossible cell ends here, before any
     // download and without touching an existing lock.
     let cells = spec.cells(&facts)?;
+    if let Some(note) = spec.compress_mode_note(&cells) {
+        progress(&format!("note: {note}"));
+    }
     let compat = CompatTable::embedded();
     let debian = DebianData::embedded();
     let sources = plan::Sources {

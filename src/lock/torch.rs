@@ -247,6 +247,30 @@ pub fn minors(selectors: &[TorchSelector], listed: &[String]) -> BTreeSet<TorchV
     minors
 }
 
+/// The minors the matrix's torch selectors name; where one is a range, the
+/// releases pip lists for each Python say which minors it selects (asked
+/// every time: a new release may have come).
+fn selected_minors(
+    pip: &Pip,
+    config: &Config,
+    pythons: &[PythonAbi],
+    baseline: &Baseline,
+    progress: &dyn Fn(&str),
+) -> Result<BTreeSet<TorchVersion>> {
+    let selectors: Vec<TorchSelector> = config.matrix.torch.iter().map(|s| s.value).collect();
+    let mut listed = Vec::new();
+    if selectors
+        .iter()
+        .any(|s| matches!(s, TorchSelector::Range(_)))
+    {
+        for python in pythons {
+            progress(&format!("listing torch releases (Python {python})"));
+            listed.extend(pip.index_versions("torch", &Target::for_abi(*python, baseline))?);
+        }
+    }
+    Ok(minors(&selectors, &listed))
+}
+
 /// Resolves the matrix's torch minors through pip (see the module
 /// documentation); `progress` is told what runs.
 pub fn probe(
@@ -256,19 +280,8 @@ pub fn probe(
     progress: &dyn Fn(&str),
 ) -> Result<BTreeMap<TorchVersion, TorchRelease>> {
     let pythons = probe_pythons(config);
-    let selectors: Vec<TorchSelector> = config.matrix.torch.iter().map(|s| s.value).collect();
-    let mut listed = Vec::new();
-    if selectors
-        .iter()
-        .any(|s| matches!(s, TorchSelector::Range(_)))
-    {
-        for python in &pythons {
-            progress(&format!("listing torch releases (Python {python})"));
-            listed.extend(pip.index_versions("torch", &Target::for_abi(*python, baseline))?);
-        }
-    }
     let mut releases = BTreeMap::new();
-    for minor in minors(&selectors, &listed) {
+    for minor in selected_minors(pip, config, &pythons, baseline, progress)? {
         let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
         if wheels.is_empty() {
             // Not released for this platform: the spec says so where the
@@ -314,8 +327,9 @@ fn probe_minor(
 
 /// [`probe`], taking from an earlier lock what it already knows of each
 /// torch minor for these Pythons and asking pip only about the rest
-/// ([`super::reuse`]). A range of torch releases is listed again: what it
-/// selects may have changed.
+/// ([`super::reuse`]). A range of torch releases is listed again, since
+/// what it selects may have changed; each minor it selects is then reused
+/// like a minor the config names.
 pub fn probe_reusing(
     pip: &Pip,
     config: &Config,
@@ -323,16 +337,9 @@ pub fn probe_reusing(
     progress: &dyn Fn(&str),
     previous: &super::reuse::Previous,
 ) -> Result<BTreeMap<TorchVersion, TorchRelease>> {
-    let mut wanted = Vec::new();
-    for selector in &config.matrix.torch {
-        match selector.value {
-            TorchSelector::Minor(minor) => wanted.push(minor),
-            TorchSelector::Range(_) => return probe(pip, config, baseline, progress),
-        }
-    }
     let pythons = probe_pythons(config);
     let mut releases = BTreeMap::new();
-    for minor in wanted {
+    for minor in selected_minors(pip, config, &pythons, baseline, progress)? {
         let Some((known, unknown)) = previous.torch(minor, &pythons) else {
             let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
             if !wheels.is_empty() {

@@ -36,7 +36,6 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use crate::spec::archs::CudaArchs;
-use crate::spec::config::CompressMode;
 use crate::spec::facts::{MatrixFacts, ToolkitOrigin};
 use crate::spec::matrix::{Cell, CellName};
 use crate::spec::target::{Baseline, CudaArch};
@@ -162,7 +161,6 @@ pub enum Rule {
     ToolkitMinor,
     GccRange,
     CudaArchs,
-    CompressMode,
 }
 
 impl Rule {
@@ -175,7 +173,6 @@ impl Rule {
             Rule::ToolkitMinor => "toolkit-minor",
             Rule::GccRange => "gcc-range",
             Rule::CudaArchs => "cuda-archs",
-            Rule::CompressMode => "cuda-compress-mode",
         }
     }
 }
@@ -248,8 +245,6 @@ pub struct Matrix<'a> {
     pub facts: &'a MatrixFacts,
     pub baseline: &'a Baseline,
     pub archs: &'a CudaArchs,
-    /// A `cuda-compress-mode` the config sets, and the key that sets it.
-    pub compress_mode: Option<(&'a str, CompressMode)>,
 }
 
 impl CompatTable {
@@ -441,24 +436,6 @@ impl CompatTable {
             }
         }
         findings.extend(self.cuda_archs(cell.nvcc, toolkit, matrix.archs));
-        if let Some((key, mode)) = matrix.compress_mode {
-            if !CompressMode::nvcc_has_it(cell.nvcc) {
-                let (major, minor) = CompressMode::FIRST_NVCC;
-                findings.push((
-                    Rule::CompressMode,
-                    format!(
-                        "{key} = \"{mode}\" needs nvcc's --compress-mode, which nvcc has from \
-                         {major}.{minor}; these cells compile with nvcc {}",
-                        cell.nvcc
-                    ),
-                    "CUDA 12.8 release notes, nvcc: the --compress-mode option".to_string(),
-                    format!(
-                        "remove {key} (these toolkits compress fat binaries their own way), or \
-                         build these cells with nvcc {major}.{minor} or newer"
-                    ),
-                ));
-            }
-        }
         findings
     }
 

@@ -43,7 +43,6 @@ fn check(cells: &[Cell], baseline_name: &str, archs: &CudaArchs) -> Result<(), V
             facts: &facts,
             baseline: &base,
             archs,
-            compress_mode: None,
         },
     )
 }
@@ -195,7 +194,6 @@ fn a_cuda_without_any_toolkit_of_its_major_is_refused() {
                 facts: &facts,
                 baseline: &baseline("manylinux_2_31"),
                 archs: &uniform(&["8.0"]),
-                compress_mode: None,
             },
         )
         .unwrap_err()
@@ -558,42 +556,4 @@ fn a_renamed_arch_is_named_by_its_new_name() {
     );
     // Before 13.0 the old name stands.
     assert_eq!(table.renamed("12.9".parse().unwrap(), &arch("10.1")), None);
-}
-
-#[test]
-fn a_compress_mode_is_refused_for_cells_whose_nvcc_lacks_the_option() {
-    let facts = facts();
-    let base = baseline("manylinux_2_31");
-    let archs = uniform(&["8.0"]);
-    let cells = [
-        cell("12.6", "12.5", Some("3.11"), "2.7"),
-        cell("13.0", "13.0", Some("3.11"), "2.11"),
-    ];
-    let matrix = |mode| Matrix {
-        facts: &facts,
-        baseline: &base,
-        archs: &archs,
-        compress_mode: mode,
-    };
-    let table = CompatTable::embedded();
-    let found = table
-        .check(
-            &cells,
-            &matrix(Some((
-                "tool.cuwheel.cuda-compress-mode",
-                CompressMode::Size,
-            ))),
-        )
-        .expect_err("nvcc 12.5 has no --compress-mode");
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(
-        found[0].to_string(),
-        "cell cu126-py311: rule cuda-compress-mode: tool.cuwheel.cuda-compress-mode = \
-         \"size\" needs nvcc's --compress-mode, which nvcc has from 12.8; these cells compile \
-         with nvcc 12.5 (source: CUDA 12.8 release notes, nvcc: the --compress-mode option)\n    \
-         fix: remove tool.cuwheel.cuda-compress-mode (these toolkits compress fat binaries their \
-         own way), or build these cells with nvcc 12.8 or newer"
-    );
-    // Unset, nothing is asked of any nvcc.
-    assert_eq!(table.check(&cells, &matrix(None)), Ok(()));
 }

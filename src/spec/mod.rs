@@ -185,6 +185,22 @@ impl Spec {
     /// [`ConfigError`] for what the config names that the facts do not
     /// have (a torch never released, an exclude that matches no cell), else
     /// a [`CompatError`] naming every cell that cannot be built.
+    /// A note for `cuwheel lock` when `cuda-compress-mode` is set and some
+    /// of `cells` compile with an nvcc that lacks the option
+    /// ([`config::compress::unsupported_note`]).
+    pub fn compress_mode_note(&self, cells: &[Cell]) -> Option<String> {
+        let mode = self
+            .config
+            .modules
+            .iter()
+            .find_map(|module| module.compile.compress_mode.as_ref())?;
+        let cells: Vec<(String, CudaVersion)> = cells
+            .iter()
+            .map(|cell| (cell.name().to_string(), cell.nvcc))
+            .collect();
+        config::compress::unsupported_note(&mode.at.key, mode.value, &cells)
+    }
+
     pub fn cells(&self, facts: &MatrixFacts) -> anyhow::Result<Vec<Cell>> {
         let expansion = matrix::expand(&self.config, facts);
         if !expansion.problems.is_empty() {
@@ -205,12 +221,6 @@ impl Spec {
             facts,
             baseline: &self.config.baseline,
             archs: &self.config.cuda_archs,
-            compress_mode: self
-                .config
-                .modules
-                .iter()
-                .find_map(|module| module.compile.compress_mode.as_ref())
-                .map(|mode| (mode.at.key.as_str(), mode.value)),
         };
         CompatTable::embedded()
             .check(&expansion.cells, &matrix)

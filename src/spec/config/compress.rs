@@ -78,9 +78,64 @@ impl FromStr for CompressMode {
     }
 }
 
+/// What `cuwheel lock` says when the config sets `key = mode` and some
+/// cells compile with an nvcc that has no `--compress-mode` (`cells`: each
+/// cell's name and nvcc): those keep their nvcc's own compression. `None`
+/// when every cell's nvcc takes the option.
+pub fn unsupported_note(
+    key: &str,
+    mode: CompressMode,
+    cells: &[(String, CudaVersion)],
+) -> Option<String> {
+    let mut by_nvcc: std::collections::BTreeMap<CudaVersion, Vec<&str>> = Default::default();
+    for (cell, nvcc) in cells {
+        if !CompressMode::nvcc_has_it(*nvcc) {
+            by_nvcc.entry(*nvcc).or_default().push(cell);
+        }
+    }
+    if by_nvcc.is_empty() {
+        return None;
+    }
+    let (major, minor) = CompressMode::FIRST_NVCC;
+    let groups: Vec<String> = by_nvcc
+        .iter()
+        .map(|(nvcc, cells)| format!("{} (nvcc {nvcc})", cells.join(", ")))
+        .collect();
+    Some(format!(
+        "{key} = \"{mode}\" applies where nvcc has --compress-mode ({major}.{minor} and newer; \
+         source: CUDA 12.8 release notes); these cells compile with an older nvcc and keep its \
+         own compression: {}",
+        groups.join("; ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_of_an_older_nvcc_are_named_in_a_note() {
+        let v = |s: &str| s.parse::<CudaVersion>().unwrap();
+        let cells = [
+            ("cu126-py313".to_string(), v("12.5")),
+            ("cu128-py313".to_string(), v("12.5")),
+            ("cu118-py311".to_string(), v("11.8")),
+            ("cu130-py313-torch211".to_string(), v("13.0")),
+        ];
+        assert_eq!(
+            unsupported_note(
+                "tool.cuwheel.cuda-compress-mode",
+                CompressMode::Size,
+                &cells
+            )
+            .unwrap(),
+            "tool.cuwheel.cuda-compress-mode = \"size\" applies where nvcc has --compress-mode \
+             (12.8 and newer; source: CUDA 12.8 release notes); these cells compile with an older \
+             nvcc and keep its own compression: cu118-py311 (nvcc 11.8); cu126-py313, \
+             cu128-py313 (nvcc 12.5)"
+        );
+        assert_eq!(unsupported_note("k", CompressMode::Size, &cells[3..]), None);
+    }
 
     #[test]
     fn modes_round_trip_and_others_are_refused_with_the_list() {

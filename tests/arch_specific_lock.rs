@@ -33,11 +33,11 @@ nvcc = { cu128 = "12.8" }
 /// the lock is unchanged, whether a cache was created).
 fn lock(pyproject: &str) -> (Option<i32>, String, bool, bool) {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
-    fs::create_dir_all(dir.path().join("csrc")).unwrap();
-    for file in ["csrc/kernel.cu", "csrc/bindings.cpp"] {
-        fs::write(dir.path().join(file), "").unwrap();
-    }
+    common::project::write_project(
+        dir.path(),
+        pyproject,
+        &["csrc/kernel.cu", "csrc/bindings.cpp"],
+    );
     let lock = dir.path().join("cuwheel.lock");
     fs::write(&lock, "the previous lock\n").unwrap();
     let cache = tempfile::tempdir().unwrap();

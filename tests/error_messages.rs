@@ -36,14 +36,13 @@ python = ["3.13"]
 torch = ["2.7", "2.11"]
 "#;
 
+/// The sources `PROJECT` names.
+const SOURCES: [&str; 2] = ["csrc/kernel.cu", "csrc/bindings.cpp"];
+
 /// `PROJECT` with `extra` lines in `[tool.cuwheel]`, written to `dir` with
 /// its source files.
 fn project(dir: &Path, extra: &str) {
-    fs::write(dir.join("pyproject.toml"), PROJECT.replace("EXTRA", extra)).unwrap();
-    fs::create_dir_all(dir.join("csrc")).unwrap();
-    for file in ["csrc/kernel.cu", "csrc/bindings.cpp"] {
-        fs::write(dir.join(file), "").unwrap();
-    }
+    common::project::write_project(dir, &PROJECT.replace("EXTRA", extra), &SOURCES);
 }
 
 /// Runs cuwheel with `args` in `dir`; its exit status and stderr, with
@@ -105,24 +104,19 @@ fn a_family_target_the_pinned_nvcc_cannot_compile() {
             r#"torch = ["2.7", "2.11"]"#,
             "torch = [\"2.9\"]\nnvcc = { cu128 = \"12.8\" }",
         );
-    project(dir.path(), "");
-    fs::write(dir.path().join("pyproject.toml"), text).unwrap();
+    common::project::write_project(dir.path(), &text, &SOURCES);
     insta::assert_snapshot!(cuwheel(
         dir.path(),
         &["lock", "--project", ".", "--python", "./no-such-python"]
     ));
 }
 
-/// The demo's lock beside the project: for its config when `for_config`,
-/// else for a config whose hash is all zeros.
-fn with_demo_lock(dir: &Path, for_config: bool) {
+/// The demo's lock beside the project, as made for a config whose digest is
+/// all zeros.
+fn with_foreign_lock(dir: &Path) {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext/cuwheel.lock");
     let mut lock = cuwheel::lock::format::Lock::read(&demo).unwrap();
-    lock.config_sha256 = if for_config {
-        cuwheel::lock::config_sha256(&dir.join("pyproject.toml")).unwrap()
-    } else {
-        "0".repeat(64)
-    };
+    lock.config_sha256 = "0".repeat(64);
     lock.write(&dir.join("cuwheel.lock")).unwrap();
 }
 
@@ -130,7 +124,7 @@ fn with_demo_lock(dir: &Path, for_config: bool) {
 fn a_lock_made_for_another_config() {
     let dir = tempfile::tempdir().unwrap();
     project(dir.path(), "");
-    with_demo_lock(dir.path(), false);
+    with_foreign_lock(dir.path());
     insta::assert_snapshot!(cuwheel(dir.path(), &["plan", "--project", "."]));
 }
 

@@ -47,11 +47,11 @@ nvcc = { cu128 = "12.4" }
 /// A project directory with `pyproject` and the sources it names.
 fn project(pyproject: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
-    fs::create_dir_all(dir.path().join("csrc")).unwrap();
-    for file in ["csrc/kernel.cu", "csrc/bindings.cpp", "csrc/ops.cpp"] {
-        fs::write(dir.path().join(file), "").unwrap();
-    }
+    common::project::write_project(
+        dir.path(),
+        pyproject,
+        &["csrc/kernel.cu", "csrc/bindings.cpp", "csrc/ops.cpp"],
+    );
     dir
 }
 
@@ -229,9 +229,8 @@ fn a_relock_reuses_what_the_lock_resolved_and_asks_only_about_what_is_new() {
     );
     assert!(err.contains("reading Debian bookworm"), "{err}");
     // torch as a range that selects the same minor: pip lists the releases again (a new one
-    // may have come), but torch 2.9's facts are the lock's, and every toolchain is reused, so
-    // only the listing and the config's digest change nothing else: the lock is the same but
-    // for config-sha256.
+    // may have come), but torch 2.9's facts come from the lock and every toolchain is reused:
+    // the new lock differs from the old only in config-sha256.
     let edited = TINY.replace("torch = [\"2.9\"]", "torch = [\">=2.9,<2.10\"]");
     fs::write(copy.path().join("pyproject.toml"), &edited).unwrap();
     fs::write(copy.path().join("cuwheel.lock"), first).unwrap();

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use super::archs::{ExpectedArchs, PROVENANCE_FILE};
 use super::elf::ElfFacts;
-use super::fatbin::{Fatbin, ImageBytes};
+use super::fatbin::Fatbin;
 use super::load::{self, LoadInputs, LoadVerdict};
 use super::loader::{self, LoadedObject, Resolution};
 use super::manylinux::{self, ManylinuxPolicy, PolicyInput};
@@ -71,8 +71,6 @@ pub struct ElfMember<'a> {
     pub facts: &'a ElfFacts,
     /// Its `.nv_fatbin`, when it has one: parsed, or why not.
     pub fatbin: Option<&'a Result<Fatbin, String>>,
-    /// What each image of that fat binary weighs.
-    pub fatbin_bytes: &'a [ImageBytes],
 }
 
 impl ElfMember<'_> {
@@ -135,7 +133,6 @@ impl<'a> AuditContext<'a> {
                     name: &m.name,
                     facts: &scan.facts,
                     fatbin: scan.fatbin.as_ref(),
-                    fatbin_bytes: &scan.fatbin_bytes,
                 }),
                 _ => None,
             })

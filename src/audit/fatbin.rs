@@ -290,27 +290,26 @@ impl FatbinMember<'_> {
     /// read, or it claims more than [`MAX_DECOMPRESSED`] bytes (a hostile
     /// header must not make the reader allocate what it says).
     pub fn decompressed(&self) -> Option<Vec<u8>> {
-        let member = self;
-        if member.uncompressed_size > MAX_DECOMPRESSED {
+        if self.uncompressed_size > MAX_DECOMPRESSED {
             return None;
         }
-        let size = usize::try_from(member.uncompressed_size).ok()?;
-        match member.compression {
-            Compression::None => Some(member.payload.to_vec()),
+        let size = usize::try_from(self.uncompressed_size).ok()?;
+        match self.compression {
+            Compression::None => Some(self.payload.to_vec()),
             Compression::Lz4 => {
                 // The stored payload is padded to 8 bytes after the LZ4 block.
-                lz4_flex::block::decompress(member.payload, size)
+                lz4_flex::block::decompress(self.payload, size)
                     .ok()
                     .or_else(|| {
                         (1..8).find_map(|pad| {
-                            let end = member.payload.len().checked_sub(pad)?;
-                            lz4_flex::block::decompress(&member.payload[..end], size).ok()
+                            let end = self.payload.len().checked_sub(pad)?;
+                            lz4_flex::block::decompress(&self.payload[..end], size).ok()
                         })
                     })
             }
             Compression::Zstd => {
                 // One frame, then the payload's padding.
-                let mut decoder = zstd::stream::read::Decoder::new(member.payload)
+                let mut decoder = zstd::stream::read::Decoder::new(self.payload)
                     .ok()?
                     .single_frame();
                 let mut out = Vec::with_capacity(size);
@@ -325,22 +324,11 @@ impl FatbinMember<'_> {
 /// Every image of a whole `.nv_fatbin` section with its payload, in file
 /// order (what `cuwheel reproduce` compares member by member).
 pub fn members(section: &[u8]) -> Result<Vec<FatbinMember<'_>>, FatbinError> {
-    let whole = Section {
-        data: section,
-        offset: 0,
-        len: section.len(),
-    };
-    let mut entries = Vec::new();
-    walk(&whole, &mut |entry: Entry| entries.push(entry))?;
-    Ok(entries
-        .into_iter()
-        .map(|entry| FatbinMember {
-            image: entry.image,
-            payload: &section[entry.payload],
-            compression: entry.compression,
-            uncompressed_size: entry.uncompressed_size,
-        })
-        .collect())
+    let mut members = Vec::new();
+    for_each_member(section, 0, section.len() as u64, &mut |member| {
+        members.push(member)
+    })?;
+    Ok(members)
 }
 
 /// The section's bytes, read where they are needed.

@@ -116,7 +116,10 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
             size::size_report(
                 meta.len(),
                 options.pypi.as_ref().map(|rules| rules.max_file_size),
-                ctx.elfs.iter().flat_map(|elf| elf.fatbin_bytes),
+                members
+                    .iter()
+                    .filter_map(|m| m.elf.as_ref()?.as_ref().ok())
+                    .flat_map(|elf| &elf.fatbin_bytes),
             )
         }),
         elf_files: members.iter().filter_map(|m| summary(&ctx, m)).collect(),

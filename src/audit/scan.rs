@@ -286,10 +286,11 @@ impl<'a> Sink<'a> {
 
 fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfError> {
     let facts = ElfFacts::parse_from(name, data)?;
-    let fatbin = match elf::nv_fatbin_range(name, data) {
+    let range = elf::nv_fatbin_range(name, data);
+    let fatbin = match &range {
         Ok(None) => None,
         Ok(Some((offset, size))) => Some(
-            fatbin::parse_at(data, offset, size)
+            fatbin::parse_at(data, *offset, *size)
                 .map_err(|error| format!("section {}: {error}", elf::NV_FATBIN_SECTION)),
         ),
         Err(ElfError {
@@ -300,7 +301,7 @@ fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfErro
     };
     let mut fatbin_bytes = Vec::new();
     let mut device_leaks = Vec::new();
-    if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, elf::nv_fatbin_range(name, data)) {
+    if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, range) {
         // The section parsed above, so the walk does not fail.
         let _ = fatbin::for_each_member(data, offset, size, &mut |member| {
             fatbin_bytes.push(ImageBytes::of(&member, DEFLATE_LEVEL as u8));

@@ -181,10 +181,6 @@ impl Spec {
         })
     }
 
-    /// The cells to build with the lock's `facts`, sorted. Errors: a
-    /// [`ConfigError`] for what the config names that the facts do not
-    /// have (a torch never released, an exclude that matches no cell), else
-    /// a [`CompatError`] naming every cell that cannot be built.
     /// A note for `cuwheel lock` when `cuda-compress-mode` is set and some
     /// of `cells` compile with an nvcc that lacks the option
     /// ([`config::compress::unsupported_note`]).
@@ -201,6 +197,10 @@ impl Spec {
         config::compress::unsupported_note(&mode.at.key, mode.value, &cells)
     }
 
+    /// The cells to build with the lock's `facts`, sorted. Errors: a
+    /// [`ConfigError`] for what the config names that the facts do not
+    /// have (a torch never released, an exclude that matches no cell), else
+    /// a [`CompatError`] naming every cell that cannot be built.
     pub fn cells(&self, facts: &MatrixFacts) -> anyhow::Result<Vec<Cell>> {
         let expansion = matrix::expand(&self.config, facts);
         if !expansion.problems.is_empty() {

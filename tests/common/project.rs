@@ -9,6 +9,18 @@ use std::process::Command;
 use super::flake::repo;
 use super::{cuwheel_bin, run_ok};
 
+/// A project in `dir`: `pyproject` as its pyproject.toml, and an empty file
+/// at each of `sources` (project-relative), for configs read before any
+/// source is compiled.
+pub fn write_project(dir: &Path, pyproject: &str, sources: &[&str]) {
+    fs::write(dir.join("pyproject.toml"), pyproject).unwrap();
+    for source in sources {
+        let path = dir.join(source);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, "").unwrap();
+    }
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {

@@ -5,7 +5,7 @@
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
-use crate::audit::leaks::{BUILD_PATTERN, STORE_PATTERN};
+use crate::audit::leaks::{BUILD_PATTERN, LeakScan, STORE_PATTERN};
 
 pub struct BuildPaths;
 
@@ -31,10 +31,9 @@ impl AuditCheck for BuildPaths {
             out.finding(
                 Some(&member.name),
                 format!(
-                    "holds {} build-machine path{} (a {STORE_PATTERN}<hash>- store path, or a \
-                     path starting {BUILD_PATTERN}, the Nix sandbox's build directory), e.g. {}",
-                    scan.hits,
-                    if scan.hits == 1 { "" } else { "s" },
+                    "holds {} (a {STORE_PATTERN}<hash>- store path, or a path starting \
+                     {BUILD_PATTERN}, the Nix sandbox's build directory), e.g. {}",
+                    paths(scan),
                     examples.join(", ")
                 ),
                 "rebuild with build and store paths mapped away (gcc and nvcc \
@@ -57,10 +56,8 @@ impl AuditCheck for BuildPaths {
                 out.finding(
                     Some(&member.name),
                     format!(
-                        "its compressed {image} image holds {} build-machine path{} once \
-                         decompressed, e.g. {}",
-                        scan.hits,
-                        if scan.hits == 1 { "" } else { "s" },
+                        "its compressed {image} image holds {} once decompressed, e.g. {}",
+                        paths(scan),
                         examples.join(", ")
                     ),
                     "rebuild with the device line info's paths mapped away (nvcc sees every \
@@ -70,4 +67,10 @@ impl AuditCheck for BuildPaths {
             }
         }
     }
+}
+
+/// `1 build-machine path`, `3 build-machine paths`.
+fn paths(scan: &LeakScan) -> String {
+    let plural = if scan.hits == 1 { "" } else { "s" };
+    format!("{} build-machine path{plural}", scan.hits)
 }

@@ -6,12 +6,14 @@
 //! which has no setup.py. setup.py is only ever read, never run: these
 //! fixtures import torch, which the test machine need not have.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cuwheel::init::classify::Flavour;
 use cuwheel::init::model::{Inferred, Module, VersionSource};
+use cuwheel::init::torch_archs::{Origin, TorchArchs};
 use cuwheel::init::{InitOptions, infer, init};
 use cuwheel::spec::Spec;
 
@@ -66,8 +68,23 @@ fn options() -> InitOptions {
             python: vec!["3.11,3.13,3.14".into()],
             ..Default::default()
         },
+        torch_archs: Origin::Given(torch_archs()),
         ..InitOptions::default()
     }
+}
+
+/// The archs torch 2.11 (cu130) and 2.9 (cu128) were built for, as
+/// `torch_archs::read_wheel` reads them from their cp311 wheels'
+/// libtorch_cuda.so (tests/init_torch_archs.rs reads a real one).
+fn torch_archs() -> BTreeMap<String, TorchArchs> {
+    let archs = |sass: &[u32]| TorchArchs {
+        sass: sass.to_vec(),
+        ptx: Vec::new(),
+    };
+    BTreeMap::from([
+        ("2.11".to_string(), archs(&[75, 80, 86, 90, 100, 120])),
+        ("2.9".to_string(), archs(&[70, 75, 80, 86, 90, 100, 120])),
+    ])
 }
 
 #[test]
@@ -250,10 +267,120 @@ fn one_module_with_cu_bindings_and_archs_from_the_build_machine() {
         .collect();
     assert!(
         taken.iter().any(|t| t.contains(
-            "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py; \
-             not inferred: cuwheel does not read the archs torch was built for from its wheel"
+            "`torch.cuda.get_device_capability()` is the GPU of the machine that runs \
+             setup.py, and the archs torch was built for were not read from its wheel"
         )),
         "{taken:?}"
+    );
+}
+
+/// setup.py builds for `torch.cuda.get_device_capability()`: init answers
+/// it once per GPU arch each torch of the matrix was built for, so the
+/// wheel serves every GPU that torch serves, each toolkit's list cut to
+/// what its nvcc compiles.
+#[test]
+fn the_gpu_at_hand_is_every_gpu_torch_was_built_for() {
+    let (_dir, root) = copy_of("one-module");
+    let outcome = init(&root, &options()).unwrap();
+    let doc: toml::Table = outcome.pyproject.parse().unwrap();
+    let archs = doc["tool"]["cuwheel"]["cuda-archs"].as_table().unwrap();
+    let list = |key: &str| -> Vec<&str> {
+        archs[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect()
+    };
+    // torch 2.11 (cu130, nvcc 13.0): all six.
+    assert_eq!(list("13"), ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]);
+    // torch 2.9 (cu128) is built by nvcc 12.5, which has no sm_100 or sm_120.
+    assert_eq!(list("12"), ["7.0", "7.5", "8.0", "8.6", "9.0"]);
+    let inferred = &outcome.inferred;
+    assert!(
+        !inferred
+            .findings
+            .iter()
+            .any(|f| f.key == "tool.cuwheel.cuda-archs"),
+        "{:#?}",
+        inferred.findings
+    );
+    // The flags every GPU shares stay; the -gencode of each became archs.
+    assert_eq!(inferred.modules[0].nvcc_flags, ["-std=c++17"]);
+    let said: Vec<&str> = inferred
+        .assumptions
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains(
+            "for torch 2.11.0+cu130 it was answered once per GPU arch that torch was built for \
+             (7.5, 8.0, 8.6, 9.0, 10.0, 12.0)"
+        )),
+        "{said:#?}"
+    );
+    assert!(
+        outcome.matrix.notes.iter().any(|n| n
+            == "torch 2.9.0+cu128 was built for 7.0, 7.5, 8.0, 8.6, 9.0, 10.0, 12.0 (as given)"),
+        "{:?}",
+        outcome.matrix.notes
+    );
+}
+
+/// A setup.py that asks the GPU's capability, and one flag only the newer
+/// GPUs get: the archs are united, the flag is reported, naming the GPUs.
+#[test]
+fn a_flag_only_some_gpus_get_is_reported_with_each_gpu() {
+    let setup = r#"
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension, BuildExtension
+
+major, minor = torch.cuda.get_device_capability()
+flags = ["-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"]
+if major >= 9:
+    flags.append("-DHOPPER")
+setup(
+    name="gpuflag",
+    version="1.0",
+    ext_modules=[CUDAExtension("gpuflag._C", ["k.cu"], extra_compile_args={"nvcc": flags})],
+    cmdclass={"build_ext": BuildExtension},
+)
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("gpuflag");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("setup.py"), setup).unwrap();
+    fs::write(
+        root.join("k.cu"),
+        "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    )
+    .unwrap();
+    let mut options = options();
+    options.matrix.torch = vec!["2.11".into()];
+    options.matrix.cuda = vec!["13.0".into()];
+    options.dry_run = true;
+    let outcome = init(&root, &options).unwrap();
+    let doc: toml::Table = outcome.pyproject.parse().unwrap();
+    let written: Vec<&str> = doc["tool"]["cuwheel"]["cuda-archs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(written, ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]);
+    let m = &outcome.inferred.modules[0];
+    assert_eq!(m.nvcc_flags, ["-O3"]);
+    let finding = outcome
+        .inferred
+        .findings
+        .iter()
+        .find(|f| f.key.ends_with(".nvcc-flags"))
+        .unwrap_or_else(|| panic!("{:#?}", outcome.inferred.findings));
+    assert!(
+        finding.problem.contains("[\"-O3\", \"-DHOPPER\"] for nvcc 13.0, torch 2.11.0+cu130 (torch.version.cuda 13.0), a GPU of compute capability 12.0"),
+        "{}",
+        finding.problem
     );
 }
 
@@ -499,6 +626,8 @@ fn the_command_reports_and_writes_without_locking() {
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
         .args(["init", "--no-lock", "--cuwheel", "path:/opt/cuwheel"])
         .args(["--torch", "2.11,2.9", "--python", "3.11,3.13,3.14"])
+        // Archs given: no torch wheel is read for its archs.
+        .args(["--cuda-archs", "8.0,9.0"])
         .arg(&root)
         .output()
         .unwrap();
@@ -508,7 +637,13 @@ fn the_command_reports_and_writes_without_locking() {
         stderr.contains("init: not inferred — review these in pyproject.toml:"),
         "{stderr}"
     );
-    assert!(stderr.contains("tool.cuwheel.cuda-archs"), "{stderr}");
+    assert!(
+        stderr.contains("tool.cuwheel.matrix.torch: pyproject.toml's [build-system] requires"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("libtorch_cuda.so"), "{stderr}");
+    let text = fs::read_to_string(root.join("pyproject.toml")).unwrap();
+    assert!(text.contains("cuda-archs = [\"8.0\", \"9.0\"]"), "{text}");
     assert!(
         stderr.contains("binding: csrc/gemm.cu includes \"gemm.h\""),
         "{stderr}"

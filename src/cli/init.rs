@@ -81,6 +81,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
         },
         pip_python: args.pip_python.clone(),
         archives: args.archives.clone(),
+        torch_archs: Default::default(),
     };
     let outcome = init(&args.dir, &options)?;
     if args.dry_run {

@@ -32,6 +32,7 @@ pub mod sdist_record;
 pub mod setup_cfg;
 pub mod stage;
 pub mod toolkits;
+pub mod torch_archs;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -57,6 +58,8 @@ pub struct InitOptions {
     pub matrix: matrix::MatrixFlags,
     /// The interpreter whose pip lists torch releases (default `python3`).
     pub pip_python: Option<PathBuf>,
+    /// Where the archs torch was built for come from, when setup.py asks.
+    pub torch_archs: torch_archs::Origin,
     /// `--archives`: where to look for the headers of a Python no Debian
     /// suite carries (besides `$CUWHEEL_ARCHIVES`).
     pub archives: Vec<PathBuf>,
@@ -193,14 +196,57 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         pip: &pip,
         baseline: &baseline,
     };
-    let matrix = matrix::choose(&options.matrix, pybind11, &index)?;
+    let mut matrix = matrix::choose(&options.matrix, pybind11, &index)?;
+    let from_setup_py = origin.starts_with("setup.py");
+    let mut toolkits = matrix_toolkits(&matrix);
+    // What setup.py asks of the GPU is answered from the archs torch was
+    // built for, read from its wheel: only where it asks, and where
+    // `--cuda-archs` does not replace the answer anyway.
+    let mut unread_archs = None;
+    if from_setup_py && inferred.gpu.any() && matrix.cuda_archs.is_empty() {
+        let bound = toolkits.get_or_insert_with(toolkits::default_toolkits);
+        let python = matrix
+            .python
+            .first()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(crate::spec::PythonAbi::regular(
+                crate::lock::torch::PROBE_PYTHON,
+            ));
+        let read = match &options.torch_archs {
+            torch_archs::Origin::Wheels => crate::lock::cache::Cache::locate().and_then(|cache| {
+                torch_archs::for_toolkits(bound, &pip, &cache, python, &baseline, &|line| {
+                    eprintln!("{line}")
+                })
+            }),
+            torch_archs::Origin::Given(given) => torch_archs::given(bound, given),
+        };
+        match read {
+            Ok(lines) => matrix.notes.extend(lines),
+            Err(e) => {
+                unread_archs = Some(e);
+                toolkits = matrix_toolkits(&matrix);
+            }
+        }
+    }
     // setup.py was evaluated for the default matrix's toolkits; where the
-    // matrix written serves others, what depends on the toolkit is
-    // evaluated again for exactly those.
-    if let Some(toolkits) = matrix_toolkits(&matrix) {
-        if toolkits != toolkits::default_toolkits() && origin.starts_with("setup.py") {
+    // matrix written serves others, or torch's archs are now known, what
+    // depends on them is evaluated again for exactly those.
+    if let Some(toolkits) = toolkits {
+        if toolkits != toolkits::default_toolkits() && from_setup_py {
             inferred = infer_for(&root, options.ignore_setup_py, &toolkits)?.0;
         }
+    }
+    if let Some(e) = unread_archs {
+        inferred.find(
+            "tool.cuwheel.cuda-archs",
+            format!(
+                "setup.py asks torch for the GPU it runs on (`torch.cuda.get_device_capability()` \
+                 or `get_arch_list()`), which init answers with the archs torch was built for, \
+                 read from torch's wheel; they could not be read: {e:#}"
+            ),
+            "write cuda-archs = [...] with the archs your users' GPUs have, or run `cuwheel \
+             init --cuda-archs ...` (or again once pip reaches the index)",
+        );
     }
     let reported = |inferred: &Inferred, key: &str| inferred.findings.iter().any(|f| f.key == key);
     if inferred.meta.name.is_none() && !has("name") && !reported(&inferred, "project.name") {
@@ -255,7 +301,6 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
     table.push_str(&matrix.render());
     let found = headers::find(&matrix.python, &options.archives);
     table.push_str(&headers::render(&found.found));
-    let mut matrix = matrix;
     for f in &found.found {
         matrix.notes.push(format!(
             "Python {}'s headers: {} (sha256 {}), found in {}",

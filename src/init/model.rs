@@ -29,6 +29,8 @@ pub struct Inferred {
     /// Each branch or value the evaluation assumed, with its source line.
     pub assumptions: Vec<Note>,
     pub findings: Vec<Finding>,
+    /// What setup.py asked of the GPU torch runs on, in any evaluation.
+    pub gpu: super::python::GpuQuestions,
 }
 
 /// `[project]`'s keys as setup.py gives them.

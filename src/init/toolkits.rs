@@ -88,6 +88,8 @@ pub fn toolkits_for(cells: &[(TorchVersion, CudaVersion)]) -> Vec<Toolkit> {
             nvcc: default_nvcc(*cuda).to_string(),
             cuda: cuda.to_string(),
             torch: format!("{torch}.0+cu{}", cuda.compact()),
+            archs: None,
+            device: None,
         })
         .collect()
 }
@@ -114,7 +116,9 @@ fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result
     let evaluate = |toolkit: Option<&Toolkit>| -> Result<Inferred> {
         let evaluation = python::evaluate_setup_py_for(root, text, toolkit)
             .map_err(|e| anyhow!("{e}\n{hint}"))?;
-        super::extract::from_setup(root, &evaluation)
+        let mut inferred = super::extract::from_setup(root, &evaluation)?;
+        inferred.gpu = evaluation.gpu;
+        Ok(inferred)
     };
     if toolkits.is_empty() {
         return evaluate(None);
@@ -122,7 +126,7 @@ fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result
     let mut runs: Vec<(&Toolkit, Inferred)> = Vec::new();
     let mut failed: Vec<(&Toolkit, anyhow::Error)> = Vec::new();
     for toolkit in toolkits {
-        match evaluate(Some(toolkit)) {
+        match per_gpu(&evaluate, toolkit) {
             Ok(inferred) => runs.push((toolkit, inferred)),
             Err(e) => failed.push((toolkit, e)),
         }
@@ -131,7 +135,65 @@ fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result
         let (_, first) = failed.into_iter().next().expect("a toolkit");
         return Err(first);
     }
-    Ok(merge(runs, failed))
+    let gpu = python::GpuQuestions {
+        arch_list: runs.iter().any(|(_, r)| r.gpu.arch_list),
+        device: runs.iter().any(|(_, r)| r.gpu.device),
+    };
+    let mut merged = merge(runs, failed);
+    merged.gpu = gpu;
+    Ok(merged)
+}
+
+/// One toolkit's evaluation. Where setup.py asks for the GPU at hand
+/// (`torch.cuda.get_device_capability()`) and the archs torch was built
+/// for are known, a wheel serves every one of them: setup.py is evaluated
+/// once per arch, the archs each gives are united, and any other key that
+/// differs is reported as it is between toolkits.
+fn per_gpu(
+    evaluate: &dyn Fn(Option<&Toolkit>) -> Result<Inferred>,
+    toolkit: &Toolkit,
+) -> Result<Inferred> {
+    let first = evaluate(Some(toolkit))?;
+    let Some(archs) = toolkit.archs.as_ref().filter(|_| first.gpu.device) else {
+        return Ok(first);
+    };
+    let gpus: Vec<Toolkit> = archs
+        .sass
+        .iter()
+        .map(|arch| Toolkit {
+            device: Some(*arch),
+            ..toolkit.clone()
+        })
+        .collect();
+    let mut runs: Vec<(&Toolkit, Inferred)> = Vec::new();
+    for gpu in &gpus {
+        runs.push((gpu, evaluate(Some(gpu))?));
+    }
+    let mut united: Vec<CudaArch> = Vec::new();
+    for (_, run) in &runs {
+        for arch in &run.archs {
+            if !united.contains(arch) {
+                united.push(*arch);
+            }
+        }
+    }
+    united.sort();
+    for (_, run) in &mut runs {
+        run.archs = united.clone();
+    }
+    let mut merged = merge(runs, Vec::new());
+    merged.gpu = first.gpu;
+    merged.assumptions.push(python::Note {
+        at: "setup.py".into(),
+        text: format!(
+            "`torch.cuda.get_device_capability()` is the GPU of the machine that runs setup.py: \
+             for torch {} it was answered once per GPU arch that torch was built for ({}), and \
+             the archs each answer gives were united",
+            toolkit.torch,
+            archs.shown()
+        ),
+    });
+    Ok(merged)
 }
 
 /// The first run (the newest toolkit) with every other run's differences
@@ -234,6 +296,10 @@ fn merge_archs(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
     }
     let lists: BTreeSet<&Vec<CudaArch>> = by_nvcc.values().map(|(archs, _)| archs).collect();
     if lists.len() <= 1 {
+        // One list for every toolkit: what they all compile.
+        if let (Some(archs), false) = (lists.first(), merged.archs.is_empty()) {
+            merged.archs = (*archs).clone();
+        }
         return;
     }
     let mut table: BTreeMap<ToolkitKey, Vec<CudaArch>> = BTreeMap::new();

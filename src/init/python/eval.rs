@@ -71,6 +71,24 @@ pub struct Evaluation {
     pub project_values: Vec<(String, Value)>,
     /// Where evaluation stopped at a `raise`, if it did.
     pub raised: Option<String>,
+    /// What setup.py asked of the GPU torch runs on.
+    pub gpu: GpuQuestions,
+}
+
+/// Whether setup.py asked `torch.cuda.get_arch_list()` (the archs torch
+/// was built for) or `torch.cuda.get_device_capability()` (the GPU at
+/// hand, which a wheel's build has none of: init answers it once per arch
+/// torch was built for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuQuestions {
+    pub arch_list: bool,
+    pub device: bool,
+}
+
+impl GpuQuestions {
+    pub fn any(self) -> bool {
+        self.arch_list || self.device
+    }
 }
 
 /// An assumption the evaluator made, or something it could not evaluate,
@@ -161,6 +179,7 @@ pub struct Interpreter {
     pub(super) statement_start: usize,
     /// How deep [`eval`](Interpreter::eval) is nested.
     pub(super) eval_depth: usize,
+    pub(super) gpu: GpuQuestions,
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
@@ -202,6 +221,7 @@ pub fn evaluate_setup_py_for(
         steps: 0,
         statement_start: 0,
         eval_depth: 0,
+        gpu: GpuQuestions::default(),
     };
     let raised = match interpreter.top_level(&body)? {
         Flow::Raise(at) => Some(at),
@@ -215,6 +235,7 @@ pub fn evaluate_setup_py_for(
         environ: interpreter.environ,
         project_values: interpreter.project_values,
         raised,
+        gpu: interpreter.gpu,
     })
 }
 

@@ -12,6 +12,7 @@ use super::eval::Interpreter;
 use std::rc::Rc;
 
 use super::value::{Value, shared};
+use crate::init::torch_archs::{TorchArchs, dotted};
 
 /// The build-host facts, by qualified name (or the name a
 /// [`Value::Host`](super::value::Value::Host) carries), and how a note
@@ -120,13 +121,23 @@ pub struct Toolkit {
     pub cuda: String,
     /// The cells' torch (`2.9.0+cu128`): `torch.__version__`.
     pub torch: String,
+    /// The archs that torch was built for, read from its wheel
+    /// (`torch.cuda.get_arch_list()`); `None` when not read.
+    pub archs: Option<TorchArchs>,
+    /// The GPU this evaluation stands for (`90`: 9.0), one of `archs`:
+    /// `torch.cuda.get_device_capability()`. `None`: not known.
+    pub device: Option<u32>,
 }
 
 impl Toolkit {
     /// How a note names the cells this evaluation is for.
     pub fn describe(&self) -> String {
+        let gpu = match self.device {
+            Some(arch) => format!(", a GPU of compute capability {}", dotted(arch)),
+            None => String::new(),
+        };
         format!(
-            "nvcc {}, torch {} (torch.version.cuda {})",
+            "nvcc {}, torch {} (torch.version.cuda {}){gpu}",
             self.nvcc, self.torch, self.cuda
         )
     }

@@ -33,8 +33,8 @@ mod tokenize;
 pub mod value;
 
 pub use eval::{
-    ARCH_BRANCH, EvalError, Evaluation, Note, evaluate_setup_py, evaluate_setup_py_for,
-    unknown_why as value_why,
+    ARCH_BRANCH, EvalError, Evaluation, GpuQuestions, Note, evaluate_setup_py,
+    evaluate_setup_py_for, unknown_why as value_why,
 };
 pub use files::{normpath, project_relative};
 pub use host::Toolkit;

@@ -438,6 +438,8 @@ mod evaluator {
             nvcc: "12.5".into(),
             cuda: "12.8".into(),
             torch: "2.9.0+cu128".into(),
+            archs: None,
+            device: None,
         };
         let (_dir, root) = crate::init::write_tree(&[("setup.py", text)]);
         let bound = super::super::evaluate_setup_py_for(&root, text, Some(&toolkit)).unwrap();

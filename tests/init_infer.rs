@@ -616,7 +616,7 @@ fn the_demo_is_inferred_from_its_tree() {
     assert!(inferred.matrix.exclude.is_empty());
     let (inferred, expected) = (&inferred.modules[0].compile, &expected.modules[0].compile);
     assert!(inferred.nvcc_flags.is_empty() && inferred.cxx_flags.is_empty());
-    assert_eq!(expected.nvcc_flags, ["--expt-relaxed-constexpr"]);
+    assert_eq!(expected.nvcc_flags.default, ["--expt-relaxed-constexpr"]);
     assert_eq!(expected.cxx_flags, ["-O3"]);
 }
 

@@ -105,22 +105,25 @@ fn nvcc_bare_metal_version_gives_archs_per_toolkit() {
         line(&text, "cuda-archs"),
         r#"cuda-archs = { "12" = ["8.0", "9.0"], "13" = ["8.0", "9.0", "10.0", "11.0", "12.0"] }"#
     );
-    // The flags every toolkit shares are written; the others are reported
-    // with each toolkit's list.
+    // nvcc's flags are written per toolkit: the shared ones as the default,
+    // CUDA 13's whole list under its major.
     assert_eq!(
         line(&text, "nvcc-flags"),
-        r#"nvcc-flags = ["-O3", "--use_fast_math"]"#
+        r#"nvcc-flags = { default = ["-O3", "--use_fast_math"], "13" = ["-O3", "--use_fast_math", "-DCUDA13"] }"#
     );
+    // C++ objects of a CPU module are shared by every toolkit, so cxx-flags
+    // has one list: the shared flags are written, the others reported with
+    // each toolkit's list.
     assert_eq!(line(&text, "cxx-flags"), r#"cxx-flags = ["-O3"]"#);
     let said = findings(&inferred);
+    assert!(!said.contains("nvcc-flags"), "{said}");
+    let notes = assumptions(&inferred);
     assert!(
-        said.contains(
-            "tool.cuwheel.modules[bare_metal._C].nvcc-flags: setup.py computes `bare_metal._C`'s \
-             nvcc-flags per toolkit: [\"-O3\", \"--use_fast_math\", \"-DCUDA13\"] for nvcc 13.0, \
-             torch 2.11.0+cu130 (torch.version.cuda 13.0); [\"-O3\", \"--use_fast_math\"] for nvcc \
-             12.5, torch 2.9.0+cu128 (torch.version.cuda 12.8)"
-        ),
-        "{said}"
+        notes.iter().any(|n| n.contains(
+            "setup.py computes `bare_metal._C`'s nvcc-flags per toolkit: written as a table keyed \
+             by toolkit (\"13\")"
+        )),
+        "{notes:?}"
     );
     assert!(
         said.contains(
@@ -139,6 +142,31 @@ fn nvcc_bare_metal_version_gives_archs_per_toolkit() {
             .iter()
             .any(|n| n.contains("`nvcc -V` says release 12.5 for nvcc 12.5")),
         "{notes:?}"
+    );
+}
+
+/// Two modules, one with flags per toolkit: its table is written in its
+/// own `[[tool.cuwheel.modules]]`, and nothing of nvcc's is lifted to the top.
+#[test]
+fn a_modules_nvcc_flags_per_toolkit_stay_in_its_table() {
+    let setup = BARE_METAL.replace(
+        "    )],\n",
+        "    ), CUDAExtension(\"bare_metal._D\", [\"csrc/k.cu\", \"csrc/b.cpp\"], \
+         extra_compile_args={\"nvcc\": [\"-O3\", \"-DPLAIN\"]})],\n",
+    );
+    assert_ne!(setup, BARE_METAL);
+    let (text, _) = written(&setup);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("nvcc-flags"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"nvcc-flags = { default = ["-O3", "--use_fast_math"], "13" = ["-O3", "--use_fast_math", "-DCUDA13"] }"#,
+            r#"nvcc-flags = ["-O3", "-DPLAIN"]"#,
+        ],
+        "{text}"
     );
 }
 

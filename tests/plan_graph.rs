@@ -511,6 +511,38 @@ fn user_defines_and_flags_are_quoted_and_a_user_standard_replaces_cxx17() {
 }
 
 #[test]
+fn nvcc_flags_keyed_by_toolkit_reach_only_that_toolkits_compiles() {
+    let config = config(
+        "python = [\"3.13\"]\ntorch = [\"2.11\", \"2.9\"]",
+        "nvcc-flags = { default = [\"-O3\"], \"13\" = [\"-O3\", \"-DCUDA13\", \"-lineinfo\"] }\n",
+    );
+    let (lock, cells) = lock_for(&config, &|torch| {
+        if torch.contains("211") {
+            "torch211"
+        } else {
+            "torch29"
+        }
+    });
+    let plan = plan_of(&config, &["k/a.cu"], &lock, &cells).unwrap();
+    let names = kernel_names(&plan);
+    let (cuda13, cuda12): (Vec<&str>, Vec<&str>) =
+        names.iter().partition(|n| n.starts_with("kernel-cuda13"));
+    assert_eq!((cuda13.len(), cuda12.len()), (1, 1), "{names:?}");
+    let new = &plan.nodes[cuda13[0]].script;
+    let old = &plan.nodes[cuda12[0]].script;
+    // The flag lines of the `nvcc_compile` function.
+    assert!(new.contains("    -DCUDA13 \\\n    -lineinfo \\\n"), "{new}");
+    assert!(
+        !old.contains("-DCUDA13") && !old.contains("    -lineinfo \\\n"),
+        "{old}"
+    );
+    assert!(old.contains("-O3"), "{old}");
+    // Only the toolkit asked for line info compiles with every path mapped.
+    assert!(new.contains("Device line info records absolute paths"));
+    assert!(!old.contains("Device line info records absolute paths"));
+}
+
+#[test]
 fn names_stay_unique_across_torches_and_same_named_sources() {
     let config = config(
         "python = [\"3.13\"]\ntorch = [\"2.11\", \">=2.14,<=2.14\"]",

@@ -106,7 +106,11 @@ pub struct Module {
     pub include_dirs: Vec<String>,
     pub defines: Vec<String>,
     pub undefines: Vec<String>,
+    /// The flags every toolkit shares: `nvcc-flags`, or its `default`.
     pub nvcc_flags: Vec<String>,
+    /// Where setup.py gives nvcc different flags per toolkit, each
+    /// toolkit's whole list (the table form of `nvcc-flags`); else empty.
+    pub nvcc_flags_by_toolkit: BTreeMap<ToolkitKey, Vec<String>>,
     pub cxx_flags: Vec<String>,
     pub link_flags: Vec<String>,
     pub libraries: Vec<String>,

@@ -32,6 +32,23 @@ const COMPILE_KEYS: [CompileKey; 4] = [
     ("cxx-flags", |m| &m.cxx_flags, false),
 ];
 
+/// `nvcc-flags` as a table keyed by toolkit, on one line (an inline
+/// table may not span lines): `default` holds what every toolkit shares.
+fn nvcc_table(module: &Module) -> String {
+    let one_line = |list: &[String]| {
+        let quoted: Vec<String> = list.iter().map(|f| quote(f)).collect();
+        format!("[{}]", quoted.join(", "))
+    };
+    let mut entries = vec![format!("default = {}", one_line(&module.nvcc_flags))];
+    entries.extend(
+        module
+            .nvcc_flags_by_toolkit
+            .iter()
+            .map(|(key, list)| format!("{} = {}", quote(&key.to_string()), one_line(list))),
+    );
+    format!("nvcc-flags = {{ {} }}", entries.join(", "))
+}
+
 /// A TOML basic string.
 pub fn quote(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_string()
@@ -253,7 +270,19 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
         common_prefix(&lists)
     };
     let mut lifted: BTreeMap<&str, usize> = BTreeMap::new();
+    // nvcc flags setup.py computes per toolkit are a table, written whole
+    // where the module is: none are lifted to the top.
+    let tabled = cuda_modules
+        .iter()
+        .any(|m| !m.nvcc_flags_by_toolkit.is_empty());
     for (key, pick, only_cuda) in COMPILE_KEYS {
+        if key == "nvcc-flags" && tabled {
+            if let Some(module) = single {
+                lines.push(nvcc_table(module));
+            }
+            lifted.insert(key, 0);
+            continue;
+        }
         let common = top(pick, only_cuda);
         if !common.is_empty() {
             lines.push(format!("{key} = {}", array(&common)));
@@ -325,6 +354,10 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
                 (!remainder.is_empty()).then(|| format!("{key} = {}", array(remainder)))
             };
             for (key, pick, _) in COMPILE_KEYS {
+                if key == "nvcc-flags" && !module.nvcc_flags_by_toolkit.is_empty() {
+                    lines.push(nvcc_table(module));
+                    continue;
+                }
                 lines.extend(rest(key, pick(module)));
             }
             for (key, list) in [

@@ -302,24 +302,11 @@ fn merge_archs(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
         }
         return;
     }
-    let mut table: BTreeMap<ToolkitKey, Vec<CudaArch>> = BTreeMap::new();
-    let majors: BTreeSet<u32> = by_nvcc.keys().map(|v| v.major).collect();
-    for major in majors {
-        let of_major: Vec<(&CudaVersion, &Vec<CudaArch>)> = by_nvcc
-            .iter()
-            .filter(|(v, _)| v.major == major)
-            .map(|(v, (archs, _))| (v, archs))
-            .collect();
-        let agree = of_major.iter().all(|(_, archs)| *archs == of_major[0].1);
-        if agree {
-            table.insert(ToolkitKey::Major(major), of_major[0].1.clone());
-        } else {
-            for (version, archs) in of_major {
-                table.insert(ToolkitKey::Version(*version), archs.clone());
-            }
-        }
-    }
-    merged.toolkit_archs = table;
+    let archs: BTreeMap<CudaVersion, Vec<CudaArch>> = by_nvcc
+        .into_iter()
+        .map(|(nvcc, (archs, _))| (nvcc, archs))
+        .collect();
+    merged.toolkit_archs = keyed(&archs);
 }
 
 /// The archs nvcc `nvcc` compiles, of those setup.py lists for it: one it
@@ -376,6 +363,7 @@ const LIST_KEYS: [ListKey; 6] = [
 /// differs is reported, with each toolkit's value.
 fn merge_modules(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
     let mut findings = Vec::new();
+    let mut tabled = Vec::new();
     let names = |inferred: &Inferred| -> Vec<String> {
         inferred.modules.iter().map(|m| m.name.clone()).collect()
     };
@@ -436,6 +424,27 @@ fn merge_modules(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
                 .filter(|item| theirs.iter().all(|(_, list)| list.contains(item)))
                 .cloned()
                 .collect();
+            if name == "nvcc-flags" {
+                let every = std::iter::once((*first_toolkit, mine.clone())).chain(theirs.clone());
+                if let Some(mut table) = by_toolkit(every) {
+                    // The table form: the flags every toolkit shares as its
+                    // default, and each toolkit that has others.
+                    table.retain(|_, list| *list != common);
+                    tabled.push(format!(
+                        "setup.py computes `{}`'s nvcc-flags per toolkit: written as a table \
+                         keyed by toolkit ({})",
+                        module.name,
+                        table
+                            .keys()
+                            .map(|key| format!("\"{key}\""))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    module.nvcc_flags_by_toolkit = table;
+                    *pick(module) = common;
+                    continue;
+                }
+            }
             let each: Vec<String> = std::iter::once((*first_toolkit, mine.clone()))
                 .chain(theirs.iter().cloned())
                 .map(|(t, list)| format!("{} for {}", shown_list(&list), t.describe()))
@@ -459,6 +468,52 @@ fn merge_modules(runs: &[(&Toolkit, Inferred)], merged: &mut Inferred) {
     for (key, problem, fix) in findings {
         merged.find(&key, problem, fix);
     }
+    merged
+        .assumptions
+        .extend(tabled.into_iter().map(|text| python::Note {
+            at: "setup.py".into(),
+            text,
+        }));
+}
+
+/// Each nvcc's flags, keyed as `cuda-archs` is: by major where that
+/// major's toolkits agree, else by toolkit. `None` where two evaluations
+/// with one nvcc differ (two torch releases, or two GPUs), which no key of
+/// the table tells apart.
+fn by_toolkit<'t>(
+    lists: impl Iterator<Item = (&'t Toolkit, Vec<String>)>,
+) -> Option<BTreeMap<ToolkitKey, Vec<String>>> {
+    let mut by_nvcc: BTreeMap<CudaVersion, Vec<String>> = BTreeMap::new();
+    for (toolkit, list) in lists {
+        let nvcc: CudaVersion = toolkit.nvcc.parse().ok()?;
+        match by_nvcc.get(&nvcc) {
+            Some(first) if *first != list => return None,
+            Some(_) => {}
+            None => {
+                by_nvcc.insert(nvcc, list);
+            }
+        }
+    }
+    Some(keyed(&by_nvcc))
+}
+
+/// Each nvcc's value as a table keyed by toolkit: by major where that
+/// major's toolkits agree, else by toolkit.
+fn keyed<T: Clone + PartialEq>(by_nvcc: &BTreeMap<CudaVersion, T>) -> BTreeMap<ToolkitKey, T> {
+    let mut table = BTreeMap::new();
+    let majors: BTreeSet<u32> = by_nvcc.keys().map(|v| v.major).collect();
+    for major in majors {
+        let of_major: Vec<(&CudaVersion, &T)> =
+            by_nvcc.iter().filter(|(v, _)| v.major == major).collect();
+        if of_major.iter().all(|(_, value)| *value == of_major[0].1) {
+            table.insert(ToolkitKey::Major(major), of_major[0].1.clone());
+        } else {
+            for (version, value) in of_major {
+                table.insert(ToolkitKey::Version(*version), value.clone());
+            }
+        }
+    }
+    table
 }
 
 fn shown_list(list: &[String]) -> String {

@@ -74,7 +74,12 @@ impl Compile<'_> {
     /// Whether nvcc runs with every path mapped (device line info asked).
     fn roots(&self) -> Roots {
         Roots {
-            mapped: self.module.cuda && self.module.device_line_info(),
+            mapped: self.module.cuda
+                && self
+                    .compilers
+                    .cuda
+                    .as_ref()
+                    .is_some_and(|cuda| self.module.device_line_info(cuda.version)),
         }
     }
 
@@ -185,18 +190,17 @@ impl Compile<'_> {
         flags.extend(COMMON_NVCC_DEFINES.iter().map(|d| d.to_string()));
         flags.push("--expt-relaxed-constexpr".into());
         flags.push("-Xcompiler -fPIC".into());
-        if !module
-            .compile
-            .nvcc_flags
-            .iter()
-            .any(|f| f.starts_with("-std"))
-        {
+        let nvcc_flags = match &self.compilers.cuda {
+            Some(cuda) => module.compile.nvcc_flags.for_toolkit(cuda.version),
+            None => &[],
+        };
+        if !nvcc_flags.iter().any(|f| f.starts_with("-std")) {
             let cxx = &self.compilers.cxx;
             flags.push(cxx.std_flag());
             flags.extend(cxx.host_defines().iter().map(|d| format!("-Xcompiler {d}")));
         }
         flags.extend(self.defines());
-        flags.extend(module.compile.nvcc_flags.iter().map(|f| quote(f)));
+        flags.extend(nvcc_flags.iter().map(|f| quote(f)));
         flags.extend(
             self.prefix_maps(&roots)
                 .into_iter()

@@ -26,6 +26,7 @@ pub mod metadata;
 pub mod modules;
 pub mod project;
 pub mod pypi;
+pub mod toolkit_flags;
 
 #[cfg(test)]
 mod tests;

@@ -26,13 +26,14 @@ use crate::audit::loader::runtime_provided;
 use crate::audit::manylinux::policies;
 use crate::spec::config::compress::CompressMode;
 use crate::spec::config::flags::{
-    DEVICE_LINE_INFO_FLAGS, Define, flag, is_identifier, library, link_flag, nvcc_flag,
-    relative_path, undefine,
+    DEVICE_LINE_INFO_FLAGS, Define, flag, is_identifier, library, link_flag, relative_path,
+    undefine,
 };
 use crate::spec::config::flavour::BindingFlavour;
+use crate::spec::config::toolkit_flags::ToolkitFlags;
 use crate::spec::document::{Field, Located, Location, Reader, Table};
 use crate::spec::glob::Pattern;
-use crate::spec::version::InvalidValue;
+use crate::spec::version::{CudaVersion, InvalidValue};
 
 /// A dotted Python module path (`demo_ext._C`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -119,10 +120,12 @@ impl Module {
             .map_or(&self.kernels, |own| own)
     }
 
-    /// Whether nvcc is asked for device line information (`-lineinfo`).
-    pub fn device_line_info(&self) -> bool {
+    /// Whether nvcc `toolkit` is asked for device line information
+    /// (`-lineinfo`).
+    pub fn device_line_info(&self, toolkit: CudaVersion) -> bool {
         self.compile
             .nvcc_flags
+            .for_toolkit(toolkit)
             .iter()
             .any(|f| DEVICE_LINE_INFO_FLAGS.contains(&f.as_str()))
     }
@@ -136,8 +139,8 @@ pub struct Compile {
     pub include_dirs: Vec<Located<PathBuf>>,
     pub defines: Vec<Define>,
     pub undefines: Vec<String>,
-    /// `extra_compile_args["nvcc"]`.
-    pub nvcc_flags: Vec<String>,
+    /// `extra_compile_args["nvcc"]`, per toolkit where they differ.
+    pub nvcc_flags: ToolkitFlags,
     /// `extra_compile_args["cxx"]`.
     pub cxx_flags: Vec<String>,
     /// `cuda-compress-mode`, when the config sets it (else cuwheel's
@@ -275,7 +278,7 @@ impl Reader<'_> {
             .map(|p| {
                 let (mut compile, link) = p.options?;
                 if p.cuda == Some(false) {
-                    compile.nvcc_flags.clear();
+                    compile.nvcc_flags = ToolkitFlags::default();
                     compile.compress_mode = None;
                 }
                 let (bindings, flavour_kernels) = p.bindings?;
@@ -388,14 +391,7 @@ impl Reader<'_> {
         );
         let undefines =
             self.plain_list(table, "undefines", "[\"NDEBUG\"]", undefine, |a, b| a == b);
-        // Flags may repeat: `-Xcompiler` precedes each host option it passes.
-        let nvcc_flags = self.plain_list(
-            table,
-            "nvcc-flags",
-            "[\"--use_fast_math\"]",
-            nvcc_flag,
-            |_, _| false,
-        );
+        let nvcc_flags = self.nvcc_flags(table);
         let cxx_flags = self.plain_list(table, "cxx-flags", "[\"-O3\"]", flag, |_, _| false);
         let compress_mode = match table.get("cuda-compress-mode") {
             None => Some(None),
@@ -433,7 +429,7 @@ impl Reader<'_> {
         compile.include_dirs.extend(include_dirs?);
         compile.defines.extend(defines?);
         compile.undefines.extend(undefines?);
-        compile.nvcc_flags.extend(nvcc_flags?);
+        compile.nvcc_flags = compile.nvcc_flags.then(&nvcc_flags?);
         compile.cxx_flags.extend(cxx_flags?);
         if let Some(mode) = compress_mode? {
             compile.compress_mode = Some(mode);

@@ -112,7 +112,10 @@ fn reads_the_demo_config() {
         .map(|d| d.to_string())
         .collect();
     assert_eq!(defines, ["WITH_CUDA", "BLOCK=256"]);
-    assert_eq!(config.modules[0].compile.nvcc_flags, ["--use_fast_math"]);
+    assert_eq!(
+        config.modules[0].compile.nvcc_flags.default,
+        ["--use_fast_math"]
+    );
     assert_eq!(config.modules[0].compile.cxx_flags, ["-O3"]);
     let cuda: Vec<String> = config
         .matrix
@@ -462,7 +465,7 @@ fn flags_may_repeat_but_defines_may_not() {
     );
     let config = parse(&text).unwrap();
     assert_eq!(
-        config.modules[0].compile.nvcc_flags,
+        config.modules[0].compile.nvcc_flags.default,
         ["-Xcompiler", "-fopenmp", "-Xcompiler", "-Wall"]
     );
     let problem = only_problem(&demo_with("\"WITH_CUDA\", ", "\"BLOCK=128\", "));
@@ -650,10 +653,14 @@ fn modules_extend_the_top_level_defaults() {
     assert_eq!(cpu.link.flags, ["-Wl,--as-needed", "-fopenmp"]);
     assert_eq!(cpu.link.libraries, ["gomp"]);
     assert!(cpu.link.strip && !cuda.link.strip);
-    assert!(cuda.device_line_info() && !cpu.device_line_info());
+    let nvcc = "13.0".parse().unwrap();
+    assert!(cuda.device_line_info(nvcc) && !cpu.device_line_info(nvcc));
     // Top-level nvcc flags are for the CUDA modules.
     assert!(cpu.compile.nvcc_flags.is_empty());
-    assert_eq!(cuda.compile.nvcc_flags, ["--use_fast_math", "-lineinfo"]);
+    assert_eq!(
+        cuda.compile.nvcc_flags.default,
+        ["--use_fast_math", "-lineinfo"]
+    );
     assert_eq!(cuda.name.at.key, "tool.cuwheel.modules[1].name");
     // A pybind11 module beside a torch-library one: per-Python wheels only.
     assert_eq!(config.flavours(), [BindingFlavour::Pybind11]);

@@ -19,10 +19,11 @@ use super::elf::ElfFacts;
 use super::fatbin::Fatbin;
 use super::load::{self, LoadInputs, LoadVerdict};
 use super::loader::{self, LoadedObject, Resolution};
-use super::manylinux::{self, ManylinuxPolicy, PolicyInput};
+use super::manylinux::{self, PolicyInput};
 use super::report::CudaExpectation;
 use super::scan::MemberScan;
 use super::siblings::Siblings;
+use crate::wheel::manylinux::ManylinuxPolicy;
 use crate::wheel::{Tag, WheelFile, WheelProblem};
 
 /// The largest provenance file read.

@@ -13,51 +13,12 @@
 //! inheritance). `$ORIGIN` is the directory of the object itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::elf::ElfFacts;
 use super::siblings::Siblings;
-
-/// A library that exists at run time without being in the wheel.
-#[derive(Debug, Deserialize)]
-pub struct ProvidedLibrary {
-    pub soname: String,
-    /// Who installs it: `torch`, a `nvidia-*` package, the driver.
-    pub provider: String,
-    pub reason: String,
-}
-
-/// The sonames torch and CUDA provide at run time (`data/runtime-provided.json`).
-#[derive(Debug, Deserialize)]
-pub struct RuntimeProvided {
-    pub source: String,
-    pub libraries: Vec<ProvidedLibrary>,
-}
-
-static RUNTIME_PROVIDED: LazyLock<RuntimeProvided> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("data/runtime-provided.json"))
-        .expect("src/audit/data/runtime-provided.json is valid (checked by a unit test)")
-});
-
-/// The runtime-provided libraries shipped with cuwheel.
-pub fn runtime_provided() -> &'static RuntimeProvided {
-    &RUNTIME_PROVIDED
-}
-
-impl RuntimeProvided {
-    pub fn sonames(&self) -> BTreeSet<String> {
-        self.libraries.iter().map(|l| l.soname.clone()).collect()
-    }
-
-    pub fn provider_of(&self, soname: &str) -> Option<&str> {
-        self.libraries
-            .iter()
-            .find(|l| l.soname == soname)
-            .map(|l| l.provider.as_str())
-    }
-}
+pub use crate::wheel::runtime_provided::runtime_provided;
 
 /// Where one RPATH/RUNPATH entry points.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

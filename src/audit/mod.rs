@@ -134,7 +134,7 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
 pub fn allowed_policy(
     wheel: &WheelFile,
     options: &AuditOptions,
-) -> Result<Option<&'static manylinux::ManylinuxPolicy>> {
+) -> Result<Option<&'static crate::wheel::manylinux::ManylinuxPolicy>> {
     let members = scan::scan_members(wheel)?;
     let ctx = AuditContext::new(wheel, &members, Vec::new(), options);
     Ok((!ctx.elfs.is_empty()).then(|| ctx.best_policy()))

@@ -4,13 +4,12 @@
 //! superseded packages from its mirror, so a lock alone cannot rebuild an
 //! old wheel).
 //!
-//! In: a signing key ([`key`]), a lock and a flake ([`export`]), or a
+//! In: a signing key ([`key`]), or a
 //! [`Substituter`] (a cache URL and the public key it must be signed with).
 //! Out: a signed Nix binary cache (`file://DIR`), the options that let Nix
 //! substitute from it, and [`unsigned`]: which paths of a cache lack a valid
 //! signature by the key.
 
-pub mod export;
 pub mod key;
 
 use std::fs;
@@ -76,7 +75,7 @@ pub fn file_url(absolute: &Path) -> Result<String> {
 
 /// A path as text that can stand in a store URL (its path or a parameter),
 /// refused where a character would be read as part of the URL's syntax.
-fn url_safe(path: &Path) -> Result<&str> {
+pub(crate) fn url_safe(path: &Path) -> Result<&str> {
     let text = path.to_str().with_context(|| {
         format!(
             "{} is not UTF-8, so it cannot be in a store URL",

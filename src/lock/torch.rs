@@ -21,12 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result, bail};
 
 use super::pip::{Pip, ResolvedWheel, Target};
-use crate::audit::manylinux::{self, TagPolicy};
 use crate::spec::{
     Baseline, Config, CudaVersion, PythonAbi, PythonVersion, TorchRelease, TorchSelector,
     TorchVersion, TorchWheel,
 };
 use crate::wheel::WheelFilename;
+use crate::wheel::manylinux::{self, TagPolicy};
 
 /// The Python torch is resolved for when the matrix lists none (a project
 /// with torch-library bindings only): every torch from 2.6 on has cp312 wheels.

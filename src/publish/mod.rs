@@ -27,6 +27,7 @@
 //! the same bytes: sorted, no timestamps). Nothing outside `DIR` is followed
 //! or removed, and inside it only what publish made.
 
+pub mod binary_cache;
 pub mod index;
 pub mod lock;
 pub mod pypi;

@@ -183,7 +183,7 @@ impl Nix {
     }
 
     /// This Nix with `options` (`--option NAME VALUE` arguments, such as
-    /// [`Substituter::nix_options`](crate::cache::Substituter::nix_options))
+    /// a binary cache's `Substituter::nix_options`)
     /// passed after the pinned ones on every call.
     pub fn with_options(mut self, options: Vec<String>) -> Nix {
         self.options = options;

@@ -9,6 +9,7 @@
 
 pub mod filename;
 pub mod known_tags;
+pub mod manylinux;
 pub mod member_path;
 pub mod metadata;
 pub mod pep440;
@@ -18,6 +19,7 @@ pub mod platform;
 pub mod problems;
 pub mod reader;
 pub mod record;
+pub mod runtime_provided;
 pub mod specifier;
 pub mod tags;
 pub mod terminal;

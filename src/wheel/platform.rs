@@ -4,7 +4,7 @@
 //!
 //! In: a [`PlatformRule`] (the plan writes it into the wheel's recipe: the
 //! baseline's tag and torch's) and the policy the audit's rule allows for
-//! the members (`crate::audit::allowed_policy`). Out: the platform tag
+//! the members (the audit's `allowed_policy`). Out: the platform tag
 //! (`manylinux_2_28_x86_64`), or why the module cannot carry the baseline's
 //! tag. Before the build, the plan can only predict the tag
 //! ([`PlatformRule::predicted`]): the symbol versions decide.
@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::manylinux::{self, ManylinuxPolicy, TagPolicy};
+use crate::wheel::manylinux::{self, ManylinuxPolicy, TagPolicy};
 
 /// The bounds of a wheel's platform tag, as platform tags.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
 use crate::audit::loader::{self, Resolution};
-use crate::audit::manylinux;
+use crate::wheel::manylinux;
 
 pub struct Libraries;
 

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
-use crate::audit::manylinux::{self, ManylinuxPolicy, TagPolicy};
+use crate::audit::manylinux::violations;
 use crate::audit::report::PlatformVerdict;
+use crate::wheel::manylinux::{self, ManylinuxPolicy, TagPolicy};
 
 /// How many findings one too-high platform tag lists before summing up the rest.
 const FINDINGS_LISTED: usize = 10;
@@ -60,7 +61,7 @@ impl AuditCheck for PlatformTag {
         }
         for (policy, tags) in too_high.values() {
             let tags = tags.join(", ");
-            let violations = manylinux::violations(&inputs, policy);
+            let violations = violations(&inputs, policy);
             let more = violations.len().saturating_sub(FINDINGS_LISTED);
             for violation in violations.into_iter().take(FINDINGS_LISTED) {
                 out.finding(
@@ -98,7 +99,7 @@ pub fn verdict(ctx: &AuditContext<'_>) -> Option<PlatformVerdict> {
     let best = ctx.best_policy();
     let held_by: BTreeSet<String> = manylinux::next_more_compatible(best)
         .map(|next| {
-            manylinux::violations(&ctx.policy_inputs(), next)
+            violations(&ctx.policy_inputs(), next)
                 .iter()
                 .map(|v| format!("{}: {}", v.member, v.constraint))
                 .collect()

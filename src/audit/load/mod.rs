@@ -45,8 +45,8 @@ use serde::Serialize;
 
 use super::elf::{ElfFacts, ElfSymbol, SymbolBinding};
 use super::loader::Resolution;
-use super::manylinux;
 use super::symbols::{LibraryExports, SymbolTable};
+use crate::wheel::manylinux;
 
 pub use compat::{
     LoadFinding, ReleaseVerdict, compatibility, compatibility_summary, compatibility_text, findings,

@@ -22,8 +22,6 @@ use std::str::FromStr;
 
 use toml::de::DeValue;
 
-use crate::audit::loader::runtime_provided;
-use crate::audit::manylinux::policies;
 use crate::spec::config::compress::CompressMode;
 use crate::spec::config::flags::{
     DEVICE_LINE_INFO_FLAGS, Define, flag, is_identifier, library, link_flag, relative_path,
@@ -34,6 +32,8 @@ use crate::spec::config::toolkit_flags::ToolkitFlags;
 use crate::spec::document::{Field, Located, Location, Reader, Table};
 use crate::spec::glob::Pattern;
 use crate::spec::version::{CudaVersion, InvalidValue};
+use crate::wheel::manylinux::policies;
+use crate::wheel::runtime_provided::runtime_provided;
 
 /// A dotted Python module path (`demo_ext._C`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,4 +1,4 @@
-//! `cuwheel cache export`: a signed binary cache of everything a lock's
+//! `cuwheel cache export`, a project's stage beside publishing its wheels: a signed binary cache of everything a lock's
 //! wheels are made from and of the slow parts made from it, or of what some
 //! cells' own derivations take as inputs.
 //!
@@ -33,8 +33,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::key::public_key_of_secret;
-use super::{file_url, unsigned, url_safe};
+use crate::cache::key::public_key_of_secret;
+use crate::cache::{file_url, unsigned, url_safe};
 use crate::fetch::pinned_paths;
 use crate::lock::driver::DriverLock;
 use crate::lock::format::Lock;

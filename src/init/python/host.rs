@@ -239,6 +239,38 @@ impl Interpreter {
 }
 
 impl Interpreter {
+    /// What setup.py asks of the GPU: `torch.cuda.get_device_capability()`,
+    /// the GPU this evaluation stands for (init evaluates once per arch torch
+    /// was built for, and notes that once for them all), and
+    /// `torch.cuda.get_arch_list()`, the archs torch was built for; unknown
+    /// where they were not read from torch's wheel.
+    pub(super) fn gpu_call(&mut self, name: &str, line: usize, inputs: &[Value]) -> Value {
+        let unknown = |this: &Self, why: &str| Value::unknown_from(why, this.at(line), inputs);
+        if name == "torch.cuda.get_device_capability" {
+            self.gpu.device = true;
+            return match self.toolkit.as_ref().and_then(|t| t.device) {
+                Some(arch) => Value::Tuple(Rc::new(vec![
+                    Value::Int(i64::from(arch / 10)),
+                    Value::Int(i64::from(arch % 10)),
+                ])),
+                None => unknown(
+                    self,
+                    "`torch.cuda.get_device_capability()` is the GPU of the machine that runs \
+                     setup.py, and the archs torch was built for were not read from its wheel",
+                ),
+            };
+        }
+        self.gpu.arch_list = true;
+        match self.toolkit.as_ref().and_then(|t| t.archs.as_ref()) {
+            Some(archs) => Value::list(archs.arch_list().into_iter().map(Value::str).collect()),
+            None => unknown(
+                self,
+                "`torch.cuda.get_arch_list()` is the archs torch was built for, which were not \
+                 read from its wheel",
+            ),
+        }
+    }
+
     /// `subprocess` running `nvcc -V` (the toolkit's answer), and
     /// `packaging.version`'s `Version`/`parse`.
     pub(super) fn toolkit_call(

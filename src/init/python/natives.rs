@@ -286,35 +286,8 @@ impl Interpreter {
                 unknown(self, "`BuildExtension` is a build command".into())
             }
             "torch.cuda.is_available" => Value::Bool(true),
-            "torch.cuda.get_device_capability" => {
-                self.gpu.device = true;
-                match self.toolkit.as_ref().and_then(|t| t.device) {
-                    // init notes the archs it answered once for them all.
-                    Some(arch) => Value::Tuple(Rc::new(vec![
-                        Value::Int(i64::from(arch / 10)),
-                        Value::Int(i64::from(arch % 10)),
-                    ])),
-                    None => unknown(
-                        self,
-                        "`torch.cuda.get_device_capability()` is the GPU of the machine that runs \
-                         setup.py, and the archs torch was built for were not read from its wheel"
-                            .into(),
-                    ),
-                }
-            }
-            "torch.cuda.get_arch_list" => {
-                self.gpu.arch_list = true;
-                match self.toolkit.as_ref().and_then(|t| t.archs.as_ref()) {
-                    Some(archs) => {
-                        Value::list(archs.arch_list().into_iter().map(Value::str).collect())
-                    }
-                    None => unknown(
-                        self,
-                        "`torch.cuda.get_arch_list()` is the archs torch was built for, which \
-                         were not read from its wheel"
-                            .into(),
-                    ),
-                }
+            "torch.cuda.get_device_capability" | "torch.cuda.get_arch_list" => {
+                self.gpu_call(name, line, &inputs)
             }
             "torch.__config__.parallel_info" => Value::str(super::host::PARALLEL_INFO),
             "subprocess.check_output"

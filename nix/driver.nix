@@ -33,7 +33,8 @@ let
       (map (c: "${c.crate} ${c.name}-${c.version} ${c.checksum}") crates);
   };
 
-  # Only what cargo reads for a driver without the `init` feature (src/ embeds nix/driver.lock):
+  # Only what cargo reads for a driver without the `init` feature (src/ embeds nix/driver.lock;
+  # crates/ holds the workspace's other members):
   # editing the rest of nix/, docs, tests or `cuwheel init` (src/init/, src/cli/init.rs) leaves
   # the driver's inputs, and so every derivation built with it, unchanged.
   source = builtins.path {
@@ -44,8 +45,9 @@ let
         rel = builtins.substring (builtins.stringLength (toString src) + 1) (-1) (toString path);
         initOnly = rel == "src/init" || builtins.substring 0 9 rel == "src/init/"
           || rel == "src/cli/init.rs";
-      in (builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "nix" "nix/driver.lock" ]
-        || builtins.substring 0 4 rel == "src/") && !initOnly;
+      in (builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "crates" "nix" "nix/driver.lock" ]
+        || builtins.substring 0 4 rel == "src/" || builtins.substring 0 7 rel == "crates/")
+        && !initOnly;
   };
 in
 import ./busybox-derivation.nix seeds {

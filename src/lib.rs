@@ -34,6 +34,7 @@ pub mod publish;
 pub mod reproduce;
 pub mod safe_io;
 pub mod spec;
-pub mod store;
+/// The Nix formats, in their own crate (crates/cuwheel-nix).
+pub use cuwheel_nix as store;
 pub mod url;
 pub mod wheel;

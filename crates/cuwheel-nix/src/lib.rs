@@ -2,9 +2,11 @@
 //! printed forms, NAR serialisation, store paths, and `.drv` files — plus a
 //! typed wrapper over the `nix` commands for what only Nix can do.
 //!
-//! Every later stage names store objects through this module (to plan, to
-//! tell what is already built, to explain what is shared), so each piece is
-//! cross-checked against Nix 2.8 itself in `tests/store_nix.rs`.
+//! Every later stage of cuwheel names store objects through this crate (to
+//! plan, to tell what is already built, to explain what is shared; cuwheel
+//! re-exports it as `cuwheel::store`), so each piece is cross-checked
+//! against Nix 2.8 itself in cuwheel's `tests/store_nix.rs`. The formats are
+//! pure; [`nix`] is the one module that runs a process.
 
 pub mod base32;
 pub mod derivation;

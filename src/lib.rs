@@ -37,4 +37,5 @@ pub mod spec;
 /// The Nix formats, in their own crate (crates/cuwheel-nix).
 pub use cuwheel_nix as store;
 pub mod url;
-pub mod wheel;
+/// The wheel format and its policy data, in their own crate (crates/cuwheel-wheel).
+pub use cuwheel_wheel as wheel;

@@ -9,33 +9,14 @@
 //! FIFO, a symlink or a directory, so `-o /dev/null` cannot replace
 //! `/dev/null`).
 
-use std::fs::{File, FileType, Metadata};
+use std::fs::{File, Metadata};
 use std::io::{Read as _, Write as _};
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-/// What a file type is, in words (`a FIFO (named pipe)`).
-pub fn kind(file_type: FileType) -> &'static str {
-    if file_type.is_file() {
-        "a regular file"
-    } else if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_symlink() {
-        "a symbolic link"
-    } else if file_type.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else {
-        "not a file"
-    }
-}
+pub use crate::wheel::file_kind::kind;
 
 /// Opens `path` for reading if it is (or links to) a regular file. It is
 /// opened without blocking (a FIFO would wait for a writer) and judged by
@@ -122,6 +103,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt as _;
 
     fn mkfifo(path: &Path) {
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();

@@ -5,7 +5,9 @@
 //! The graph is read from the source: a module depends on another where its
 //! code (not its comments, not its `#[cfg(test)]` part) names
 //! `crate::<other>` or, for the library's users, `cuwheel::<other>`. `cli`
-//! is the binary's and may use anything; nothing may use it.
+//! is the binary's and may use anything; nothing may use it. The crates of
+//! `crates/` are nodes too, under the names `src/lib.rs` re-exports them as
+//! (`store`, `wheel`); cargo itself keeps them from using cuwheel.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -46,7 +48,19 @@ fn graph() -> Graph {
         let first = rel.components().next().unwrap().as_os_str();
         first.to_string_lossy().trim_end_matches(".rs").to_string()
     };
-    let modules: BTreeSet<String> = files.iter().map(|f| top(f)).collect();
+    let mut modules: BTreeSet<String> = files.iter().map(|f| top(f)).collect();
+    // The workspace's other crates, by the names the library re-exports
+    // them under (`pub use cuwheel_nix as store;`): nodes with no edges out,
+    // since a crate cannot depend on cuwheel.
+    let lib = fs::read_to_string(src.join("lib.rs")).unwrap();
+    for line in lib.lines() {
+        if let Some(rest) = line.strip_prefix("pub use cuwheel_") {
+            if let Some((_, name)) = rest.trim_end_matches(';').split_once(" as ") {
+                modules.insert(name.to_string());
+            }
+        }
+    }
+    assert!(modules.contains("store") && modules.contains("wheel"));
     let mut graph = Graph::new();
     for file in &files {
         let from = top(file);

@@ -7,6 +7,7 @@
 //! [`member_path`] is the path rule both share; [`platform`] chooses the
 //! platform tag of a wheel cuwheel builds.
 
+pub mod file_kind;
 pub mod filename;
 pub mod known_tags;
 pub mod manylinux;

@@ -4,7 +4,7 @@
 //! policies: the config's `libraries` and the audit's load check read it.
 //!
 //! In: `data/runtime-provided.json` (its `"source"` key and
-//! `src/wheel/data/README.md` say where each entry comes from). Out:
+//! `data/README.md` say where each entry comes from). Out:
 //! [`runtime_provided`].
 
 use std::collections::BTreeSet;
@@ -30,7 +30,7 @@ pub struct RuntimeProvided {
 
 static RUNTIME_PROVIDED: LazyLock<RuntimeProvided> = LazyLock::new(|| {
     serde_json::from_str(include_str!("data/runtime-provided.json"))
-        .expect("src/wheel/data/runtime-provided.json is valid (checked by a unit test)")
+        .expect("crates/cuwheel-wheel/src/data/runtime-provided.json is valid (checked by a unit test)")
 });
 
 /// The runtime-provided libraries shipped with cuwheel.

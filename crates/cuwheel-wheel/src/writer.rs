@@ -444,7 +444,7 @@ fn set_readable_by_all(_file: &std::fs::File) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wheel::{ProjectName, Version, WheelArchive};
+    use crate::{ProjectName, Version, WheelArchive};
 
     fn builder() -> WheelBuilder {
         let metadata = CoreMetadata::new(

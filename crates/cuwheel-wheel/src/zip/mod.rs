@@ -34,7 +34,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::wheel::terminal::terminal_safe;
+use crate::terminal::terminal_safe;
 
 pub use entry::EntryReader;
 
@@ -302,7 +302,7 @@ pub fn check_regular(file_type: &std::fs::FileType) -> Result<(), ZipError> {
     if file_type.is_file() {
         return Ok(());
     }
-    Err(ZipError::NotAFile(crate::safe_io::kind(*file_type)))
+    Err(ZipError::NotAFile(crate::file_kind::kind(*file_type)))
 }
 
 fn u16_at(bytes: &[u8], at: usize) -> u16 {

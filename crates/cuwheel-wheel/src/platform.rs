@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::wheel::manylinux::{self, ManylinuxPolicy, TagPolicy};
+use crate::manylinux::{self, ManylinuxPolicy, TagPolicy};
 
 /// The bounds of a wheel's platform tag, as platform tags.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use miniz_oxide::inflate::stream::{InflateState, inflate};
 use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 use super::{METHOD_DEFLATE, ZipEntry, ZipError};
-use crate::wheel::terminal::terminal_safe;
+use crate::terminal::terminal_safe;
 
 /// The compressed bytes read per system call while a member streams.
 const INPUT_BUFFER: usize = 256 << 10;

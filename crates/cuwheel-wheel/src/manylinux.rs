@@ -64,8 +64,9 @@ pub struct ManylinuxPolicies {
 
 static POLICIES: LazyLock<ManylinuxPolicies> = LazyLock::new(|| {
     let mut data: ManylinuxPolicies =
-        serde_json::from_str(include_str!("data/manylinux-policy.json"))
-            .expect("crates/cuwheel-wheel/src/data/manylinux-policy.json is valid (checked by a unit test)");
+        serde_json::from_str(include_str!("data/manylinux-policy.json")).expect(
+            "crates/cuwheel-wheel/src/data/manylinux-policy.json is valid (checked by a unit test)",
+        );
     data.policies.sort_by_key(|p| p.priority);
     data
 });

@@ -29,8 +29,9 @@ pub struct RuntimeProvided {
 }
 
 static RUNTIME_PROVIDED: LazyLock<RuntimeProvided> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("data/runtime-provided.json"))
-        .expect("crates/cuwheel-wheel/src/data/runtime-provided.json is valid (checked by a unit test)")
+    serde_json::from_str(include_str!("data/runtime-provided.json")).expect(
+        "crates/cuwheel-wheel/src/data/runtime-provided.json is valid (checked by a unit test)",
+    )
 });
 
 /// The runtime-provided libraries shipped with cuwheel.

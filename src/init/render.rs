@@ -35,16 +35,12 @@ const COMPILE_KEYS: [CompileKey; 4] = [
 /// `nvcc-flags` as a table keyed by toolkit, on one line (an inline
 /// table may not span lines): `default` holds what every toolkit shares.
 fn nvcc_table(module: &Module) -> String {
-    let one_line = |list: &[String]| {
-        let quoted: Vec<String> = list.iter().map(|f| quote(f)).collect();
-        format!("[{}]", quoted.join(", "))
-    };
-    let mut entries = vec![format!("default = {}", one_line(&module.nvcc_flags))];
+    let mut entries = vec![format!("default = {}", one_line_array(&module.nvcc_flags))];
     entries.extend(
         module
             .nvcc_flags_by_toolkit
             .iter()
-            .map(|(key, list)| format!("{} = {}", quote(&key.to_string()), one_line(list))),
+            .map(|(key, list)| format!("{} = {}", quote(&key.to_string()), one_line_array(list))),
     );
     format!("nvcc-flags = {{ {} }}", entries.join(", "))
 }
@@ -54,18 +50,23 @@ pub fn quote(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_string()
 }
 
+/// A TOML array of strings on one line.
+fn one_line_array(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
 /// A TOML array of strings: one line when short, else one item per line.
 pub fn array(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
-    let one_line = format!("[{}]", quoted.join(", "));
+    let one_line = one_line_array(items);
     if one_line.len() <= 80 {
         one_line
     } else {
         format!(
             "[\n{}\n]",
-            quoted
+            items
                 .iter()
-                .map(|q| format!("  {q},"))
+                .map(|i| format!("  {},", quote(i)))
                 .collect::<Vec<_>>()
                 .join("\n")
         )

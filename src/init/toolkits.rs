@@ -135,13 +135,7 @@ fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result
         let (_, first) = failed.into_iter().next().expect("a toolkit");
         return Err(first);
     }
-    let gpu = python::GpuQuestions {
-        arch_list: runs.iter().any(|(_, r)| r.gpu.arch_list),
-        device: runs.iter().any(|(_, r)| r.gpu.device),
-    };
-    let mut merged = merge(runs, failed);
-    merged.gpu = gpu;
-    Ok(merged)
+    Ok(merge(runs, failed))
 }
 
 /// One toolkit's evaluation. Where setup.py asks for the GPU at hand
@@ -182,7 +176,6 @@ fn per_gpu(
         run.archs = united.clone();
     }
     let mut merged = merge(runs, Vec::new());
-    merged.gpu = first.gpu;
     merged.assumptions.push(python::Note {
         at: "setup.py".into(),
         text: format!(
@@ -200,6 +193,10 @@ fn per_gpu(
 /// folded in.
 fn merge(runs: Vec<(&Toolkit, Inferred)>, failed: Vec<(&Toolkit, anyhow::Error)>) -> Inferred {
     let mut merged = runs[0].1.clone();
+    // What any evaluation asked of the GPU.
+    merged.gpu = runs
+        .iter()
+        .fold(merged.gpu, |gpu, (_, run)| gpu.or(run.gpu));
     for (toolkit, error) in &failed {
         let first_line = error.to_string();
         let first_line = first_line.lines().next().unwrap_or("").to_string();

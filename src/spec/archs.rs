@@ -40,6 +40,14 @@ pub enum ToolkitKey {
 }
 
 impl ToolkitKey {
+    /// The entry of `table` that nvcc `toolkit` uses: its own key's, else
+    /// its major's (the most specific key wins).
+    pub fn lookup<T>(table: &BTreeMap<ToolkitKey, T>, toolkit: CudaVersion) -> Option<&T> {
+        table
+            .get(&ToolkitKey::Version(toolkit))
+            .or_else(|| table.get(&ToolkitKey::Major(toolkit.major)))
+    }
+
     pub fn matches(&self, toolkit: CudaVersion) -> bool {
         match self {
             ToolkitKey::Major(major) => *major == toolkit.major,
@@ -85,9 +93,7 @@ impl CudaArchs {
     /// The archs of `toolkit`: its own key, else its major's, else the
     /// default; `None` when nothing covers it.
     pub fn for_toolkit(&self, toolkit: CudaVersion) -> Option<&[CudaArch]> {
-        self.by_toolkit
-            .get(&ToolkitKey::Version(toolkit))
-            .or_else(|| self.by_toolkit.get(&ToolkitKey::Major(toolkit.major)))
+        ToolkitKey::lookup(&self.by_toolkit, toolkit)
             .or(self.default.as_ref())
             .map(Vec::as_slice)
     }
@@ -131,39 +137,11 @@ impl Reader<'_> {
             return self.arch_list(&field).map(CudaArchs::uniform);
         }
         let table = self.table(&field, "write cuda-archs as a list or a table of lists")?;
-        let mut archs = CudaArchs {
-            default: None,
-            by_toolkit: BTreeMap::new(),
+        let (default, by_toolkit, complete) = self.toolkit_table(&table, Self::arch_list);
+        let archs = CudaArchs {
+            default,
+            by_toolkit,
         };
-        let mut complete = true;
-        let names: Vec<String> = table
-            .entries
-            .iter()
-            .map(|(key, _)| key.get_ref().to_string())
-            .collect();
-        for name in names {
-            let Some(entry) = table.get(&name) else {
-                continue;
-            };
-            let list = self.arch_list(&entry);
-            if name == "default" {
-                archs.default = list;
-                complete &= archs.default.is_some();
-                continue;
-            }
-            match name.parse::<ToolkitKey>() {
-                Ok(key) => match list {
-                    Some(list) => {
-                        archs.by_toolkit.insert(key, list);
-                    }
-                    None => complete = false,
-                },
-                Err(InvalidValue { problem, fix }) => {
-                    self.report(&entry, problem, fix);
-                    complete = false;
-                }
-            }
-        }
         if archs.default.is_none() && archs.by_toolkit.is_empty() && complete {
             self.report(
                 &field,
@@ -173,6 +151,46 @@ impl Reader<'_> {
             return None;
         }
         complete.then_some(archs)
+    }
+
+    /// A table keyed by `default`, toolkit majors and toolkits (`cuda-archs`,
+    /// `nvcc-flags`), each entry read by `entry`: the default, the other
+    /// keys, and whether every key and entry was read (each problem is
+    /// reported).
+    pub(super) fn toolkit_table<T>(
+        &mut self,
+        table: &Table<'_, '_>,
+        mut entry: impl FnMut(&mut Self, &Field<'_, '_>) -> Option<T>,
+    ) -> (Option<T>, BTreeMap<ToolkitKey, T>, bool) {
+        let (mut default, mut by_toolkit, mut complete) = (None, BTreeMap::new(), true);
+        let names: Vec<String> = table
+            .entries
+            .iter()
+            .map(|(key, _)| key.get_ref().to_string())
+            .collect();
+        for name in names {
+            let Some(field) = table.get(&name) else {
+                continue;
+            };
+            let value = entry(self, &field);
+            complete &= value.is_some();
+            if name == "default" {
+                default = value;
+                continue;
+            }
+            match name.parse::<ToolkitKey>() {
+                Ok(key) => {
+                    if let Some(value) = value {
+                        by_toolkit.insert(key, value);
+                    }
+                }
+                Err(InvalidValue { problem, fix }) => {
+                    self.report(&field, problem, fix);
+                    complete = false;
+                }
+            }
+        }
+        (default, by_toolkit, complete)
     }
 
     fn arch_list(&mut self, field: &Field<'_, '_>) -> Option<Vec<CudaArch>> {

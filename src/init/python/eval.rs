@@ -89,6 +89,14 @@ impl GpuQuestions {
     pub fn any(self) -> bool {
         self.arch_list || self.device
     }
+
+    /// What either asked.
+    pub fn or(self, other: GpuQuestions) -> GpuQuestions {
+        GpuQuestions {
+            arch_list: self.arch_list || other.arch_list,
+            device: self.device || other.device,
+        }
+    }
 }
 
 /// An assumption the evaluator made, or something it could not evaluate,

@@ -25,7 +25,7 @@ use toml::de::DeValue;
 use crate::spec::archs::ToolkitKey;
 use crate::spec::config::flags::nvcc_flag;
 use crate::spec::document::{Field, Reader, Table};
-use crate::spec::version::{CudaVersion, InvalidValue};
+use crate::spec::version::CudaVersion;
 
 const EXAMPLE: &str = "[\"--use_fast_math\"]";
 
@@ -50,10 +50,7 @@ impl ToolkitFlags {
     /// The flags nvcc `toolkit` gets: its own key's, else its major's, else
     /// the default.
     pub fn for_toolkit(&self, toolkit: CudaVersion) -> &[String] {
-        self.by_toolkit
-            .get(&ToolkitKey::Version(toolkit))
-            .or_else(|| self.by_toolkit.get(&ToolkitKey::Major(toolkit.major)))
-            .unwrap_or(&self.default)
+        ToolkitKey::lookup(&self.by_toolkit, toolkit).unwrap_or(&self.default)
     }
 
     /// The list a key of another table resolves to here: a toolkit's as
@@ -111,38 +108,11 @@ impl Reader<'_> {
             &field,
             "write nvcc-flags as a list, or a table of lists keyed by toolkit",
         )?;
-        let mut flags = ToolkitFlags::default();
-        let mut complete = true;
-        let names: Vec<String> = entries
-            .entries
-            .iter()
-            .map(|(key, _)| key.get_ref().to_string())
-            .collect();
-        for name in names {
-            let Some(entry) = entries.get(&name) else {
-                continue;
-            };
-            let parsed = self.nvcc_flag_list(&entry);
-            let key = if name == "default" {
-                None
-            } else {
-                match name.parse::<ToolkitKey>() {
-                    Ok(key) => Some(key),
-                    Err(InvalidValue { problem, fix }) => {
-                        self.report(&entry, problem, fix);
-                        complete = false;
-                        continue;
-                    }
-                }
-            };
-            match (key, parsed) {
-                (_, None) => complete = false,
-                (None, Some(list)) => flags.default = list,
-                (Some(key), Some(list)) => {
-                    flags.by_toolkit.insert(key, list);
-                }
-            }
-        }
+        let (default, by_toolkit, complete) = self.toolkit_table(&entries, Self::nvcc_flag_list);
+        let flags = ToolkitFlags {
+            default: default.unwrap_or_default(),
+            by_toolkit,
+        };
         complete.then_some(flags)
     }
 

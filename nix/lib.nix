@@ -4,8 +4,8 @@
 #      src + "/cuwheel.lock") }. cuwheel's own source is this file's repository (../.:
 #      Cargo.*, src/ and nix/driver.lock build the driver).
 # Out: the outputs of a flake that builds the project on x86_64-linux:
-#   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, pypi.<cell>, nodes, kernels,
-#                                toolchains, plan, project}
+#   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, pypi.<cell>, compat.<cell>, nodes,
+#                                kernels, toolchains, plan, project}
 #   packages.x86_64-linux.{cuwheel, publish}, apps.x86_64-linux.{cuwheel, publish},
 #   checks.x86_64-linux.{toolchain-<bundle>, wheel-<cell>}
 # `project` is the project's identity (name, config-sha256, src, lock), which `cuwheel plan`,
@@ -64,6 +64,9 @@ let
         (builtins.filter (n: builtins.substring 0 7 n == "kernel-") (builtins.attrNames nodes)));
       # Each cell's result is its audit node: the wheel beside audit.txt and audit.json.
       wheels = builtins.mapAttrs (cell: c: nodes.${c.audit}) plan.cells;
+      # compat.<cell>: compat.txt and compat.json, which torch releases of the cell's CUDA major
+      # load its audited wheel. Only when asked: it reads torch wheels the cell's build does not.
+      compat = builtins.mapAttrs (cell: c: nodes.${c.compat}) plan.cells;
       # wheels.all: one link per cell to its result. Lists reach the builder space-separated, in
       # the same (sorted) order.
       allWheels = import ./busybox-derivation.nix seeds {
@@ -107,7 +110,7 @@ let
       };
       legacyPackages.${system} = builtins.mapAttrs (_: fresh) {
         inherit (nix) toolchains;
-        inherit kernels nodes;
+        inherit kernels nodes compat;
         wheels = wheels // { all = allWheels; };
         pypi = pypiWheels;
         plan = planFile;

@@ -11,7 +11,9 @@
 //!   the stable-ABI check with that symbol named (library and `cuwheel
 //!   load-check`);
 //! - the demo's cu130-py313-torch211 wheel loads with torch 2.11 and not
-//!   with 2.9.1, and its Nix-built audit ran the load check;
+//!   with 2.9.1; its Nix-built audit ran the load check against torch 2.11
+//!   alone, and its compatibility node (`compat.<cell>`) against every CUDA
+//!   13 release of the lock;
 //! - `cuwheel audit` of a wheel holding the stable-ABI module passes with
 //!   torch 2.11.0, 2.14.1 and 2.15.0 claimed; with the c10 symbol it fails,
 //!   naming it.
@@ -418,25 +420,50 @@ fn a_non_stable_symbol_fails_the_stable_abi_check_by_name() {
 #[test]
 fn the_demo_wheel_loads_with_its_torch_and_not_with_the_older_one() {
     let result = built("wheels.cu130-py313-torch211");
-    // the audit the build ran: the load check passed, with the table of the
-    // releases of CUDA 13 in the lock
+    // the audit the build ran: the load check passed, against the one
+    // release the wheel claims
     let report = std::fs::read_to_string(result.join("audit.txt")).unwrap();
     assert!(report.contains(": PASSED"), "{report}");
     assert!(
-        report.contains("  load (claims torch 2.11.0): loads with torch 2.11.0"),
+        report.contains("  load (claims torch 2.11.0): loads with torch 2.11.0\n"),
         "{report}"
     );
-    for release in ["2.11.0", "2.14.1", "2.15.0"] {
-        assert!(
-            report.contains(&format!("    torch {release}: ")),
-            "{report}"
-        );
-    }
+    assert!(
+        !report.contains("2.14.1") && !report.contains("2.15.0"),
+        "{report}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(result.join("audit.json")).unwrap()).unwrap();
     let rows = json[0]["torch_load"]["releases"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["torch"], "2.11.0");
     assert_eq!(rows[0]["loads"], true);
+    // its compatibility node: every CUDA 13 release of the lock, from the
+    // audited wheel
+    let compat = built("compat.cu130-py313-torch211");
+    let table = std::fs::read_to_string(compat.join("compat.txt")).unwrap();
+    assert!(table.ends_with("PASSED\n"), "{table}");
+    // it names the wheel by its file name, not a store path
+    assert!(
+        table.starts_with("demo_ext-0.1.0+pt211cu130-cp313-cp313-"),
+        "{table}"
+    );
+    for release in ["2.11.0", "2.14.1", "2.15.0"] {
+        assert!(table.contains(&format!("  torch {release}: ")), "{table}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(compat.join("compat.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["passed"], true);
+    assert_eq!(json["claimed"], serde_json::json!(["2.11.0"]));
+    let versions: Vec<&str> = json["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["torch"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["2.11.0", "2.14.1", "2.15.0"]);
+    assert_eq!(json["releases"][0]["loads"], true);
     let wheel = std::fs::read_dir(&result)
         .unwrap()
         .map(|e| e.unwrap().path())

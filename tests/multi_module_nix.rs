@@ -75,14 +75,18 @@ fn every_key_of_the_fixture_reaches_the_plan() {
             "binding-_cpu-torch215-abi3",
             "binding-_cuda-cuda132-py311",
             "binding-_cuda-cuda132-py313",
+            // which CUDA 13 torch releases load each wheel, when asked
+            "compat-cu132-py311",
+            "compat-cu132-py313",
             "kernel-cuda132-scale_cpu",
             "kernel-cuda132-scale_cuda",
             "kernel-torch215-scale_cpu",
             "link-_cpu-torch215-abi3",
             "link-_cuda-cu132-py311",
             "link-_cuda-cu132-py313",
-            // the tables the audits' load check reads: the CUDA 13 torch
-            // releases the lock has, the CUDA runtime, the sysroot
+            // the tables the load checks read: the CUDA 13 torch releases
+            // the lock has (the audits only torch 2.15's, which the wheels
+            // claim), the CUDA runtime, the sysroot
             "symbols-cuda132",
             "symbols-gcc-bullseye",
             "symbols-torch211",

@@ -149,11 +149,12 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
         assert_eq!(&node.name, name);
     }
     assert_eq!(plan.cells.len(), 25);
-    // Beside the 18 kernels, each cell has its own binding, link, wheel and
-    // audit; the audits share 9 symbol tables (5 torch releases, 3 CUDA
-    // toolkits, 1 sysroot); the 5 cells of the PyPI variant (torch 2.11's
-    // four Pythons and the stable wheel) add their PyPI wheel and audit.
-    assert_eq!(plan.nodes.len(), 18 + 25 * 4 + 9 + 5 * 2);
+    // Beside the 18 kernels, each cell has its own binding, link, wheel,
+    // audit and compatibility node; they share 9 symbol tables (5 torch
+    // releases, 3 CUDA toolkits, 1 sysroot); the 5 cells of the PyPI variant
+    // (torch 2.11's four Pythons and the stable wheel) add their PyPI wheel
+    // and audit.
+    assert_eq!(plan.nodes.len(), 18 + 25 * 5 + 9 + 5 * 2);
     let pypi = plan.pypi.as_ref().expect("the demo names a PyPI variant");
     assert_eq!(
         pypi.cells.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -1022,42 +1023,57 @@ fn a_computed_include_makes_the_include_dirs_whole_inputs_and_plan_says_so() {
 }
 
 #[test]
-fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its_cuda_major() {
+fn each_audit_reads_its_claimed_torch_and_its_compat_node_the_others_of_its_cuda_major() {
     let plan = demo_plan();
     let cell = &plan.cells["cu130-py313-torch211"];
     assert_eq!(cell.claims, BTreeSet::from(["torch211".to_string()]));
     assert!(!cell.flavour.stable_abi());
     let tables: Vec<&str> = cell.symbols.iter().map(String::as_str).collect();
+    // the audit: its own torch only, so the wheel's build reads no other torch wheel
     assert_eq!(
         tables,
         [
             "symbols-cuda130",
             "symbols-gcc-bullseye",
-            "symbols-torch211",
-            "symbols-torch214",
-            "symbols-torch215"
+            "symbols-torch211"
         ]
     );
     let audit = &plan.nodes[&cell.audit];
-    // oldest first; the claimed one among them; CUDA 13's runtime and the baseline beside
     assert!(
         audit.script.contains(
-            "--torch 2.11.0=\"$torchSymbols0\" --torch 2.14.1=\"$torchSymbols1\" --torch \
-             2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 runtime='\"$withSymbols0\" --with \
-             'baseline system (bullseye)='\"$withSymbols1\" --claims 2.11.0 \"$@\""
+            "--torch 2.11.0=\"$torchSymbols0\" --with 'CUDA 13.0 runtime='\"$withSymbols0\" \
+             --with 'baseline system (bullseye)='\"$withSymbols1\" --claims 2.11.0 \"$@\""
         ),
         "{}",
         audit.script
     );
     assert!(!audit.script.contains("--stable-abi"));
+    assert!(!audit.inputs.contains_key("torchSymbols1"));
+    // the compatibility node: every CUDA 13 release, oldest first, the claimed one among
+    // them; CUDA 13's runtime and the baseline beside; it reads the audited wheel
+    assert_eq!(cell.compat, "compat-cu130-py313-torch211");
+    let compat_tables: Vec<&str> = cell.compat_symbols.iter().map(String::as_str).collect();
+    assert_eq!(compat_tables, ["symbols-torch214", "symbols-torch215"]);
+    let compat = &plan.nodes[&cell.compat];
+    assert!(
+        compat.script.contains(
+            "cuwheel load-check --torch 2.11.0=\"$torchSymbols0\" --torch \
+             2.14.1=\"$torchSymbols1\" --torch 2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 \
+             runtime='\"$withSymbols0\" --with 'baseline system (bullseye)='\"$withSymbols1\" \
+             --claims 2.11.0 \"$@\""
+        ),
+        "{}",
+        compat.script
+    );
     for (var, node) in [
+        ("audit", cell.audit.as_str()),
         ("torchSymbols0", "symbols-torch211"),
         ("torchSymbols2", "symbols-torch215"),
         ("withSymbols0", "symbols-cuda130"),
         ("withSymbols1", "symbols-gcc-bullseye"),
     ] {
         assert_eq!(
-            audit.inputs[var],
+            compat.inputs[var],
             Input::Node {
                 node: node.to_string()
             }
@@ -1084,26 +1100,42 @@ fn each_audit_reads_the_symbol_tables_of_its_claimed_torch_and_the_others_of_its
     );
     // CUDA 12 cells compare the CUDA 12 releases only
     let cu126 = &plan.cells["cu126-py313"];
-    let script = &plan.nodes[&cu126.audit].script;
+    let script = &plan.nodes[&cu126.compat].script;
     assert!(
         script.contains("--torch 2.7.1=\"$torchSymbols0\" --torch 2.9.1=\"$torchSymbols1\" --with 'CUDA 12.5 runtime='"),
         "{script}"
     );
     assert!(script.contains("--claims 2.7.1 "), "{script}");
-    // a cell's nodes include its tables, so `reproduce --check` rebuilds them too
-    assert!(cell.nodes().any(|n| n == "symbols-torch215"));
-    // `fetch --cell` fetches the releases the audit compares
+    // a cell's nodes include its audit's tables, so `reproduce --check` rebuilds them too,
+    // and not the compatibility node's
+    assert!(cell.nodes().any(|n| n == "symbols-torch211"));
+    assert!(
+        !cell
+            .nodes()
+            .any(|n| n == "symbols-torch215" || n == cell.compat)
+    );
+    // `fetch --cell` fetches the releases the audit reads; with --compat, those the
+    // compatibility node compares too
     let lock = demo_lock();
-    let artifacts =
-        cuwheel::fetch::select::artifacts_for_cells(&lock, &["cu130-py313-torch211".into()])
-            .unwrap();
-    let Toolchain::Torch {
-        artifacts: t215, ..
-    } = &lock.toolchains["torch215"]
-    else {
-        panic!("torch215 is a torch toolchain")
+    let cells = ["cu130-py313-torch211".to_string()];
+    let wheel = cuwheel::fetch::select::artifacts_for_cells(&lock, &cells, false).unwrap();
+    let compat = cuwheel::fetch::select::artifacts_for_cells(&lock, &cells, true).unwrap();
+    let torch = |name: &str| match &lock.toolchains[name] {
+        Toolchain::Torch { artifacts, .. } => artifacts.clone(),
+        _ => panic!("{name} is a torch toolchain"),
     };
-    assert!(t215.iter().all(|a| artifacts.contains(a)), "{artifacts:?}");
+    assert!(
+        torch("torch211").iter().all(|a| wheel.contains(a)),
+        "{wheel:?}"
+    );
+    for other in ["torch214", "torch215"] {
+        assert!(torch(other).iter().all(|a| !wheel.contains(a)), "{wheel:?}");
+        assert!(
+            torch(other).iter().all(|a| compat.contains(a)),
+            "{compat:?}"
+        );
+    }
+    assert!(wheel.is_subset(&compat));
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub struct FetchArgs {
     /// Fetch only what this cell (and the driver) needs; repeat for several [default: every cell]
     #[arg(long = "cell", value_name = "CELL")]
     cells: Vec<String>,
+    /// With --cell: also what `compat.<cell>` needs, the other torch releases of the cell's CUDA major its compatibility table compares
+    #[arg(long, requires = "cells")]
+    compat: bool,
     #[command(flatten)]
     cache: SubstituterArgs,
     /// Never run pip, apt-get or cargo: take missing paths from the binary cache and local caches only
@@ -76,7 +79,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
     // An unknown cell is refused before anything is downloaded (the
     // driver's paths included), naming the lock's cells.
     if !args.cells.is_empty() {
-        artifacts_for_cells(&lock, &args.cells)?;
+        artifacts_for_cells(&lock, &args.cells, args.compat)?;
     }
     let nix = match &args.store {
         Some(root) => Nix::with_store_root(root),
@@ -88,6 +91,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         substituter: args.cache.substituter()?,
         offline: args.offline,
         cells: args.cells,
+        compat: args.compat,
         debian_snapshot: args.debian_snapshot,
         project: Some(args.project),
         archives: args.archives,

@@ -131,6 +131,15 @@ fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
             users.entry(node).or_default().push(name.clone());
         }
     }
+    // What `compat.<cell>` builds beyond the cell's wheel.
+    for (name, cell) in &plan.cells {
+        for node in cell.compat_symbols.iter().chain([&cell.compat]) {
+            users
+                .entry(node)
+                .or_default()
+                .push(format!("{name} (compat)"));
+        }
+    }
     for (name, cell) in plan.pypi.iter().flat_map(|p| &p.cells) {
         for node in [&cell.wheel, &cell.audit] {
             users

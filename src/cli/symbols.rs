@@ -77,6 +77,9 @@ pub struct LoadCheckArgs {
     inputs: Vec<PathBuf>,
     #[command(flatten)]
     tables: LoadTables,
+    /// Print the verdict as JSON (the table, findings and notes) instead of text
+    #[arg(long)]
+    json: bool,
 }
 
 /// The load check's symbol tables and claims, as `cuwheel load-check` and
@@ -194,16 +197,34 @@ pub fn run_load_check(args: LoadCheckArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    println!("{}:", names.join(", "));
-    print!("{}", verdict.table_text());
-    for f in &verdict.findings {
-        println!("  FAIL {}: {}\n    fix: {}", f.member, f.problem, f.fix);
-    }
-    for note in &verdict.notes {
-        println!("  note: {note}");
-    }
     let failed = !verdict.findings.is_empty();
-    println!("{}", if failed { "FAILED" } else { "PASSED" });
+    if args.json {
+        let claimed: Vec<&String> = verdict
+            .releases
+            .iter()
+            .map(|r| &r.torch)
+            .filter(|torch| inputs.claimed.contains(*torch))
+            .collect();
+        let json = serde_json::json!({
+            "inputs": names,
+            "passed": !failed,
+            "claimed": claimed,
+            "releases": verdict.releases,
+            "findings": verdict.findings,
+            "notes": verdict.notes,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!("{}:", names.join(", "));
+        print!("{}", verdict.table_text());
+        for f in &verdict.findings {
+            println!("  FAIL {}: {}\n    fix: {}", f.member, f.problem, f.fix);
+        }
+        for note in &verdict.notes {
+            println!("  note: {note}");
+        }
+        println!("{}", if failed { "FAILED" } else { "PASSED" });
+    }
     Ok(if failed {
         ExitCode::from(EXIT_LOAD_FAILED)
     } else {

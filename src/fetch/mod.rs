@@ -67,6 +67,9 @@ pub struct FetchOptions {
     pub offline: bool,
     /// Only what these cells need; every cell when empty.
     pub cells: Vec<String>,
+    /// With `cells`: what their compatibility nodes (`compat.<cell>`) need
+    /// too, the other torch releases of their CUDA majors.
+    pub compat: bool,
     /// The snapshot archive's base URL ([`crate::lock::snapshot::base`]).
     pub debian_snapshot: Option<String>,
     /// The project directory, named in the re-pin command of [`Vanished`].
@@ -169,7 +172,11 @@ fn wanted(lock: &Lock, only: Option<&BTreeSet<String>>) -> Result<Vec<Wanted>> {
 pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> {
     let only = match options.cells.is_empty() {
         true => None,
-        false => Some(select::artifacts_for_cells(lock, &options.cells)?),
+        false => Some(select::artifacts_for_cells(
+            lock,
+            &options.cells,
+            options.compat,
+        )?),
     };
     let wanted = wanted(lock, only.as_ref())?;
     let paths: Vec<StorePath> = wanted.iter().map(|w| w.path.clone()).collect();

@@ -1,12 +1,15 @@
 //! `cuwheel fetch --cell`: which of the lock's artifacts some cells need.
 //!
-//! In: the lock and cell names. Out: the store names of the artifacts of
-//! the toolchains those cells build with — each role's toolchain, for an
-//! abi3 cell every `python-headers` toolchain of its bundle (the plan
-//! compiles its binding against the oldest), the runtime a CUDA toolchain
-//! runs on, the torch releases the audit's load check compares the wheel
-//! with ([`compared_releases`]) — plus the seeds' artifacts, which every build needs (the
-//! driver's toolchain is in cuwheel's own lock, fetched apart). Pure.
+//! In: the lock, cell names and whether their compatibility nodes are
+//! wanted too. Out: the store names of the artifacts of the toolchains
+//! those cells build with — each role's toolchain, for an abi3 cell every
+//! `python-headers` toolchain of its bundle (the plan compiles its binding
+//! against the oldest), the runtime a CUDA toolchain runs on, the torch
+//! releases the wheel claims (its audit's load check reads them) and, with
+//! `compat`, those its compatibility node compares it with
+//! ([`compared_releases`]) — plus the seeds' artifacts, which every build
+//! needs (the driver's toolchain is in cuwheel's own lock, fetched apart).
+//! Pure.
 
 use std::collections::BTreeSet;
 
@@ -15,8 +18,13 @@ use anyhow::{Result, bail};
 use crate::lock::format::{Lock, Toolchain};
 use crate::plan::symbols::compared_releases;
 
-/// The artifacts that `cells` need.
-pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<String>> {
+/// The artifacts that `cells` need: for their wheels (`wheels.<cell>`),
+/// and with `compat` for their compatibility nodes (`compat.<cell>`) too.
+pub fn artifacts_for_cells(
+    lock: &Lock,
+    cells: &[String],
+    compat: bool,
+) -> Result<BTreeSet<String>> {
     let unknown: Vec<&String> = cells
         .iter()
         .filter(|cell| !lock.cells.contains_key(*cell))
@@ -37,10 +45,13 @@ pub fn artifacts_for_cells(lock: &Lock, cells: &[String]) -> Result<BTreeSet<Str
     for cell in cells {
         let roles = &lock.cells[cell];
         toolchains.extend([roles.cuda.as_str(), &roles.gcc, &roles.torch]);
-        // the torch releases its wheel claims, and those its audit's load
-        // check compares it with
+        // the torch releases its wheel claims (its audit reads them), and
+        // those its compatibility node compares it with
         let claims = roles.claimed();
-        let compared = compared_releases(lock, &roles.torch, &claims).unwrap_or_default();
+        let compared = match compat {
+            true => compared_releases(lock, &roles.torch, &claims).unwrap_or_default(),
+            false => Vec::new(),
+        };
         let releases = claims
             .iter()
             .chain(compared.iter().map(|release| &release.toolchain));
@@ -160,7 +171,7 @@ mod tests {
 
     fn names(cells: &[&str]) -> Vec<String> {
         let cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
-        artifacts_for_cells(&lock(), &cells)
+        artifacts_for_cells(&lock(), &cells, false)
             .unwrap()
             .into_iter()
             .collect()
@@ -181,7 +192,7 @@ mod tests {
 
     #[test]
     fn an_unknown_cell_is_named_with_the_known_ones() {
-        let err = artifacts_for_cells(&lock(), &["cu999-py313".to_owned()])
+        let err = artifacts_for_cells(&lock(), &["cu999-py313".to_owned()], false)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no cell `cu999-py313`"), "{err}");

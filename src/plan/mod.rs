@@ -34,6 +34,7 @@ pub mod pypi;
 mod sharing;
 pub mod shell;
 pub mod sources;
+pub use sources::{ModuleSources, ProjectSources};
 pub mod standard;
 pub mod symbols;
 pub mod wheel;
@@ -45,9 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::Provenance;
 use crate::lock::format::Lock;
-use crate::spec::{
-    BindingFlavour, Cell, Config, CudaArch, CudaVersion, Description, Module, PackageFile,
-};
+use crate::spec::{BindingFlavour, Cell, Config, CudaArch, CudaVersion, Module};
 use crate::store::path::sanitize_name;
 use crate::wheel::PlatformRule;
 
@@ -64,7 +63,7 @@ pub use wheel::{Channel, WheelAssembly};
 
 use binding::flavour_plan;
 use cell::CellPlan;
-use symbols::AuditTables;
+use symbols::{AuditTables, Scope};
 use wheel::ModuleFile;
 
 /// The graph: every node by its derivation name, and each cell's nodes.
@@ -109,6 +108,13 @@ pub struct PlanCell {
     pub torch: String,
     /// The symbol-table nodes its audit reads ([`symbols`]).
     pub symbols: BTreeSet<String>,
+    /// The compatibility node (`compat.<cell>`): which other torch releases
+    /// of its CUDA major load the audited wheel. Not among [`Self::nodes`]:
+    /// the wheel's build does not need it.
+    pub compat: String,
+    /// The symbol-table nodes the compatibility node reads beyond
+    /// [`Self::symbols`].
+    pub compat_symbols: BTreeSet<String>,
     /// What the wheel records of its origin (also in the wheel node's
     /// recipe): what `cuwheel reproduce` compares a wheel with.
     pub provenance: Provenance,
@@ -150,6 +156,8 @@ pub(crate) fn test_plan_cell(kernels: &[&str], nodes: [&str; 4]) -> PlanCell {
         nvcc: CudaVersion::new(13, 0),
         torch: "2.11.0".into(),
         symbols: BTreeSet::new(),
+        compat: "compat".into(),
+        compat_symbols: BTreeSet::new(),
         provenance: Provenance::default(),
     }
 }
@@ -190,70 +198,6 @@ impl Input {
             toolchain: name.to_string(),
             output: None,
         }
-    }
-}
-
-/// The project beyond its config, read by the caller
-/// ([`sources::read`]): each module's translation units, the package and
-/// license files, the readme, and the digests a wheel's provenance records.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProjectSources {
-    /// In the order of `config.modules`.
-    pub modules: Vec<ModuleSources>,
-    pub package_files: Vec<PackageFile>,
-    pub license_files: Vec<PathBuf>,
-    pub description: Option<Description>,
-    /// sha256 of every project file the wheels are built from, by relative
-    /// path (`pyproject.toml`, kernels, bindings, the headers they include,
-    /// package, license, readme and version files).
-    pub digests: BTreeMap<String, String>,
-    /// What `pyproject.toml` gives every cell
-    /// ([`crate::build::provenance::shaping_config_sha256`]).
-    pub config_sha256: String,
-}
-
-impl ProjectSources {
-    /// A line per TU whose include directories are whole inputs because it
-    /// has an `#include` computed by a macro, for `cuwheel plan` to print.
-    pub fn whole_include_dirs(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for module in &self.modules {
-            let units = module
-                .kernels
-                .iter()
-                .chain(module.bindings.values().flatten());
-            for tu in units {
-                if let Some(at) = &tu.computed_include {
-                    lines.push(format!(
-                        "{}: the #include at {at} is computed by a macro, so its objects depend \
-                         on every file of its module's include-dirs (write the header's name to \
-                         depend on it alone)",
-                        slash_path(&tu.path)
-                    ));
-                }
-            }
-        }
-        lines.sort();
-        lines.dedup();
-        lines
-    }
-}
-
-/// One module's translation units.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ModuleSources {
-    pub kernels: Vec<TranslationUnit>,
-    pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
-    /// A flavour's own kernels, which replace `kernels` in its builds.
-    pub flavour_kernels: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
-}
-
-impl ModuleSources {
-    /// The kernels of the module built with `flavour`'s bindings.
-    pub fn kernels_for(&self, flavour: BindingFlavour) -> &[TranslationUnit] {
-        self.flavour_kernels
-            .get(&flavour)
-            .map_or(&self.kernels, |own| own)
     }
 }
 
@@ -307,6 +251,8 @@ impl Plan {
                 nvcc: cp.nvcc(),
                 torch: String::new(),
                 symbols: BTreeSet::new(),
+                compat: String::new(),
+                compat_symbols: BTreeSet::new(),
                 provenance: Provenance::default(),
             };
             let mut own = Vec::new();
@@ -432,28 +378,32 @@ impl Plan {
                 &platform,
                 Channel::Index,
             )?;
-            let tables = AuditTables::new(
-                lock,
-                cp,
-                &planned.claims,
-                planned.flavour.stable_abi(),
-                lock_path,
-            )?;
+            let tables = |scope| {
+                let stable_abi = planned.flavour.stable_abi();
+                AuditTables::new(lock, cp, &planned.claims, stable_abi, scope, lock_path)
+            };
+            let (tables, compared) = (tables(Scope::Claimed)?, tables(Scope::Compared)?);
             let wheel_node = assembly.wheel_node();
             let audit_node = assembly.audit_node(&tables);
-            for node in &tables.nodes {
-                planned.symbols.insert(node.name.clone());
+            let compat_node = assembly.compat_node(&compared);
+            for node in tables.nodes.iter().chain(&compared.nodes) {
+                let set = match tables.nodes.contains(node) {
+                    true => &mut planned.symbols,
+                    false => &mut planned.compat_symbols,
+                };
+                set.insert(node.name.clone());
                 nodes
                     .entry(node.name.clone())
                     .or_insert_with(|| node.clone());
             }
             planned.wheel = wheel_node.name.clone();
             planned.audit = audit_node.name.clone();
+            planned.compat = compat_node.name.clone();
             planned.predicted_wheel_file = assembly.wheel_file.clone();
             planned.platform = platform.clone();
             planned.torch = release.version.clone();
             planned.provenance = assembly.recipe.provenance.clone();
-            for node in [wheel_node, audit_node] {
+            for node in [wheel_node, audit_node, compat_node] {
                 nodes.insert(node.name.clone(), node);
             }
             if let Some(pypi) = config

@@ -16,9 +16,74 @@ use anyhow::{Context, Result, bail};
 
 use crate::build::provenance::shaping_config_sha256;
 use crate::lock::format::{LOCK_FILE, Lock};
-use crate::plan::{ModuleSources, Plan, ProjectSources, TranslationUnit, slash_path};
+use crate::plan::{Plan, TranslationUnit, slash_path};
 use crate::spec::Spec;
+use crate::spec::{BindingFlavour, Description, PackageFile};
 use crate::store::Hash;
+
+/// The project beyond its config, read by the caller
+/// ([`read`]): each module's translation units, the package and
+/// license files, the readme, and the digests a wheel's provenance records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectSources {
+    /// In the order of `config.modules`.
+    pub modules: Vec<ModuleSources>,
+    pub package_files: Vec<PackageFile>,
+    pub license_files: Vec<PathBuf>,
+    pub description: Option<Description>,
+    /// sha256 of every project file the wheels are built from, by relative
+    /// path (`pyproject.toml`, kernels, bindings, the headers they include,
+    /// package, license, readme and version files).
+    pub digests: BTreeMap<String, String>,
+    /// What `pyproject.toml` gives every cell
+    /// ([`crate::build::provenance::shaping_config_sha256`]).
+    pub config_sha256: String,
+}
+
+impl ProjectSources {
+    /// A line per TU whose include directories are whole inputs because it
+    /// has an `#include` computed by a macro, for `cuwheel plan` to print.
+    pub fn whole_include_dirs(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for module in &self.modules {
+            let units = module
+                .kernels
+                .iter()
+                .chain(module.bindings.values().flatten());
+            for tu in units {
+                if let Some(at) = &tu.computed_include {
+                    lines.push(format!(
+                        "{}: the #include at {at} is computed by a macro, so its objects depend \
+                         on every file of its module's include-dirs (write the header's name to \
+                         depend on it alone)",
+                        slash_path(&tu.path)
+                    ));
+                }
+            }
+        }
+        lines.sort();
+        lines.dedup();
+        lines
+    }
+}
+
+/// One module's translation units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleSources {
+    pub kernels: Vec<TranslationUnit>,
+    pub bindings: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+    /// A flavour's own kernels, which replace `kernels` in its builds.
+    pub flavour_kernels: BTreeMap<BindingFlavour, Vec<TranslationUnit>>,
+}
+
+impl ModuleSources {
+    /// The kernels of the module built with `flavour`'s bindings.
+    pub fn kernels_for(&self, flavour: BindingFlavour) -> &[TranslationUnit] {
+        self.flavour_kernels
+            .get(&flavour)
+            .map_or(&self.kernels, |own| own)
+    }
+}
 
 /// The project's sources, as the plan takes them.
 pub fn read(spec: &Spec) -> Result<ProjectSources> {

@@ -10,14 +10,16 @@
 //! audit node's inputs, and its `--torch`/`--with`/`--claims`/`--stable-abi`
 //! arguments.
 //!
-//! The releases an audit sees: the ones the wheel claims (each must load
-//! it) and, for the backward-compatibility table, every other torch
-//! release of the lock built for the same CUDA major as the cell's torch
-//! (a wheel that needs `libcudart.so.13` installs only beside torch builds
-//! for CUDA 13); oldest first. Beside every release: the cell's CUDA
-//! toolkit's libraries (`CUDA 13.0 runtime`) and its gcc's sysroot
-//! (`baseline system (bullseye)`: the glibc and libstdc++ the wheel's
-//! baseline promises).
+//! The releases a cell's audit sees ([`Scope::Claimed`]): the ones the
+//! wheel claims, each of which must load it; a wheel's build needs no other
+//! torch. Its compatibility node ([`Scope::Compared`], `compat.<cell>`,
+//! built only when asked) also sees, for the backward-compatibility table,
+//! every other torch release of the lock built for the same CUDA major as
+//! the cell's torch (a wheel that needs `libcudart.so.13` installs only
+//! beside torch builds for CUDA 13); oldest first. Beside every release:
+//! the cell's CUDA toolkit's libraries (`CUDA 13.0 runtime`) and its gcc's
+//! sysroot (`baseline system (bullseye)`: the glibc and libstdc++ the
+//! wheel's baseline promises).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -45,7 +47,17 @@ pub struct Table {
     pub node: String,
 }
 
-/// What a cell's audit gets for its load check.
+/// Which torch releases a load check reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Those the wheel claims: the audit's, which the wheel's build needs.
+    Claimed,
+    /// Those and every other release of the cell's CUDA major: the
+    /// compatibility node's.
+    Compared,
+}
+
+/// What a cell's audit (or compatibility node) gets for its load check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditTables {
     /// Every torch release compared, oldest first.
@@ -60,12 +72,14 @@ pub struct AuditTables {
 }
 
 impl AuditTables {
-    /// The tables of `cp`'s audit. `claims` are torch toolchains of the lock.
+    /// The tables of `cp`'s load check over the releases of `scope`.
+    /// `claims` are torch toolchains of the lock.
     pub fn new(
         lock: &Lock,
         cp: &CellPlan<'_>,
         claims: &BTreeSet<String>,
         stable_abi: bool,
+        scope: Scope,
         lock_path: &Path,
     ) -> Result<AuditTables, PlanError> {
         let cell = cp.cell.name().to_string();
@@ -76,7 +90,9 @@ impl AuditTables {
             lock: lock_path.to_path_buf(),
         };
         let releases = compared_releases(lock, &cp.compilers.torch, claims)
-            .map_err(|toolchain| bad(&toolchain, "torch"))?;
+            .map_err(|toolchain| bad(&toolchain, "torch"))?
+            .into_iter()
+            .filter(|release| release.claimed || scope == Scope::Compared);
         let mut tables = AuditTables {
             torch: Vec::new(),
             claims: Vec::new(),
@@ -84,7 +100,7 @@ impl AuditTables {
             stable_abi,
             nodes: Vec::new(),
         };
-        for release in &releases {
+        for release in releases {
             let (name, version) = (release.toolchain.as_str(), release.version.as_str());
             let node = symbols_node(
                 name,
@@ -190,10 +206,10 @@ pub struct Compared {
     pub claimed: bool,
 }
 
-/// The torch releases the audit of a cell built against the torch
+/// The torch releases the compatibility node of a cell built against the torch
 /// toolchain `own` compares the wheel with, oldest first: the `claims`, and
 /// every torch toolchain of the lock built for the same CUDA major as
-/// `own`. Also what `cuwheel fetch --cell` fetches for the audit. Err: a
+/// `own`. Also what `cuwheel fetch --cell --compat` fetches for it. Err: a
 /// name in `own` or `claims` that is no torch toolchain of the lock.
 pub fn compared_releases(
     lock: &Lock,

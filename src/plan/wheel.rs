@@ -1,5 +1,5 @@
-//! The last two nodes of a cell: the wheel assembly and its audit, both run
-//! by the Nix-built driver.
+//! The last nodes of a cell: the wheel assembly, its audit and its
+//! compatibility table, all run by the Nix-built driver.
 //!
 //! In: the cell, its link nodes (one per extension module), the package
 //! files, the license files and the recipe (METADATA, tag, provenance).
@@ -9,8 +9,11 @@
 //! platform tag from the linked modules (so the file name here is a
 //! prediction); `audit-<cell>` copies that one wheel beside `audit.txt` and `audit.json` and
 //! fails when `cuwheel audit` does, so a wheel that fails is never a build
-//! result. The audit's load check reads the symbol tables of
-//! [`super::symbols`].
+//! result. The audit's load check reads the symbol tables of the torch
+//! releases the wheel claims ([`super::symbols`]); `compat-<cell>`, built
+//! only when asked (`compat.<cell>`), runs `cuwheel load-check` on the
+//! audited wheel against every release of its CUDA major and writes
+//! `compat.txt` and `compat.json`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,6 +33,8 @@ use crate::wheel::{PlatformRule, TagSet, WheelFilename};
 pub const WHEEL_PREFIX: &str = "wheel-";
 /// The audit node's name starts with this: its output is the cell's result.
 pub const AUDIT_PREFIX: &str = "audit-";
+/// The compatibility node's name starts with this.
+pub const COMPAT_PREFIX: &str = "compat-";
 
 /// Where the driver's store path is, in both nodes.
 const DRIVER_VAR: &str = "cuwheel";
@@ -266,6 +271,47 @@ impl WheelAssembly {
         );
         Node {
             name: format!("{AUDIT_PREFIX}{}", self.cell),
+            script: s,
+            inputs,
+        }
+    }
+
+    /// The compatibility node: the audited wheel loaded against the
+    /// releases of `tables` (built with [`super::symbols::Scope::Compared`]).
+    pub fn compat_node(&self, tables: &AuditTables) -> Node {
+        let mut inputs = BTreeMap::from([
+            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
+            (
+                "audit".to_string(),
+                Input::Node {
+                    node: format!("{AUDIT_PREFIX}{}", self.cell),
+                },
+            ),
+        ]);
+        inputs.extend(tables.inputs());
+        let not_one = quote(&format!(
+            "cuwheel: audit-{} does not hold exactly one .whl",
+            self.cell
+        ));
+        let s = format!(
+            "# compat-{cell}: which torch releases of its CUDA major the audited wheel of cell \
+             {cell} loads with.\n\
+             # Written by `cuwheel plan`.\n\
+             set -- \"$audit\"/*.whl\n\
+             if [ \"$#\" != 1 ] || [ ! -f \"$1\" ]; then echo {not_one} >&2; exit 1; fi\n\
+             file=\"${{1##*/}}\"\n\
+             mkdir -p \"$out\"\n\
+             check() {{ \"${DRIVER_VAR}\"/bin/cuwheel load-check {arguments} \"$@\"; }}\n\
+             # From the wheel's directory: the reports name the file, not a store path.\n\
+             cd \"$audit\"\n\
+             check \"$file\" > \"$out\"/compat.txt\n\
+             check --json \"$file\" > \"$out\"/compat.json\n\
+             cat \"$out\"/compat.txt\n",
+            cell = self.cell,
+            arguments = tables.arguments(),
+        );
+        Node {
+            name: format!("{COMPAT_PREFIX}{}", self.cell),
             script: s,
             inputs,
         }

@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::store::Hash;
 use crate::store::nar;
+use crate::wheel::zip::{EntryKind, ZipArchive, unwrap_zip_error};
 
 /// The directory of a torch wheel that holds its C++ headers.
 pub const TORCH_INCLUDE: &str = "torch/include/";
@@ -27,38 +28,33 @@ pub const TORCH_INCLUDE: &str = "torch/include/";
 /// Writes the torch headers tree of `wheel` into `dest` (created) and
 /// returns its NAR sha256.
 pub fn torch_headers(wheel: &Path, dest: &Path) -> Result<Hash> {
-    let file = File::open(wheel).with_context(|| format!("cannot open {}", wheel.display()))?;
-    let mut archive = zip::ZipArchive::new(io::BufReader::new(file))
+    let archive = ZipArchive::open(wheel)
         .with_context(|| format!("{} is not a readable wheel (zip)", wheel.display()))?;
     fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
     let mut files = 0usize;
-    for index in 0..archive.len() {
-        let mut entry = archive
-            .by_index(index)
-            .with_context(|| format!("cannot read entry {index} of {}", wheel.display()))?;
-        let Some(relative) = entry.name().strip_prefix(TORCH_INCLUDE) else {
+    for (index, entry) in archive.entries().iter().enumerate() {
+        let Some(relative) = entry.name.strip_prefix(TORCH_INCLUDE) else {
             continue;
         };
         let relative = safe_relative(relative)
-            .with_context(|| format!("{}: entry {}", wheel.display(), entry.name()))?;
+            .with_context(|| format!("{}: entry {}", wheel.display(), entry.name))?;
         if relative.as_os_str().is_empty() {
             continue;
         }
         let target = dest.join(&relative);
-        let is_symlink = entry
-            .unix_mode()
-            .is_some_and(|mode| mode & 0o170000 == 0o120000);
-        if is_symlink {
-            bail!(
-                "{}: {} is a symlink; cuwheel's headers tree holds regular files only",
+        match entry.kind {
+            EntryKind::File => {}
+            EntryKind::Directory => {
+                fs::create_dir_all(&target)
+                    .with_context(|| format!("cannot create {}", target.display()))?;
+                continue;
+            }
+            other => bail!(
+                "{}: {} is {}; cuwheel's headers tree holds regular files only",
                 wheel.display(),
-                entry.name()
-            );
-        }
-        if entry.is_dir() {
-            fs::create_dir_all(&target)
-                .with_context(|| format!("cannot create {}", target.display()))?;
-            continue;
+                entry.name,
+                other.describe()
+            ),
         }
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent)
@@ -66,8 +62,9 @@ pub fn torch_headers(wheel: &Path, dest: &Path) -> Result<Hash> {
         }
         let mut out =
             File::create(&target).with_context(|| format!("cannot create {}", target.display()))?;
-        io::copy(&mut entry, &mut out)
-            .with_context(|| format!("cannot extract {} from {}", entry.name(), wheel.display()))?;
+        io::copy(&mut archive.reader(index), &mut out)
+            .map_err(unwrap_zip_error)
+            .with_context(|| format!("cannot extract {} from {}", entry.name, wheel.display()))?;
         fs::set_permissions(&target, fs::Permissions::from_mode(0o444))
             .with_context(|| format!("cannot set the mode of {}", target.display()))?;
         files += 1;
@@ -125,16 +122,18 @@ pub fn seed(
     let bytes = match SeedSource::of(file)? {
         SeedSource::Deb => deb_member(artifact, member)?,
         SeedSource::Wheel => {
-            let reader = File::open(artifact)
-                .with_context(|| format!("cannot open {}", artifact.display()))?;
-            let mut archive = zip::ZipArchive::new(io::BufReader::new(reader))
+            let archive = ZipArchive::open(artifact)
                 .with_context(|| format!("{} is not a readable wheel", artifact.display()))?;
-            let mut entry = archive
-                .by_name(member)
+            let index = archive
+                .entries()
+                .iter()
+                .position(|entry| entry.name == member && entry.kind == EntryKind::File)
                 .with_context(|| format!("{file} has no member {member}"))?;
             let mut bytes = Vec::new();
-            entry
+            archive
+                .reader(index)
                 .read_to_end(&mut bytes)
+                .map_err(unwrap_zip_error)
                 .with_context(|| format!("cannot extract {member} from {file}"))?;
             bytes
         }

@@ -64,7 +64,7 @@ fn an_empty_store_substitutes_a_cells_toolchains_and_kernels_over_http() {
     eprintln!("{summary}");
     assert!(
         summary.contains(&format!(
-            "the inputs of cell {CELL}: 3 kernel objects and 10 toolchains, seeds and the driver"
+            "the inputs of cell {CELL}: 3 kernel objects and 8 toolchains, seeds and the driver"
         )),
         "{summary}"
     );

@@ -243,8 +243,9 @@ fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kern
         .map(|(name, _)| name.clone())
         .collect();
     // One object per compiler set (nvcc, gcc, torch: five in the demo);
-    // every cell relinks, and so reassembles and re-audits; no binding
-    // changes.
+    // every cell relinks, and so reassembles and re-audits (and its
+    // compatibility node, which reads the audited wheel, changes too); no
+    // binding changes.
     let mut expected: BTreeSet<String> = before
         .keys()
         .filter(|n| n.starts_with("kernel-") && n.ends_with("-row_norm"))
@@ -258,9 +259,9 @@ fn an_edited_kernel_rebuilds_once_per_toolkit_and_a_second_python_builds_no_kern
     // and audited again.
     for cell in after.keys().filter_map(|n| n.strip_prefix("link-")) {
         let kinds: &[&str] = if cell.ends_with("-stable") {
-            &["wheel", "audit"]
+            &["wheel", "audit", "compat"]
         } else {
-            &["link", "wheel", "audit"]
+            &["link", "wheel", "audit", "compat"]
         };
         for kind in kinds {
             expected.insert(format!("{kind}-{cell}"));

@@ -290,11 +290,10 @@ pub fn build_cell_from_cache(store: &TempStore, options: &[String], result: &Pat
         "cuwheel-plan.json",
         "binding-cuda130-torch211-py313",
         "link-cu130-py313-torch211",
-        // the symbol tables its audit reads: every torch release of CUDA 13
-        // the lock has, the CUDA runtime, the baseline's sysroot
+        // the symbol tables its audit reads: the torch release it claims
+        // (the others of CUDA 13 are compat.<cell>'s, not built here), the
+        // CUDA runtime, the baseline's sysroot
         "symbols-torch211",
-        "symbols-torch214",
-        "symbols-torch215",
         "symbols-cuda130",
         "symbols-gcc-bullseye",
         "wheel-cu130-py313-torch211",

@@ -103,15 +103,9 @@ pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditRepo
         platform: checks::platform_verdict(&ctx),
         abi3_baseline: checks::abi3_baseline(&ctx),
         cuda_archs_expected: ctx.cuda_archs.expected.clone(),
-        torch_load: ctx.load_verdict().map(|verdict| TorchLoad {
-            claimed: verdict
-                .releases
-                .iter()
-                .filter(|r| options.extra.load.claimed.contains(&r.torch))
-                .map(|r| r.torch.clone())
-                .collect(),
-            releases: verdict.releases.clone(),
-        }),
+        torch_load: ctx
+            .load_verdict()
+            .map(|verdict| TorchLoad::new(&verdict.releases, &options.extra.load.claimed)),
         size: std::fs::metadata(wheel.path()).ok().map(|meta| {
             size::size_report(
                 meta.len(),

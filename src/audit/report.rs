@@ -1,6 +1,7 @@
 //! The audit's verdict on one wheel: what was found, what fails and how to
 //! fix it, as a human-readable text or JSON (serde).
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -74,6 +75,21 @@ pub struct TorchLoad {
     pub claimed: Vec<String>,
     /// Every release checked, in the order given (oldest first).
     pub releases: Vec<ReleaseVerdict>,
+}
+
+impl TorchLoad {
+    /// The table of `releases`, `claimed` naming the releases the wheel
+    /// claims (listed in the table's order).
+    pub fn new(releases: &[ReleaseVerdict], claimed: &BTreeSet<String>) -> TorchLoad {
+        TorchLoad {
+            claimed: releases
+                .iter()
+                .filter(|r| claimed.contains(&r.torch))
+                .map(|r| r.torch.clone())
+                .collect(),
+            releases: releases.to_vec(),
+        }
+    }
 }
 
 /// Everything the audit says about one wheel.

@@ -16,7 +16,7 @@ use cuwheel::audit::elf::ElfFacts;
 use cuwheel::audit::load::{self, Labelled, LoadInputs, WheelObject};
 use cuwheel::audit::loader::{self, LoadedObject};
 use cuwheel::audit::symbols::{self, SymbolTable};
-use cuwheel::audit::{AuditContext, AuditOptions, scan};
+use cuwheel::audit::{AuditContext, AuditOptions, TorchLoad, scan};
 use cuwheel::wheel::WheelFile;
 
 /// Exit status when a claimed torch release would not load the wheel.
@@ -199,17 +199,12 @@ pub fn run_load_check(args: LoadCheckArgs) -> Result<ExitCode> {
         .collect();
     let failed = !verdict.findings.is_empty();
     if args.json {
-        let claimed: Vec<&String> = verdict
-            .releases
-            .iter()
-            .map(|r| &r.torch)
-            .filter(|torch| inputs.claimed.contains(*torch))
-            .collect();
+        let table = TorchLoad::new(&verdict.releases, &inputs.claimed);
         let json = serde_json::json!({
             "inputs": names,
             "passed": !failed,
-            "claimed": claimed,
-            "releases": verdict.releases,
+            "claimed": table.claimed,
+            "releases": table.releases,
             "findings": verdict.findings,
             "notes": verdict.notes,
         });

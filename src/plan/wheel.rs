@@ -226,16 +226,7 @@ impl WheelAssembly {
 
     /// The audit node; `tables` are its load check's symbol tables.
     pub fn audit_node(&self, tables: &AuditTables) -> Node {
-        let mut inputs = BTreeMap::from([
-            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
-            (
-                "wheel".to_string(),
-                Input::Node {
-                    node: format!("{WHEEL_PREFIX}{}", self.cell),
-                },
-            ),
-        ]);
-        inputs.extend(tables.inputs());
+        let inputs = load_check_inputs("wheel", format!("{WHEEL_PREFIX}{}", self.cell), tables);
         let failed = quote(&format!(
             "cuwheel: the audit of cell {} failed (report above): no result is built for it. Fix \
              what the report names, or run `cuwheel audit` on the wheel for details.",
@@ -279,16 +270,7 @@ impl WheelAssembly {
     /// The compatibility node: the audited wheel loaded against the
     /// releases of `tables` (built with [`super::symbols::Scope::Compared`]).
     pub fn compat_node(&self, tables: &AuditTables) -> Node {
-        let mut inputs = BTreeMap::from([
-            (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
-            (
-                "audit".to_string(),
-                Input::Node {
-                    node: format!("{AUDIT_PREFIX}{}", self.cell),
-                },
-            ),
-        ]);
-        inputs.extend(tables.inputs());
+        let inputs = load_check_inputs("audit", format!("{AUDIT_PREFIX}{}", self.cell), tables);
         let not_one = quote(&format!(
             "cuwheel: audit-{} does not hold exactly one .whl",
             self.cell
@@ -316,4 +298,15 @@ impl WheelAssembly {
             inputs,
         }
     }
+}
+
+/// The inputs of a node that runs the load check: the driver, the node
+/// holding the wheel (as `var`) and the symbol tables.
+fn load_check_inputs(var: &str, node: String, tables: &AuditTables) -> BTreeMap<String, Input> {
+    let mut inputs = BTreeMap::from([
+        (DRIVER_VAR.to_string(), Input::Driver { driver: true }),
+        (var.to_string(), Input::Node { node }),
+    ]);
+    inputs.extend(tables.inputs());
+    inputs
 }

@@ -20,6 +20,18 @@ use crate::process::checked_output;
 /// cuwheel's own lock and manifest, as they were when it was built.
 pub const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
 const CARGO_TOML: &str = include_str!("../../Cargo.toml");
+/// The manifests of the workspace's other members (`[workspace] members`),
+/// without which cargo cannot read `CARGO_TOML`.
+const MEMBERS: &[(&str, &str)] = &[
+    (
+        "crates/cuwheel-nix",
+        include_str!("../../crates/cuwheel-nix/Cargo.toml"),
+    ),
+    (
+        "crates/cuwheel-wheel",
+        include_str!("../../crates/cuwheel-wheel/Cargo.toml"),
+    ),
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockedCrate {
@@ -102,21 +114,28 @@ pub fn in_registry_cache(krate: &LockedCrate) -> Result<Option<PathBuf>> {
         .find(|path| path.is_file()))
 }
 
-/// `cargo fetch --locked` of cuwheel's own manifest and lock, in a scratch
-/// project under `dir`: cargo downloads exactly the locked crates (through
-/// the user's cargo configuration) into its registry cache.
+/// `cargo fetch --locked` of cuwheel's own workspace (its manifests, with
+/// empty sources) and lock, in a scratch project under `dir`: cargo
+/// downloads exactly the locked crates (through the user's cargo
+/// configuration) into its registry cache.
 pub fn cargo_fetch(dir: &Path) -> Result<()> {
     let project = dir.join("cuwheel-crates");
-    fs::create_dir_all(project.join("src"))
-        .with_context(|| format!("cannot create {}", project.display()))?;
-    for (path, text) in [
-        ("Cargo.toml", CARGO_TOML),
-        ("Cargo.lock", CARGO_LOCK),
-        ("src/lib.rs", ""),
-        ("src/main.rs", "fn main() {}\n"),
-    ] {
-        fs::write(project.join(path), text)
-            .with_context(|| format!("cannot write {}", project.join(path).display()))?;
+    let mut files = vec![
+        ("Cargo.toml".to_owned(), CARGO_TOML),
+        ("Cargo.lock".to_owned(), CARGO_LOCK),
+        ("src/lib.rs".to_owned(), ""),
+        ("src/main.rs".to_owned(), "fn main() {}\n"),
+    ];
+    for (member, manifest) in MEMBERS {
+        files.push((format!("{member}/Cargo.toml"), manifest));
+        files.push((format!("{member}/src/lib.rs"), ""));
+    }
+    for (path, text) in files {
+        let path = project.join(path);
+        let parent = path.parent().expect("a file under the project");
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     checked_output(
@@ -172,6 +191,22 @@ source = "git+https://git.example/forked#abc"
                 .unwrap_err()
                 .to_string()
                 .contains("no checksum for zip")
+        );
+    }
+
+    #[test]
+    fn every_workspace_member_has_its_manifest_embedded() {
+        let manifest: toml::Table = toml::from_str(CARGO_TOML).unwrap();
+        let members: Vec<&str> = manifest["workspace"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        let embedded: Vec<&str> = MEMBERS.iter().map(|(member, _)| *member).collect();
+        assert_eq!(
+            embedded, members,
+            "MEMBERS must list Cargo.toml's workspace members"
         );
     }
 

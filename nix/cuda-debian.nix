@@ -1,14 +1,14 @@
 # Toolchain kind `cuda-debian`: a CUDA toolkit from Debian's non-free nvidia-cuda-toolkit closure,
 # relocated into the same CUDA_HOME-like layout as cuda-wheels.nix.
 #
-# In:  the seeds, the artifact lookup, the lock's artifact entries, then { name, toolchain }.
+# In:  toolchains.nix's context { seeds, artifact, lock, ... }, then { name, toolchain }.
 #      The toolchain's .debs are unpacked into one root (CUDA packages only in part, see
 #      `members`; the libc closure whole), whose glibc the programs run on.
 # Out: bin/ (nvcc = namespace wrapper; ptxas, fatbinary, nvlink, cudafe++, bin2c, crt/ ...),
 #      bin/nvcc.profile written for this layout (Debian's points into /usr), nvvm/{bin/cicc,
 #      libdevice}, include/, lib/ (libcudart.so, static runtimes, stubs), lib64 -> lib.
 #      Attribute `root`: the Debian root.
-seeds: artifact: lockArtifacts: { name, toolchain }:
+{ seeds, artifact, lock, ... }: { name, toolchain }:
 let
   # What the tree needs from each CUDA package; nvidia-cuda-dev is 934 MB, mostly static
   # libraries of the math libraries, of which only the headers are wanted.
@@ -29,7 +29,7 @@ let
   # libnvvm4): their usr/lib.
   libraries = p: builtins.match "libcudart[0-9.]+|libnvvm[0-9]+" p != null;
   memberOf = p: if libraries p then [ "./usr/lib" ] else members.${p} or null;
-  package = n: lockArtifacts.${n}.package or n;
+  package = n: lock.artifacts.${n}.package or n;
   root = import ./debian-root.nix seeds {
     name = "${name}-root";
     debs = map artifact toolchain.artifacts;

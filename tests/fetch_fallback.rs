@@ -34,7 +34,8 @@ use std::sync::OnceLock;
 
 use common::{Server, cuwheel_bin, run_ok, store_listing};
 use cuwheel::lock::format::{
-    Artifact, CellToolchains, LOCK_VERSION, Lock, Seed, Source, SuiteIndex, Toolchain, store_name,
+    Artifact, CellToolchains, CudaToolchain, LOCK_VERSION, Lock, Seed, Source, SuiteIndex,
+    Toolchain, store_name,
 };
 use cuwheel::store::path::{FileIngestion, fixed_output_path};
 use cuwheel::store::{Hash, HashAlgo};
@@ -516,11 +517,12 @@ fn old_lock() -> Lock {
                 .into_iter()
                 .chain(kept(&TRIXIE_KEPT, &["nvidia-cuda-toolkit"]))
                 .collect(),
-            Toolchain::CudaDebian {
+            Toolchain::Cuda(CudaToolchain {
+                kind: "cuda-debian".into(),
                 version: "12.4".into(),
-                suite: "trixie".into(),
+                fields: [("suite".to_owned(), "trixie".to_owned())].into(),
                 artifacts: BTreeSet::new(),
-            },
+            }),
         ),
         (
             "gcc-bookworm",

@@ -322,13 +322,9 @@ fn no_kernel_node_sees_python() {
                 Input::Toolchain { toolchain, output } => {
                     let kind = &lock.toolchains[toolchain];
                     assert!(
-                        matches!(
-                            kind,
-                            Toolchain::Gcc { .. }
-                                | Toolchain::CudaWheels { .. }
-                                | Toolchain::CudaDebian { .. }
-                        ) || (matches!(kind, Toolchain::Torch { .. })
-                            && output.as_deref() == Some("headers")),
+                        matches!(kind, Toolchain::Gcc { .. } | Toolchain::Cuda(_))
+                            || (matches!(kind, Toolchain::Torch { .. })
+                                && output.as_deref() == Some("headers")),
                         "{}: {toolchain} {output:?}",
                         node.name
                     );

@@ -342,10 +342,12 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
 
     // Re-pinning what the wheel is built from (the toolkit's nvcc) is
     // another checkout: refused before any build, naming both files.
-    let Toolchain::CudaWheels { artifacts, .. } = &lock.toolchains["cuda130"] else {
-        panic!("cuda130 is a cuda-wheels toolchain");
+    let Toolchain::Cuda(cuda) = &lock.toolchains["cuda130"] else {
+        panic!("cuda130 is a CUDA toolchain");
     };
-    let nvcc = artifacts
+    assert_eq!(cuda.kind, "cuda-wheels");
+    let nvcc = cuda
+        .artifacts
         .iter()
         .find(|a| a.starts_with("nvidia_cuda_nvcc-"))
         .unwrap()

@@ -151,7 +151,8 @@ fn compilers_are_the_locked_releases_and_run_outside_the_sandbox_too() {
     for (name, toolchain) in &lock.toolchains {
         let dir = out(&format!("toolchains.{name}"));
         match toolchain {
-            Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. } => {
+            Toolchain::Cuda(cuda) => {
+                let version = &cuda.version;
                 let nvcc = run_ok(Command::new(dir.join("bin/nvcc")).arg("--version"));
                 let text = String::from_utf8_lossy(&nvcc.stdout);
                 assert!(

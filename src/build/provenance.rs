@@ -105,7 +105,15 @@ impl ToolchainIdentity {
                 Toolchain::Torch {
                     headers_nar_sha256, ..
                 } => identity.headers_nar_sha256 = Some(headers_nar_sha256.clone()),
-                Toolchain::CudaWheels { runtime, .. } if runtime != name => next = Some(runtime),
+                Toolchain::Cuda(cuda) => {
+                    next = cuda
+                        .source()
+                        .reads(&cuda.fields)
+                        .into_iter()
+                        .find(|read| read != name)
+                        .and_then(|read| lock.toolchains.get_key_value(&read))
+                        .map(|(read, _)| read.as_str())
+                }
                 _ => {}
             }
         }
@@ -176,11 +184,12 @@ mod tests {
                 ),
                 (
                     "cuda".to_string(),
-                    Toolchain::CudaWheels {
+                    Toolchain::Cuda(crate::lock::format::CudaToolchain {
+                        kind: "cuda-wheels".into(),
                         version: "13.0".into(),
-                        runtime: "gcc".into(),
+                        fields: [("runtime".to_owned(), "gcc".to_owned())].into(),
                         artifacts: set(&["nvcc.whl"]),
-                    },
+                    }),
                 ),
                 (
                     "torch".to_string(),

@@ -79,14 +79,22 @@ pub fn artifacts_for_cells(
             ),
         }
     }
-    let runtimes: Vec<&str> = toolchains
-        .iter()
-        .filter_map(|name| match lock.toolchains.get(*name) {
-            Some(Toolchain::CudaWheels { runtime, .. }) => Some(runtime.as_str()),
-            _ => None,
-        })
-        .collect();
-    toolchains.extend(runtimes);
+    let mut read: Vec<&str> = Vec::new();
+    for name in &toolchains {
+        let Some(Toolchain::Cuda(cuda)) = lock.toolchains.get(*name) else {
+            continue;
+        };
+        for other in cuda.source().reads(&cuda.fields) {
+            let Some((other, _)) = lock.toolchains.get_key_value(&other) else {
+                bail!(
+                    "cuwheel.lock's toolchain {name} reads the toolchain {other}, but the lock \
+                     has no toolchains.{other} entry; run `cuwheel lock` to write it again"
+                );
+            };
+            read.push(other);
+        }
+    }
+    toolchains.extend(read);
     let mut artifacts = BTreeSet::new();
     for name in toolchains {
         let Some(toolchain) = lock.toolchains.get(name) else {
@@ -115,11 +123,12 @@ mod tests {
                 suite: "s".into(),
                 artifacts,
             },
-            "cuda" => Toolchain::CudaWheels {
+            "cuda" => Toolchain::Cuda(crate::lock::format::CudaToolchain {
+                kind: "cuda-wheels".into(),
                 version: "13.0".into(),
-                runtime: "gcc".into(),
+                fields: [("runtime".to_owned(), "gcc".to_owned())].into(),
                 artifacts,
-            },
+            }),
             _ => Toolchain::Rust {
                 suite: "s".into(),
                 artifacts,

@@ -17,7 +17,7 @@ use anyhow::{Result, anyhow};
 use super::model::{Inferred, Module};
 use super::python::{self, Toolkit};
 use crate::spec::archs::ToolkitKey;
-use crate::spec::{CompatTable, CudaArch, CudaVersion, MatrixFacts, ToolkitOrigin, TorchVersion};
+use crate::spec::{CompatTable, CudaArch, CudaVersion, MatrixFacts, TorchVersion};
 
 /// The cells of the matrix `init` writes by default (render's
 /// `DEFAULT_MATRIX`): each torch minor with the CUDA of its wheels.
@@ -42,33 +42,15 @@ pub fn default_toolkits() -> Vec<Toolkit> {
 }
 
 /// The nvcc a cell serving CUDA `served` builds with when nothing is
-/// locked yet: [`MatrixFacts::default_nvcc`] over the toolkits cuwheel can
-/// have — Debian's (data/debian.toml) and, for the majors whose PyPI wheels
-/// hold an nvcc, the served version itself — that the compatibility table
-/// knows.
+/// locked yet: [`MatrixFacts::default_nvcc`] over the toolkits the sources
+/// would offer without asking a registry
+/// ([`crate::lock::toolkits::ToolkitSource::assumed`]: Debian's suites and,
+/// for the majors whose PyPI wheels hold an nvcc, the served version
+/// itself) that the compatibility table knows.
 pub fn default_nvcc(served: CudaVersion) -> CudaVersion {
-    let compat = CompatTable::embedded();
-    let mut toolkits: BTreeMap<CudaVersion, ToolkitOrigin> = BTreeMap::new();
-    for (version, suite) in &crate::lock::debian::DebianData::embedded().cuda_suites {
-        if let Ok(version) = version.parse::<CudaVersion>() {
-            toolkits.insert(
-                version,
-                ToolkitOrigin::Debian {
-                    suite: suite.clone(),
-                },
-            );
-        }
-    }
-    let pypi = crate::lock::plan::PypiData::embedded();
-    if pypi.cuda_wheels.majors.contains(&served.major) {
-        toolkits.insert(
-            served,
-            ToolkitOrigin::Pypi {
-                release: served.to_string(),
-            },
-        );
-    }
-    toolkits.retain(|version, _| compat.toolkit(version).is_some());
+    let sources = crate::lock::toolkits::SOURCES;
+    let assumed = sources.iter().map(|source| source.assumed(served));
+    let toolkits = crate::lock::toolkits::available(assumed, CompatTable::embedded());
     let facts = MatrixFacts {
         torch: BTreeMap::new(),
         toolkits,

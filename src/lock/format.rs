@@ -77,24 +77,17 @@ impl CellToolchains {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+/// One toolchain of the lock. The CUDA toolkits are the toolkit sources'
+/// ([`CudaToolchain`], src/lock/toolkits/); the other kinds are cuwheel's
+/// own. Written with its `kind` beside its fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Toolchain {
     Gcc {
         suite: String,
         gcc: String,
         artifacts: BTreeSet<String>,
     },
-    CudaWheels {
-        version: String,
-        runtime: String,
-        artifacts: BTreeSet<String>,
-    },
-    CudaDebian {
-        version: String,
-        suite: String,
-        artifacts: BTreeSet<String>,
-    },
+    Cuda(CudaToolchain),
     PythonHeaders {
         version: String,
         suite: String,
@@ -112,10 +105,70 @@ pub enum Toolchain {
     Torch {
         version: String,
         artifacts: BTreeSet<String>,
-        #[serde(rename = "headers-nar-sha256")]
+        /// The NAR hash of its C++ headers tree.
         headers_nar_sha256: String,
         /// The C++ standard its headers require (`c++17`, `c++20`), read
         /// from their own check.
+        cxx_standard: String,
+    },
+    Rust {
+        suite: String,
+        artifacts: BTreeSet<String>,
+    },
+}
+
+/// The fields a toolkit source records in its lock entries.
+pub type Fields = BTreeMap<String, String>;
+
+/// A CUDA toolkit as its source locked it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaToolchain {
+    /// The source's kind of lock entry (`cuda-wheels`, `cuda-debian`):
+    /// which source reads the entry, and the Nix file that builds it
+    /// (`nix/<kind>.nix`).
+    pub kind: String,
+    /// `13.0`.
+    pub version: String,
+    /// What the source records besides (`runtime`, `suite`).
+    #[serde(flatten)]
+    pub fields: Fields,
+    pub artifacts: BTreeSet<String>,
+}
+
+impl CudaToolchain {
+    /// The source that reads it (the kind was checked on reading).
+    pub fn source(&self) -> &'static dyn super::toolkits::ToolkitSource {
+        super::toolkits::by_kind(&self.kind)
+            .unwrap_or_else(|| panic!("toolchain kind {} has no source", self.kind))
+    }
+}
+
+/// cuwheel's own toolchain kinds as the lock writes them (a mirror of
+/// [`Toolchain`]'s variants but `Cuda`, whose kinds the sources define).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum OwnKind {
+    Gcc {
+        suite: String,
+        gcc: String,
+        artifacts: BTreeSet<String>,
+    },
+    PythonHeaders {
+        version: String,
+        suite: String,
+        artifacts: BTreeSet<String>,
+    },
+    PythonArchive {
+        version: String,
+        include: String,
+        pyconfig: String,
+        artifacts: BTreeSet<String>,
+    },
+    Torch {
+        version: String,
+        artifacts: BTreeSet<String>,
+        #[serde(rename = "headers-nar-sha256")]
+        headers_nar_sha256: String,
         #[serde(rename = "cxx-standard")]
         cxx_standard: String,
     },
@@ -125,12 +178,131 @@ pub enum Toolchain {
     },
 }
 
+impl Serialize for Toolchain {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let own = match self.clone() {
+            Toolchain::Cuda(cuda) => return cuda.serialize(serializer),
+            Toolchain::Gcc {
+                suite,
+                gcc,
+                artifacts,
+            } => OwnKind::Gcc {
+                suite,
+                gcc,
+                artifacts,
+            },
+            Toolchain::PythonHeaders {
+                version,
+                suite,
+                artifacts,
+            } => OwnKind::PythonHeaders {
+                version,
+                suite,
+                artifacts,
+            },
+            Toolchain::PythonArchive {
+                version,
+                include,
+                pyconfig,
+                artifacts,
+            } => OwnKind::PythonArchive {
+                version,
+                include,
+                pyconfig,
+                artifacts,
+            },
+            Toolchain::Torch {
+                version,
+                artifacts,
+                headers_nar_sha256,
+                cxx_standard,
+            } => OwnKind::Torch {
+                version,
+                artifacts,
+                headers_nar_sha256,
+                cxx_standard,
+            },
+            Toolchain::Rust { suite, artifacts } => OwnKind::Rust { suite, artifacts },
+        };
+        own.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Toolchain {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let entry = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let kind = entry
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| D::Error::missing_field("kind"))?
+            .to_owned();
+        let value = serde_json::Value::Object(entry);
+        if let Some(source) = super::toolkits::by_kind(&kind) {
+            let cuda: CudaToolchain = serde_json::from_value(value)
+                .map_err(|e| D::Error::custom(format!("toolchain of kind {kind}: {e}")))?;
+            source
+                .check_entry(&cuda.fields)
+                .map_err(|e| D::Error::custom(format!("toolchain of kind {kind}: {e}")))?;
+            return Ok(Toolchain::Cuda(cuda));
+        }
+        let own: OwnKind = serde_json::from_value(value).map_err(|e| {
+            D::Error::custom(format!(
+                "toolchain of kind {kind}: {e} (the toolkit sources' kinds are {})",
+                super::toolkits::kinds().join(", ")
+            ))
+        })?;
+        Ok(match own {
+            OwnKind::Gcc {
+                suite,
+                gcc,
+                artifacts,
+            } => Toolchain::Gcc {
+                suite,
+                gcc,
+                artifacts,
+            },
+            OwnKind::PythonHeaders {
+                version,
+                suite,
+                artifacts,
+            } => Toolchain::PythonHeaders {
+                version,
+                suite,
+                artifacts,
+            },
+            OwnKind::PythonArchive {
+                version,
+                include,
+                pyconfig,
+                artifacts,
+            } => Toolchain::PythonArchive {
+                version,
+                include,
+                pyconfig,
+                artifacts,
+            },
+            OwnKind::Torch {
+                version,
+                artifacts,
+                headers_nar_sha256,
+                cxx_standard,
+            } => Toolchain::Torch {
+                version,
+                artifacts,
+                headers_nar_sha256,
+                cxx_standard,
+            },
+            OwnKind::Rust { suite, artifacts } => Toolchain::Rust { suite, artifacts },
+        })
+    }
+}
+
 impl Toolchain {
     pub fn artifacts(&self) -> &BTreeSet<String> {
         match self {
+            Toolchain::Cuda(cuda) => &cuda.artifacts,
             Toolchain::Gcc { artifacts, .. }
-            | Toolchain::CudaWheels { artifacts, .. }
-            | Toolchain::CudaDebian { artifacts, .. }
             | Toolchain::PythonHeaders { artifacts, .. }
             | Toolchain::PythonArchive { artifacts, .. }
             | Toolchain::Torch { artifacts, .. }
@@ -140,9 +312,8 @@ impl Toolchain {
 
     pub fn artifacts_mut(&mut self) -> &mut BTreeSet<String> {
         match self {
+            Toolchain::Cuda(cuda) => &mut cuda.artifacts,
             Toolchain::Gcc { artifacts, .. }
-            | Toolchain::CudaWheels { artifacts, .. }
-            | Toolchain::CudaDebian { artifacts, .. }
             | Toolchain::PythonHeaders { artifacts, .. }
             | Toolchain::PythonArchive { artifacts, .. }
             | Toolchain::Torch { artifacts, .. }
@@ -222,6 +393,27 @@ impl Lock {
                 path.display(),
                 lock.version
             );
+        }
+        for (version, origin) in &lock.facts.toolkits {
+            let checked = match super::toolkits::by_name(&origin.source) {
+                Some(source) => source.check_origin(origin),
+                None => Err(format!(
+                    "names the toolkit source {}, which this cuwheel does not have (it has {})",
+                    origin.source,
+                    super::toolkits::SOURCES
+                        .iter()
+                        .map(|source| source.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            };
+            if let Err(problem) = checked {
+                anyhow::bail!(
+                    "{}: facts.toolkits.\"{version}\" {problem}; run `cuwheel lock --fresh` to \
+                     list the toolkits again",
+                    path.display()
+                );
+            }
         }
         Ok(lock)
     }
@@ -330,6 +522,54 @@ mod tests {
         for name in ["a%3ab~c d", "x:y"] {
             crate::store::path::check_name(&store_name(name)).unwrap();
         }
+    }
+
+    #[test]
+    fn the_demo_lock_reads_and_writes_back_byte_for_byte() {
+        // Its CUDA toolchains are the sources' (cuda-wheels, cuda-debian):
+        // read through them, they write the same bytes.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext/cuwheel.lock");
+        let bytes = std::fs::read(&path).unwrap();
+        let lock = Lock::parse(&bytes, &path).unwrap();
+        let kinds: BTreeSet<&str> = lock
+            .toolchains
+            .values()
+            .filter_map(|t| match t {
+                Toolchain::Cuda(cuda) => Some(cuda.kind.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds, BTreeSet::from(["cuda-debian", "cuda-wheels"]));
+        assert!(
+            lock.to_bytes() == bytes,
+            "the demo's lock changed on a round trip"
+        );
+    }
+
+    #[test]
+    fn a_cuda_toolchain_with_fields_its_source_does_not_record_is_refused() {
+        let path = Path::new("cuwheel.lock");
+        let mut value: serde_json::Value = serde_json::from_slice(&sample().to_bytes()).unwrap();
+        value["toolchains"]["cuda"] = serde_json::json!({
+            "kind": "cuda-wheels", "version": "13.0", "suite": "trixie", "artifacts": []
+        });
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let error = format!("{:#}", Lock::parse(&bytes, path).unwrap_err());
+        assert!(
+            error.contains(
+                "toolchain of kind cuda-wheels: has the fields suite where its source records \
+                 runtime"
+            ),
+            "{error}"
+        );
+        value["toolchains"]["cuda"]["kind"] = "cuda-conda".into();
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let error = format!("{:#}", Lock::parse(&bytes, path).unwrap_err());
+        assert!(
+            error.contains("unknown variant `cuda-conda`")
+                && error.contains("the toolkit sources' kinds are cuda-debian, cuda-wheels"),
+            "{error}"
+        );
     }
 
     #[test]

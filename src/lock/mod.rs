@@ -49,7 +49,7 @@ use crate::wheel::WheelFilename;
 use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
 use driver::DriverLock;
-use format::{Artifact, Lock, Seed, Source, SuiteIndex, Toolchain};
+use format::{Artifact, CudaToolchain, Lock, Seed, Source, SuiteIndex, Toolchain};
 use pip::{Pip, Target};
 use plan::{Plan, PypiData, Request};
 
@@ -103,13 +103,7 @@ pub fn read_facts_reusing(
         Some(toolkits) => toolkits,
         None => {
             progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
-            toolkits::probe(
-                pip,
-                baseline,
-                PypiData::embedded(),
-                DebianData::embedded(),
-                CompatTable::embedded(),
-            )?
+            toolkits::probe(pip, baseline, CompatTable::embedded())?
         }
     };
     Ok(MatrixFacts { torch, toolkits })
@@ -385,6 +379,39 @@ struct Resolver<'a> {
     artifacts: BTreeMap<String, Artifact>,
 }
 
+/// The resolver, answering one toolkit source for the cells in `users`.
+struct ForToolchain<'r, 'a> {
+    resolver: &'r mut Resolver<'a>,
+    users: &'r BTreeSet<String>,
+}
+
+impl toolkits::Registries for ForToolchain<'_, '_> {
+    fn debian_index(&self, suite: &str) -> &Index {
+        &self.resolver.indexes[suite]
+    }
+
+    fn debian_closure(&mut self, recipe: &str, suite: &str) -> Result<BTreeSet<String>> {
+        self.resolver
+            .debian_closure(recipe, suite, None, None, self.users)
+    }
+
+    fn pip_resolve(
+        &mut self,
+        requirement: &str,
+        python: crate::spec::PythonVersion,
+    ) -> Result<Vec<pip::ResolvedWheel>> {
+        let target = Target::manylinux(python, &self.resolver.baseline);
+        self.resolver
+            .clients
+            .pip
+            .resolve(requirement, &target, true)
+    }
+
+    fn pypi_artifact(&mut self, wheel: &pip::ResolvedWheel) -> Result<String> {
+        Ok(self.resolver.pypi_artifact(wheel, self.users)?.0)
+    }
+}
+
 impl Resolver<'_> {
     fn toolchain(&mut self, request: &Request, users: &BTreeSet<String>) -> Result<Toolchain> {
         Ok(match request {
@@ -393,22 +420,18 @@ impl Resolver<'_> {
                 gcc: gcc.to_string(),
                 artifacts: self.debian_closure("gcc", suite, Some(*gcc), None, users)?,
             },
-            Request::CudaDebian { version, suite } => {
-                let index = &self.indexes[suite];
-                let toolkit = index.get("nvidia-cuda-toolkit").map(|p| p.version.as_str());
-                if !toolkit.is_some_and(|v| v.starts_with(&format!("{version}."))) {
-                    bail!(
-                        "Debian {suite} carries nvidia-cuda-toolkit {}, not CUDA {version}: \
-                         src/lock/data/debian.toml [cuda-suites] must name a suite that has it",
-                        toolkit.unwrap_or("(none)")
-                    );
-                }
-                Toolchain::CudaDebian {
-                    version: version.to_string(),
-                    suite: suite.clone(),
-                    artifacts: self.debian_closure("cuda-debian", suite, None, None, users)?,
-                }
-            }
+            Request::Cuda(cuda) => Toolchain::Cuda(CudaToolchain {
+                kind: cuda.kind.clone(),
+                version: cuda.version.to_string(),
+                fields: cuda.fields.clone(),
+                artifacts: cuda.source().resolve(
+                    cuda,
+                    &mut ForToolchain {
+                        resolver: self,
+                        users,
+                    },
+                )?,
+            }),
             Request::PythonHeaders { version, suite } => Toolchain::PythonHeaders {
                 version: version.to_string(),
                 suite: suite.clone(),
@@ -462,35 +485,6 @@ impl Resolver<'_> {
                     include: layout.include,
                     pyconfig: layout.pyconfig,
                     artifacts: [name].into(),
-                }
-            }
-            Request::CudaWheels {
-                version,
-                runtime,
-                python,
-            } => {
-                let data = &self.pypi.cuda_wheels;
-                let requirement = data.requirement_for(*version);
-                progress(&format!("resolving {requirement}"));
-                let target = Target::manylinux(*python, &self.baseline);
-                let resolved = self.clients.pip.resolve(&requirement, &target, true)?;
-                let mut artifacts = BTreeSet::new();
-                for package in &data.packages {
-                    let wheel = resolved.iter().find(|w| &w.name == package).with_context(
-                        || {
-                            format!(
-                                "pip's resolution of {} has no {package}: src/lock/data/pypi.toml \
-                             names a component the metapackage no longer pins",
-                                data.requirement
-                            )
-                        },
-                    )?;
-                    artifacts.insert(self.pypi_artifact(wheel, users)?.0);
-                }
-                Toolchain::CudaWheels {
-                    version: version.to_string(),
-                    runtime: runtime.clone(),
-                    artifacts,
                 }
             }
         })

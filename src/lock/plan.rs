@@ -18,15 +18,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use super::debian::DebianData;
 use super::format::{CellToolchains, DRIVER};
+use super::toolkits::{self, CudaRequest};
 use crate::spec::compat::join;
 use crate::spec::{
     Baseline, Cell, CompatTable, CudaVersion, HeaderArchive, MatrixFacts, PythonAbi, PythonVersion,
-    ToolkitOrigin, TorchVersion, TorchWheel,
+    TorchVersion, TorchWheel,
 };
 
 /// `data/pypi.toml`.
@@ -79,15 +80,8 @@ pub enum Request {
         suite: String,
         gcc: u32,
     },
-    CudaWheels {
-        version: CudaVersion,
-        runtime: String,
-        python: PythonVersion,
-    },
-    CudaDebian {
-        version: CudaVersion,
-        suite: String,
-    },
+    /// A CUDA toolkit, resolved by its source.
+    Cuda(CudaRequest),
     PythonHeaders {
         version: PythonVersion,
         suite: String,
@@ -107,6 +101,19 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The Debian suite it reads its packages from, if any.
+    pub fn debian_suite(&self) -> Option<&str> {
+        match self {
+            Request::Gcc { suite, .. }
+            | Request::PythonHeaders { suite, .. }
+            | Request::Rust { suite } => Some(suite),
+            Request::Cuda(cuda) => cuda.source().debian_suite(&cuda.fields),
+            Request::Torch { .. } | Request::PythonArchive { .. } => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub cells: BTreeMap<String, CellToolchains>,
@@ -121,15 +128,7 @@ impl Plan {
     pub fn suites(&self) -> BTreeSet<String> {
         self.toolchains
             .values()
-            .filter_map(|request| match request {
-                Request::Gcc { suite, .. }
-                | Request::CudaDebian { suite, .. }
-                | Request::PythonHeaders { suite, .. }
-                | Request::Rust { suite } => Some(suite.clone()),
-                Request::CudaWheels { .. }
-                | Request::Torch { .. }
-                | Request::PythonArchive { .. } => None,
-            })
+            .filter_map(|request| request.debian_suite().map(str::to_owned))
             .collect()
     }
 
@@ -240,8 +239,8 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         let cuda = format!("cuda{}", cell.nvcc.compact());
         let cuda_request = cuda_request(cell.nvcc, &gcc_name, python_of_torch.version, sources)?;
         let request = toolchains.entry(cuda.clone()).or_insert(cuda_request);
-        if let Request::CudaWheels { python, .. } = request {
-            *python = (*python).min(python_of_torch.version);
+        if let Request::Cuda(cuda) = request {
+            cuda.python = cuda.python.min(python_of_torch.version);
         }
         let python = match cell.python {
             Some(version) => {
@@ -366,28 +365,33 @@ fn limited_api_headers(cell: &Cell, sources: &Sources<'_>) -> Result<(PythonAbi,
     Ok((lowest, python_request(lowest, sources)?))
 }
 
-/// The nvcc toolchain, from where the facts say it comes from.
+/// The nvcc toolchain, from the source the facts say it comes from.
 fn cuda_request(
     version: CudaVersion,
     gcc: &str,
     python: PythonVersion,
     sources: &Sources<'_>,
 ) -> Result<Request> {
-    match sources.facts.toolkits.get(&version) {
-        Some(ToolkitOrigin::Pypi { .. }) => Ok(Request::CudaWheels {
-            version,
-            runtime: gcc.to_owned(),
-            python,
-        }),
-        Some(ToolkitOrigin::Debian { suite }) => Ok(Request::CudaDebian {
-            version,
-            suite: suite.clone(),
-        }),
-        None => bail!(
+    let Some(origin) = sources.facts.toolkits.get(&version) else {
+        bail!(
             "cuwheel has no source for a CUDA {version} toolkit: the lock offers CUDA {}",
             join(sources.facts.toolkits.keys())
-        ),
-    }
+        );
+    };
+    let source = toolkits::by_name(&origin.source).with_context(|| {
+        format!(
+            "CUDA {version} comes from toolkit source {}, which this cuwheel does not have \
+             (it has {}); run `cuwheel lock --fresh` to list the toolkits again",
+            origin.source,
+            join(toolkits::SOURCES.iter().map(|s| s.name()))
+        )
+    })?;
+    Ok(Request::Cuda(CudaRequest {
+        kind: source.kind().to_owned(),
+        version,
+        fields: source.entry(origin, gcc),
+        python,
+    }))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::lock::pip::ResolvedWheel;
-use crate::lock::toolkits::{self, ToolkitSource};
+use crate::lock::toolkits;
 use crate::lock::torch;
 use crate::spec::Spec;
 use crate::spec::facts::fabricated;
@@ -98,11 +98,11 @@ nvcc = { cu126 = "12.4" }"#,
     }
     assert!(matches!(
         &plan.toolchains["cuda124"],
-        Request::CudaDebian { suite, .. } if suite == "trixie"
+        Request::Cuda(cuda) if cuda.kind == "cuda-debian" && cuda.fields["suite"] == "trixie"
     ));
     assert!(matches!(
         &plan.toolchains["cuda130"],
-        Request::CudaWheels { runtime, .. } if runtime == "gcc-bullseye"
+        Request::Cuda(cuda) if cuda.kind == "cuda-wheels" && cuda.fields["runtime"] == "gcc-bullseye"
     ));
     // The seeds serve every cell; the driver has its own lock.
     assert_eq!(
@@ -222,17 +222,12 @@ fn a_future_torch_resolves_with_no_table_edit() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let pypi = toolkits::Pypi {
-        data: PypiData::embedded(),
-        releases: &listed,
-    };
-    let debian = toolkits::Debian {
-        data: DebianData::embedded(),
-    };
-    let sources: [&dyn ToolkitSource; 2] = [&debian, &pypi];
+    let offers = toolkits::SOURCES
+        .iter()
+        .map(|source| source.offers(&toolkits::Listed(&listed)).unwrap());
     let facts = MatrixFacts {
         torch: BTreeMap::from([(minor, release)]),
-        toolkits: toolkits::available(&sources, CompatTable::embedded()),
+        toolkits: toolkits::available(offers, CompatTable::embedded()),
     };
     let spec = spec("torch = [\">=2.20\"]\npython = [\"3.13\", \"3.14\"]");
     let cells = spec.cells(&facts).unwrap();
@@ -254,7 +249,7 @@ fn a_future_torch_resolves_with_no_table_edit() {
     assert_eq!(plan.cells["cu139-py314"].bundle, "cu139");
     assert!(matches!(
         &plan.toolchains["cuda135"],
-        Request::CudaWheels { version, .. } if version.to_string() == "13.5"
+        Request::Cuda(cuda) if cuda.kind == "cuda-wheels" && cuda.version.to_string() == "13.5"
     ));
     assert_eq!(
         PypiData::embedded()

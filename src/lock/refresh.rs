@@ -79,11 +79,14 @@ fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>
             })?),
             python: None,
         },
-        Toolchain::CudaDebian { suite, .. } => Recipe {
-            kind: "cuda-debian",
-            suite,
-            gcc: None,
-            python: None,
+        Toolchain::Cuda(cuda) => match cuda.source().debian_suite(&cuda.fields) {
+            Some(suite) => Recipe {
+                kind: cuda.source().kind(),
+                suite,
+                gcc: None,
+                python: None,
+            },
+            None => return Ok(None),
         },
         Toolchain::PythonHeaders { suite, version, .. } => Recipe {
             kind: "python-headers",
@@ -97,9 +100,7 @@ fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>
             gcc: None,
             python: None,
         },
-        Toolchain::CudaWheels { .. }
-        | Toolchain::Torch { .. }
-        | Toolchain::PythonArchive { .. } => return Ok(None),
+        Toolchain::Torch { .. } | Toolchain::PythonArchive { .. } => return Ok(None),
     }))
 }
 
@@ -231,18 +232,18 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
             recipe.python,
             &users_of(&lock, name),
         )?;
-        if let Toolchain::CudaDebian { version, .. } = toolchain {
-            let toolkit = index.get("nvidia-cuda-toolkit").map(|p| p.version.as_str());
-            if !toolkit.is_some_and(|v| v.starts_with(&format!("{version}."))) {
-                bail!(
-                    "Debian {} now carries nvidia-cuda-toolkit {}, not CUDA {version}, so \
-                     toolchain {name} cannot be re-pinned: the suite moved on to another CUDA \
-                     release; run `cuwheel lock` (src/lock/data/debian.toml [cuda-suites] names \
-                     the suite of each CUDA release)",
-                    recipe.suite,
-                    toolkit.unwrap_or("(none)")
-                );
-            }
+        let carried = match toolchain {
+            Toolchain::Cuda(cuda) => cuda.source().check_index(&cuda.version, index).err(),
+            _ => None,
+        };
+        if let (Some(carried), Toolchain::Cuda(cuda)) = (carried, toolchain) {
+            bail!(
+                "Debian {} now carries {carried}, not CUDA {}, so toolchain {name} cannot be \
+                 re-pinned: the suite moved on to another CUDA release; run `cuwheel lock` \
+                 (src/lock/data/debian.toml [cuda-suites] names the suite of each CUDA release)",
+                recipe.suite,
+                cuda.version
+            );
         }
         changes.extend(diff(
             &versions(

@@ -83,24 +83,11 @@ impl Previous {
                     suite: s, gcc: g, ..
                 },
             ) => suite == s && gcc.to_string() == *g,
-            (
-                Request::CudaWheels {
-                    version, runtime, ..
-                },
-                Toolchain::CudaWheels {
-                    version: v,
-                    runtime: r,
-                    ..
-                },
-            ) => version.to_string() == *v && runtime == r,
-            (
-                Request::CudaDebian { version, suite },
-                Toolchain::CudaDebian {
-                    version: v,
-                    suite: s,
-                    ..
-                },
-            ) => version.to_string() == *v && suite == s,
+            (Request::Cuda(request), Toolchain::Cuda(locked)) => {
+                request.kind == locked.kind
+                    && request.version.to_string() == locked.version
+                    && request.fields == locked.fields
+            }
             (
                 Request::PythonHeaders { version, suite },
                 Toolchain::PythonHeaders {
@@ -155,13 +142,7 @@ impl Previous {
 
 /// The Debian suite a request reads its packages from, if any.
 pub fn suite_of(request: &Request) -> Option<&str> {
-    match request {
-        Request::Gcc { suite, .. }
-        | Request::CudaDebian { suite, .. }
-        | Request::PythonHeaders { suite, .. }
-        | Request::Rust { suite } => Some(suite),
-        Request::CudaWheels { .. } | Request::Torch { .. } | Request::PythonArchive { .. } => None,
-    }
+    request.debian_suite()
 }
 
 /// Which of `requests` the previous lock answers, given that a Debian

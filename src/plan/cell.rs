@@ -50,9 +50,10 @@ impl<'a> CellPlan<'a> {
             lock: lock_path.to_path_buf(),
         };
         let cuda_version = match lock.toolchains.get(&locked.cuda) {
-            Some(Toolchain::CudaWheels { version, .. } | Toolchain::CudaDebian { version, .. }) => {
-                version.parse().map_err(|_| bad(&locked.cuda, "CUDA"))?
-            }
+            Some(Toolchain::Cuda(cuda)) => cuda
+                .version
+                .parse()
+                .map_err(|_| bad(&locked.cuda, "CUDA"))?,
             _ => return Err(bad(&locked.cuda, "CUDA")),
         };
         let gcc_major = match lock.toolchains.get(&locked.gcc) {

@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use crate::spec::archs::CudaArchs;
-use crate::spec::facts::{MatrixFacts, ToolkitOrigin};
+use crate::spec::facts::MatrixFacts;
 use crate::spec::matrix::{Cell, CellName};
 use crate::spec::target::{Baseline, CudaArch};
 use crate::spec::version::CudaVersion;
@@ -497,10 +497,12 @@ impl CompatTable {
     fn toolkit_choice(&self, cell: &Cell, facts: &MatrixFacts) -> Option<Finding> {
         let (served, nvcc, torch) = (cell.cuda, cell.nvcc, cell.torch);
         let available = || {
-            join(facts.toolkits.iter().map(|(version, origin)| match origin {
-                ToolkitOrigin::Pypi { .. } => format!("{version} (PyPI)"),
-                ToolkitOrigin::Debian { suite } => format!("{version} (Debian {suite})"),
-            }))
+            join(
+                facts
+                    .toolkits
+                    .iter()
+                    .map(|(version, origin)| format!("{version} ({origin})")),
+            )
         };
         let fitting: Vec<String> = facts
             .toolkits

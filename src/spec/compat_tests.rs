@@ -173,7 +173,7 @@ fn toolkit_rules_check_the_nvcc_against_the_cuda_served() {
     assert_eq!(violation.rule, Rule::ToolkitAvailable);
     assert!(
         violation.problem.starts_with(
-            "nvcc 12.6 is not a toolkit cuwheel can fetch; the lock offers 11.8 (Debian trixie)"
+            "nvcc 12.6 is not a toolkit cuwheel can fetch; the lock offers 11.8 (debian trixie)"
         ),
         "{violation}"
     );

@@ -3,7 +3,7 @@
 //! `cuwheel plan` makes the same cells offline.
 //!
 //! In: nothing (plain data; `cuwheel lock` fills it, src/lock/torch.rs and
-//! src/lock/toolkits.rs). Out: per torch minor, its newest release, the CUDA
+//! src/lock/toolkits/). Out: per torch minor, its newest release, the CUDA
 //! runtime its wheels require, their platform tag, and which of the
 //! matrix's Pythons it has a wheel for; per CUDA toolkit cuwheel can build
 //! with, where it comes from. [`MatrixFacts::default_nvcc`] is the rule that
@@ -54,16 +54,46 @@ pub struct TorchWheel {
     pub sha256: String,
 }
 
-/// Where a toolkit comes from.
+/// Where a toolkit comes from: the toolkit source that offers it (its
+/// name, `pypi` or `debian`: src/lock/toolkits/ holds one module per
+/// source) and what that source records of it (`release = "13.0.2"`,
+/// `suite = "trixie"`). The lock writes it flat:
+/// `{"source": "pypi", "release": "13.0.2"}`. Which fields a source may
+/// record is the source's own business; the lock checks them on reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "source", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ToolkitOrigin {
-    /// NVIDIA's `nvidia-*` wheels, as the `cuda-toolkit` metapackage pins
-    /// them; `release` is the newest metapackage release of the minor pip
-    /// listed.
-    Pypi { release: String },
-    /// Debian's non-free `nvidia-cuda-toolkit` of `suite`.
-    Debian { suite: String },
+pub struct ToolkitOrigin {
+    pub source: String,
+    #[serde(flatten)]
+    pub fields: BTreeMap<String, String>,
+}
+
+impl ToolkitOrigin {
+    /// The origin of `source` with `fields`.
+    pub fn new<const N: usize>(source: &str, fields: [(&str, &str); N]) -> ToolkitOrigin {
+        ToolkitOrigin {
+            source: source.to_owned(),
+            fields: fields
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The value of one of its fields.
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).map(String::as_str)
+    }
+}
+
+/// `pypi 13.0.2`, `debian trixie`: the source and its fields' values.
+impl std::fmt::Display for ToolkitOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.source)?;
+        for value in self.fields.values() {
+            write!(f, " {value}")?;
+        }
+        Ok(())
+    }
 }
 
 impl MatrixFacts {
@@ -130,13 +160,9 @@ pub(crate) fn fabricated(
         .map(|v| {
             let version: CudaVersion = v.parse().unwrap();
             let origin = if version.major <= 12 {
-                ToolkitOrigin::Debian {
-                    suite: "trixie".into(),
-                }
+                ToolkitOrigin::new("debian", [("suite", "trixie")])
             } else {
-                ToolkitOrigin::Pypi {
-                    release: format!("{v}.0"),
-                }
+                ToolkitOrigin::new("pypi", [("release", &format!("{v}.0"))])
             };
             (version, origin)
         })
@@ -156,9 +182,7 @@ mod tests {
                 .map(|v| {
                     (
                         v.parse().unwrap(),
-                        ToolkitOrigin::Pypi {
-                            release: format!("{v}.0"),
-                        },
+                        ToolkitOrigin::new("pypi", [("release", &format!("{v}.0"))]),
                     )
                 })
                 .collect(),

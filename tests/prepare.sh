@@ -121,8 +121,8 @@ fi
 # The demo's CPython 3.12 headers are an archive no registry carries:
 # examples/demo-ext/archives (or $CUWHEEL_ARCHIVES) supplies it.
 echo "prepare: cuwheel fetch (examples/demo-ext/cuwheel.lock)"
-cargo build --release --locked --quiet --manifest-path "$repo/Cargo.toml"
-bash "$repo/scripts/fetch-or-repin.sh" prepare "${CARGO_TARGET_DIR:-$repo/target}/release/cuwheel" \
+cargo build --locked --quiet --manifest-path "$repo/Cargo.toml"
+bash "$repo/scripts/fetch-or-repin.sh" prepare "${CARGO_TARGET_DIR:-$repo/target}/debug/cuwheel" \
   "$repo/examples/demo-ext" "$env_dir/venv/bin/python" --archives "$repo/examples/demo-ext/archives"
 
 touch "$env_dir/ready"

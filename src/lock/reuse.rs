@@ -87,6 +87,7 @@ impl Previous {
                 request.kind == locked.kind
                     && request.version.to_string() == locked.version
                     && request.fields == locked.fields
+                    && locked.source().current(locked, &artifacts)
             }
             (
                 Request::PythonHeaders { version, suite },
@@ -233,6 +234,50 @@ mod tests {
         assert!(previous.toolchain("gcc-bullseye", &same).is_some());
         assert!(previous.toolchain("gcc-bullseye", &other).is_none());
         assert!(previous.toolchain("gcc-bookworm", &same).is_none());
+    }
+
+    #[test]
+    fn a_pypi_toolkit_is_reused_only_while_it_has_every_component_the_data_names() {
+        let packages = &crate::lock::plan::PypiData::embedded().cuda_wheels.packages;
+        let wheel = |package: &String| Artifact {
+            source: Source::Pypi {
+                name: package.clone(),
+                version: "13.0.1".into(),
+            },
+            ..artifact(&format!("{package}.whl"), "aa")
+        };
+        let entry = |artifacts: &[&String]| {
+            Toolchain::Cuda(crate::lock::format::CudaToolchain {
+                kind: "cuda-wheels".into(),
+                version: "13.0".into(),
+                fields: [("runtime".to_owned(), "gcc-bullseye".to_owned())].into(),
+                artifacts: artifacts.iter().map(|p| p.to_string()).collect(),
+            })
+        };
+        let all: Vec<&String> = packages.iter().collect();
+        let without_curand: Vec<&String> = all
+            .iter()
+            .copied()
+            .filter(|p| *p != "nvidia-curand")
+            .collect();
+        assert_eq!(without_curand.len() + 1, all.len());
+        let request = Request::Cuda(crate::lock::toolkits::CudaRequest {
+            kind: "cuda-wheels".into(),
+            version: "13.0".parse().unwrap(),
+            fields: [("runtime".to_owned(), "gcc-bullseye".to_owned())].into(),
+            python: crate::spec::PythonVersion::new(3, 11),
+        });
+        for (artifacts, reused) in [(&all, true), (&without_curand, false)] {
+            let previous = Previous::new(lock(
+                vec![("cuda130", entry(artifacts))],
+                artifacts.iter().map(|p| (p.as_str(), wheel(p))).collect(),
+            ));
+            assert_eq!(
+                previous.toolchain("cuda130", &request).is_some(),
+                reused,
+                "{artifacts:?}"
+            );
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 
 use super::debian::Index;
-use super::format::Fields;
+use super::format::{Artifact, CudaToolchain, Fields};
 use super::pip::{Pip, ResolvedWheel, Target};
 use crate::spec::{Baseline, CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
 
@@ -112,6 +112,15 @@ pub trait ToolkitSource: Sync {
         request: &CudaRequest,
         registries: &mut dyn Registries,
     ) -> Result<BTreeSet<String>>;
+
+    /// Whether an entry an earlier lock wrote (with its artifacts) is
+    /// still what it pins now, so that a relock may reuse it; by default,
+    /// yes. A source whose recipe gained a part says no to an entry
+    /// without it.
+    fn current(&self, entry: &CudaToolchain, artifacts: &[Artifact]) -> bool {
+        let _ = (entry, artifacts);
+        true
+    }
 
     /// Whether `index`, the suite's current index, still carries CUDA
     /// `version`; `Err` says what it carries instead.

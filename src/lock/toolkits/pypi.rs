@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result};
 
 use super::{CudaRequest, Listing, Registries, ToolkitSource};
-use crate::lock::format::Fields;
+use crate::lock::format::{Artifact, CudaToolchain, Fields, Source};
 use crate::lock::plan::PypiData;
 use crate::spec::{CudaVersion, PythonVersion, ToolkitOrigin};
 
@@ -71,6 +71,23 @@ impl ToolkitSource for Pypi {
             .cuda_wheels
             .requirement_for(request.version);
         pin_components(&requirement, request.python, registries)
+    }
+
+    /// Only while it holds a wheel of every component `data/pypi.toml`
+    /// names: an entry locked before one was added (`nvidia-curand`) is
+    /// resolved again.
+    fn current(&self, _entry: &CudaToolchain, artifacts: &[Artifact]) -> bool {
+        let pinned: BTreeSet<&str> = artifacts
+            .iter()
+            .filter_map(|artifact| match &artifact.source {
+                Source::Pypi { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let packages = &PypiData::embedded().cuda_wheels.packages;
+        packages
+            .iter()
+            .all(|package| pinned.contains(package.as_str()))
     }
 
     fn reads(&self, fields: &Fields) -> Vec<String> {

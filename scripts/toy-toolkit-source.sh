@@ -28,6 +28,10 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "toy: FAILED: $*" >&2; exit 1; }
+# As scripts/demo.sh: flakes on, the sandbox on with no fallback and no
+# binary cache, whatever nix.conf says.
+nix=(nix --extra-experimental-features 'nix-command flakes'
+  --option sandbox true --option sandbox-fallback false --option substituters '')
 
 git worktree add --quiet --detach "$work/tree" HEAD
 awk '/<!-- toy-diff:begin -->/ { on = 1; next } /<!-- toy-diff:end -->/ { on = 0 } on' "$page" |
@@ -61,7 +65,7 @@ print("    facts.toolkits.13.0:", json.dumps(lock["facts"]["toolkits"]["13.0"], 
 shown = {k: v for k, v in entry.items() if k != "artifacts"}
 print("    toolchains.cuda130:", json.dumps(shown, sort_keys=True), f"({len(entry['artifacts'])} wheels)")
 PY
-  nix build --no-link --json .#toolchains.cuda130 2>"$work/build.log" >"$work/build.json" ||
+  "${nix[@]}" build --no-link --json .#toolchains.cuda130 2>"$work/build.log" >"$work/build.json" ||
     { cat "$work/build.log" >&2; fail "nix build .#toolchains.cuda130"; }
   python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["outputs"]["out"])' \
     <"$work/build.json" >"$work/$1.path"

@@ -33,7 +33,8 @@ venv=target/demo-venv
 [ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
 
 # The dev profile: it compiles in about a third of a release build's time
-# (62 s against 194 s from nothing, on 2 cores), and what the CLI does here
+# (68 s against 194 s, each from an empty cargo registry on 2 cores:
+# docs/reports/ci.md), and what the CLI does here
 # (downloads, hashing with sha2 built optimised, asking Nix) does not need
 # more; README command 2's tests reuse its dependencies. What runs inside
 # the builds is the driver, which Nix compiles itself, optimised.

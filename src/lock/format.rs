@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::MatrixFacts;
+use crate::spec::compat::join;
 
 /// The format version this cuwheel reads and writes (2: each suite's index
 /// date; 3: the matrix's facts, cells named for the torch they serve,
@@ -79,15 +80,16 @@ impl CellToolchains {
 
 /// One toolchain of the lock. The CUDA toolkits are the toolkit sources'
 /// ([`CudaToolchain`], src/lock/toolkits/); the other kinds are cuwheel's
-/// own. Written with its `kind` beside its fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// own. Written with its `kind` beside its fields (a CUDA toolchain's
+/// `kind` is its own field); read through [`OwnKind`] or the sources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Toolchain {
     Gcc {
         suite: String,
         gcc: String,
         artifacts: BTreeSet<String>,
     },
-    Cuda(CudaToolchain),
     PythonHeaders {
         version: String,
         suite: String,
@@ -106,15 +108,20 @@ pub enum Toolchain {
         version: String,
         artifacts: BTreeSet<String>,
         /// The NAR hash of its C++ headers tree.
+        #[serde(rename = "headers-nar-sha256")]
         headers_nar_sha256: String,
         /// The C++ standard its headers require (`c++17`, `c++20`), read
         /// from their own check.
+        #[serde(rename = "cxx-standard")]
         cxx_standard: String,
     },
     Rust {
         suite: String,
         artifacts: BTreeSet<String>,
     },
+    /// Written as the struct, whose `kind` is the source's.
+    #[serde(untagged)]
+    Cuda(CudaToolchain),
 }
 
 /// The fields a toolkit source records in its lock entries.
@@ -143,9 +150,11 @@ impl CudaToolchain {
     }
 }
 
-/// cuwheel's own toolchain kinds as the lock writes them (a mirror of
-/// [`Toolchain`]'s variants but `Cuda`, whose kinds the sources define).
-#[derive(Serialize, Deserialize)]
+/// cuwheel's own toolchain kinds as the lock writes them, for reading (a
+/// mirror of [`Toolchain`]'s variants but `Cuda`, whose kinds the sources
+/// define: serde cannot read an internally tagged enum with such a variant
+/// and still say which field of which kind is wrong).
+#[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 enum OwnKind {
     Gcc {
@@ -178,56 +187,6 @@ enum OwnKind {
     },
 }
 
-impl Serialize for Toolchain {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let own = match self.clone() {
-            Toolchain::Cuda(cuda) => return cuda.serialize(serializer),
-            Toolchain::Gcc {
-                suite,
-                gcc,
-                artifacts,
-            } => OwnKind::Gcc {
-                suite,
-                gcc,
-                artifacts,
-            },
-            Toolchain::PythonHeaders {
-                version,
-                suite,
-                artifacts,
-            } => OwnKind::PythonHeaders {
-                version,
-                suite,
-                artifacts,
-            },
-            Toolchain::PythonArchive {
-                version,
-                include,
-                pyconfig,
-                artifacts,
-            } => OwnKind::PythonArchive {
-                version,
-                include,
-                pyconfig,
-                artifacts,
-            },
-            Toolchain::Torch {
-                version,
-                artifacts,
-                headers_nar_sha256,
-                cxx_standard,
-            } => OwnKind::Torch {
-                version,
-                artifacts,
-                headers_nar_sha256,
-                cxx_standard,
-            },
-            Toolchain::Rust { suite, artifacts } => OwnKind::Rust { suite, artifacts },
-        };
-        own.serialize(serializer)
-    }
-}
-
 impl<'de> Deserialize<'de> for Toolchain {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
@@ -249,7 +208,7 @@ impl<'de> Deserialize<'de> for Toolchain {
         let own: OwnKind = serde_json::from_value(value).map_err(|e| {
             D::Error::custom(format!(
                 "toolchain of kind {kind}: {e} (the toolkit sources' kinds are {})",
-                super::toolkits::kinds().join(", ")
+                join(super::toolkits::kinds())
             ))
         })?;
         Ok(match own {
@@ -400,11 +359,7 @@ impl Lock {
                 None => Err(format!(
                     "names the toolkit source {}, which this cuwheel does not have (it has {})",
                     origin.source,
-                    super::toolkits::SOURCES
-                        .iter()
-                        .map(|source| source.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    join(super::toolkits::SOURCES.iter().map(|source| source.name()))
                 )),
             };
             if let Err(problem) = checked {

@@ -232,18 +232,17 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
             recipe.python,
             &users_of(&lock, name),
         )?;
-        let carried = match toolchain {
-            Toolchain::Cuda(cuda) => cuda.source().check_index(&cuda.version, index).err(),
-            _ => None,
-        };
-        if let (Some(carried), Toolchain::Cuda(cuda)) = (carried, toolchain) {
-            bail!(
-                "Debian {} now carries {carried}, not CUDA {}, so toolchain {name} cannot be \
-                 re-pinned: the suite moved on to another CUDA release; run `cuwheel lock` \
-                 (src/lock/data/debian.toml [cuda-suites] names the suite of each CUDA release)",
-                recipe.suite,
-                cuda.version
-            );
+        if let Toolchain::Cuda(cuda) = toolchain {
+            if let Err(carried) = cuda.source().check_index(&cuda.version, index) {
+                bail!(
+                    "Debian {} now carries {carried}, not CUDA {}, so toolchain {name} cannot \
+                     be re-pinned: the suite moved on to another CUDA release; run `cuwheel \
+                     lock` (src/lock/data/debian.toml [cuda-suites] names the suite of each CUDA \
+                     release)",
+                    recipe.suite,
+                    cuda.version
+                );
+            }
         }
         changes.extend(diff(
             &versions(

@@ -148,7 +148,10 @@ pub fn offers(data: &PypiData, releases: &[String]) -> BTreeMap<CudaVersion, Too
     offers
         .into_iter()
         .map(|(version, (_, release))| {
-            (version, ToolkitOrigin::new("pypi", [("release", &release)]))
+            (
+                version,
+                ToolkitOrigin::new(Pypi.name(), [("release", &release)]),
+            )
         })
         .collect()
 }

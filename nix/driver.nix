@@ -1,11 +1,14 @@
-# The cuwheel driver, built from Cargo.lock with the pinned Rust toolchain.
+# cuwheel's two binaries, built from Cargo.lock with the pinned Rust toolchain.
 #
 # In:  the seeds, then { rust (rust.nix's toolchain), src (the repository root) }.
-# Out: $out/bin/cuwheel, linked statically against the root's glibc, so it runs on the host and in
-#      any sandboxed build without a loader and refers to no store path. Attributes: `crates`
-#      (Cargo.lock's registry packages as pinned `<name>-<version>.crate` paths, the hash being
-#      Cargo.lock's checksum: `cuwheel fetch` adds them) and `vendor` (the crates unpacked as a
-#      cargo directory source).
+# Out: the driver, crates/cuwheel-build's $out/bin/cuwheel-build: what every derivation of a
+#      project runs (its plan, wheel assembly, audit and load check). Attributes: `cli` (the
+#      `cuwheel` command line, $out/bin/cuwheel, without `init`: the flake's `cuwheel` package
+#      and app, and what `nix run .#publish` runs), `crates` (Cargo.lock's registry packages as
+#      pinned `<name>-<version>.crate` paths, the hash being Cargo.lock's checksum: `cuwheel
+#      fetch` adds them) and `vendor` (the crates unpacked as a cargo directory source).
+#      Both binaries are linked statically against the root's glibc, so they run on the host and
+#      in any sandboxed build without a loader and refer to no store path.
 seeds: { rust, src }:
 let
   lockFile = src + "/Cargo.lock";
@@ -33,26 +36,33 @@ let
       (map (c: "${c.crate} ${c.name}-${c.version} ${c.checksum}") crates);
   };
 
-  # Only what cargo reads for a driver without the `init` feature (src/ embeds nix/driver.lock;
-  # crates/ holds the workspace's other members):
-  # editing the rest of nix/, docs, tests or `cuwheel init` (src/init/, src/cli/init.rs) leaves
-  # the driver's inputs, and so every derivation built with it, unchanged.
-  source = builtins.path {
-    name = "cuwheel-source";
+  # What cargo reads: the workspace's manifests and lock, the crates of crates/, and
+  # nix/driver.lock (which cuwheel-build embeds). The driver's source is that alone, so an edit
+  # to the CLI's own stages (src/: fetch, publish, cache, reproduce, init), the rest of nix/,
+  # docs or tests leaves it, and every derivation built with it, unchanged. Cargo loads the root
+  # manifest without src/ when asked for another package. The CLI adds src/ less `cuwheel
+  # init` (src/init/, src/cli/init.rs), a feature it leaves out.
+  sourceOf = { name, withCli }: builtins.path {
+    inherit name;
     path = src;
     filter = path: type:
       let
         rel = builtins.substring (builtins.stringLength (toString src) + 1) (-1) (toString path);
-        initOnly = rel == "src/init" || builtins.substring 0 9 rel == "src/init/"
-          || rel == "src/cli/init.rs";
-      in (builtins.elem rel [ "Cargo.toml" "Cargo.lock" "src" "crates" "nix" "nix/driver.lock" ]
-        || builtins.substring 0 4 rel == "src/" || builtins.substring 0 7 rel == "crates/")
-        && !initOnly;
+        under = dir: rel == dir || builtins.substring 0 (builtins.stringLength dir + 1) rel == dir + "/";
+        initOnly = under "src/init" || rel == "src/cli/init.rs";
+      in builtins.elem rel [ "Cargo.toml" "Cargo.lock" "nix" "nix/driver.lock" ]
+        || under "crates"
+        || (withCli && under "src" && !initOnly);
   };
+
+  binary = { name, package, bin, withCli }: import ./busybox-derivation.nix seeds {
+    inherit name package bin rust vendor;
+    script = ./driver.sh;
+    source = sourceOf { name = "${name}-source"; inherit withCli; };
+    rustRoot = rust.root;
+  };
+
+  cli = binary { name = "cuwheel"; package = "cuwheel"; bin = "cuwheel"; withCli = true; };
 in
-import ./busybox-derivation.nix seeds {
-  name = "cuwheel";
-  script = ./driver.sh;
-  inherit rust vendor source;
-  rustRoot = rust.root;
-} // { inherit crates vendor; }
+binary { name = "cuwheel-build"; package = "cuwheel-build"; bin = "cuwheel-build"; withCli = false; }
+  // { inherit cli crates vendor; }

@@ -1,4 +1,5 @@
-# Builder of driver.nix. Inputs: $rust, $rustRoot, $vendor, $source.
+# Builder of driver.nix's binaries. Inputs: $rust, $rustRoot, $vendor, $source, and which
+# binary: $package (the workspace member) and $bin (its binary).
 # The sandbox's build directory is always /build; it, the vendor directory and the toolchain are
 # mapped out of the binary's strings (panic locations), so the output names no store path.
 export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
@@ -26,11 +27,11 @@ export CARGO_ENCODED_RUSTFLAGS="-Ctarget-feature=+crt-static${sep}--remap-path-p
 jobs=""
 if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
 # shellcheck disable=SC2086 # $jobs is empty or two words
-# No default features: `cuwheel init` never runs in a build (Cargo.toml's [features]), and its
-# sources are not even among the inputs (driver.nix).
+# No default features: the CLI's `init` is for a project's author, never a build (Cargo.toml's
+# [features]), and its sources are not even among the inputs (driver.nix).
 cargo build --release --offline --frozen --locked --no-default-features \
-  --target x86_64-unknown-linux-gnu --bin cuwheel $jobs
+  --target x86_64-unknown-linux-gnu -p "$package" --bin "$bin" $jobs
 mkdir -p "$out/bin"
-cp target/x86_64-unknown-linux-gnu/release/cuwheel "$out/bin/cuwheel"
+cp "target/x86_64-unknown-linux-gnu/release/$bin" "$out/bin/$bin"
 # The sandbox has no /lib64 and no ld.so.cache: this proves the binary needs no loader.
-"$out/bin/cuwheel" --version
+"$out/bin/$bin" --version

@@ -2,29 +2,32 @@
 #
 # In:  { src (the project: pyproject.toml and the sources), lock (its cuwheel.lock; default
 #      src + "/cuwheel.lock") }. cuwheel's own source is this file's repository (../.:
-#      Cargo.*, src/ and nix/driver.lock build the driver).
+#      Cargo.*, crates/ and nix/driver.lock build the driver; src/ too, the CLI).
 # Out: the outputs of a flake that builds the project on x86_64-linux:
 #   legacyPackages.x86_64-linux.{wheels.<cell>, wheels.all, pypi.<cell>, compat.<cell>, nodes,
 #                                kernels, toolchains, plan, project}
-#   packages.x86_64-linux.{cuwheel, publish}, apps.x86_64-linux.{cuwheel, publish},
+#   packages.x86_64-linux.{cuwheel, driver, publish}, apps.x86_64-linux.{cuwheel, publish},
 #   checks.x86_64-linux.{toolchain-<bundle>, wheel-<cell>}
 # `project` is the project's identity (name, config-sha256, src, lock), which `cuwheel plan`,
 # `reproduce` and `cache export` compare with the project they are given. Everything built from
 # the lock first checks that pyproject.toml's [tool.cuwheel] is the one the lock was made for,
 # and refuses, before any build, with the command that locks it again.
 #
-# The driver is built from cuwheel's Cargo.lock with the Rust toolchain of cuwheel's own lock
-# (nix/driver.lock); the project's lock pins only the project's toolchains and seeds.
+# The driver (bin/cuwheel-build, what every derivation runs) and the CLI (bin/cuwheel, the
+# `cuwheel` package and app) are built from cuwheel's Cargo.lock with the Rust toolchain of
+# cuwheel's own lock (nix/driver.lock); the project's lock pins only the project's toolchains
+# and seeds. Building wheels compiles the driver alone.
 let
   system = "x86_64-linux";
 
   driverLock = builtins.fromJSON (builtins.readFile ./driver.lock);
-  cuwheel = import ./driver.nix (import ./seeds.nix driverLock) {
+  driver = import ./driver.nix (import ./seeds.nix driverLock) {
     rust = (import ./toolchains.nix ./driver.lock).toolchains.${driverLock.driver.rust};
     # A path, not the flake's `self`: builtins.path's filter then sees the same paths in any
     # store (a store rooted elsewhere included).
     src = ../.;
   };
+  cuwheel = driver.cli;
   app = program: { type = "app"; inherit program; };
 
   mkProject = { src, lock ? src + "/cuwheel.lock" }:
@@ -35,8 +38,8 @@ let
         if builtins.pathExists pyprojectFile then builtins.fromTOML (builtins.readFile pyprojectFile)
         else throw "cuwheel: ${where} has no pyproject.toml (a flake sees only the files git tracks: `git add pyproject.toml`).";
       config = pyproject.tool.cuwheel or (throw "cuwheel: ${where}/pyproject.toml has no [tool.cuwheel] table: write one (cuwheel init; docs/guide/init.md).");
-      # What `cuwheel lock` records as config-sha256 (src/json.rs writes the same JSON), of all
-      # but [tool.cuwheel.pypi], which locks nothing (src/lock/mod.rs: config_sha256).
+      # What `cuwheel lock` records as config-sha256 (crates/cuwheel-build/src/json.rs writes the same JSON), of all
+      # but [tool.cuwheel.pypi], which locks nothing (crates/cuwheel-build/src/lock/mod.rs: config_sha256).
       configSha256 = builtins.hashString "sha256" (builtins.toJSON (builtins.removeAttrs config [ "pypi" ]));
       lockData =
         if builtins.pathExists lock then builtins.fromJSON (builtins.readFile lock)
@@ -51,13 +54,13 @@ let
 
       seeds = import ./seeds.nix lockData;
       nix = import ./toolchains.nix lock;
-      planFile = import ./plan-file.nix seeds { inherit cuwheel lock; projectDir = src; };
+      planFile = import ./plan-file.nix seeds { inherit driver lock; projectDir = src; };
       # The plan the Nix-built driver made (import from derivation): its nodes are the
       # derivations, `kernels` the kernel objects among them.
       plan = builtins.fromJSON (builtins.readFile planFile);
       nodes = import ./plan.nix seeds {
         inherit (nix) toolchains;
-        inherit cuwheel plan;
+        inherit driver plan;
         projectDir = src;
       };
       kernels = builtins.listToAttrs (map (n: { name = n; value = nodes.${n}; })
@@ -99,7 +102,7 @@ let
         (builtins.attrNames wheels));
     in {
       packages.${system} = {
-        inherit cuwheel;
+        inherit cuwheel driver;
         publish = fresh publish;
         default = cuwheel;
       };
@@ -127,5 +130,5 @@ let
     };
 in
 {
-  inherit mkProject cuwheel;
+  inherit mkProject cuwheel driver;
 }

@@ -1,14 +1,14 @@
-# The plan of a project, made by the Nix-built driver: `cuwheel plan --json` in the sandbox.
+# The plan of a project, made by the Nix-built driver: `cuwheel-build plan --json` in the sandbox.
 #
-# In:  the seeds, then { cuwheel (the driver), projectDir (a path holding pyproject.toml and the
+# In:  the seeds, then { driver (driver.nix: bin/cuwheel-build), projectDir (a path holding pyproject.toml and the
 #      sources), lock (its cuwheel.lock, which may live elsewhere) }. Out: the derivation whose
 #      output is plan.json; the flake reads it back with import from derivation. Its inputs are
 #      the driver, the project and the lock, so it reruns (cheaply) when one changes; the nodes
 #      built from it change only where the plan's text or their own sources do.
-seeds: { cuwheel, projectDir, lock }:
+seeds: { driver, projectDir, lock }:
 import ./busybox-derivation.nix seeds {
   name = "cuwheel-plan.json";
-  inherit cuwheel;
+  inherit driver;
   # The project as the driver reads it: no build results, VCS or Python cache directories, and
   # no lock (the one given is put in its place).
   project = builtins.path {
@@ -25,6 +25,6 @@ import ./busybox-derivation.nix seeds {
     cp -r "$project" project
     chmod -R u+w project
     cp "$lock" project/cuwheel.lock
-    "$cuwheel/bin/cuwheel" plan --json --project project > "$out"
+    "$driver/bin/cuwheel-build" plan --json --project project > "$out"
   '';
 }

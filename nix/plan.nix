@@ -14,7 +14,7 @@
 #                                                    so editing one source changes only its nodes
 #   { "node": "<name>" }                             another node's derivation
 #   { "driver": true }                               the driver
-seeds: { toolchains, cuwheel, projectDir, plan }:
+seeds: { toolchains, driver, projectDir, plan }:
 let
   bbDrv = import ./busybox-derivation.nix seeds;
 
@@ -34,7 +34,7 @@ let
       in if input ? output then t.${input.output} or (throw "cuwheel plan: toolchain '${input.toolchain}' has no output '${input.output}'") else t
     else if input ? source then
       builtins.path { path = projectDir + "/${input.source}"; name = storeName input.source; }
-    else if input ? driver then cuwheel
+    else if input ? driver then driver
     else if input ? node then
       nodes.${input.node} or (throw "cuwheel plan: node '${node}' needs the node '${input.node}', which the plan does not have")
     else throw "cuwheel plan: node '${node}', input '${var}': not a toolchain, source or node (${builtins.toJSON input})";

@@ -1,18 +1,18 @@
 # `nix run .#publish -- [--to DIR [--base-url URL]] [--pypi DIR] [--max-jobs N] [--cell CELL]...`:
 # builds every cell's result (or only the cells named, each given once), in parallel, then runs
-# the driver's `cuwheel publish` with those wheels. An unknown cell is refused before anything
+# the CLI's `cuwheel publish` with those wheels. An unknown cell is refused before anything
 # is built. With --pypi, the PyPI variant's wheels (`[tool.cuwheel.pypi]`: no local label, from
 # the same links) are built too and go first, through `cuwheel publish --pypi DIR
 # --max-file-size N`, which checks PyPI's rules before writing; then --to's index, if given.
 #
 # The app depends on the cells' derivations (their .drv files), not on their outputs, so
-# `nix run` builds only this script and the driver; the script then has Nix build the cells
+# `nix run` builds only this script and the CLI; the script then has Nix build the cells
 # with `--max-jobs` (default `auto`: one build per core, whatever nix.conf says; a flake
 # cannot set it without asking on every run), with the sandbox on and no substituters, as every
 # cuwheel call does. Each wheel comes from its cell's audit node, which exists only when the
 # audit passed; `cuwheel publish` audits each again before writing anything.
 #
-# In:  the seeds, then { cuwheel (the driver), cells (the cells' names) and results (their audit
+# In:  the seeds, then { cuwheel (the CLI: driver.nix's `cli`), cells (the cells' names) and results (their audit
 #      derivations, in the same order), pypiCells, pypiResults (the same for the PyPI wheels)
 #      and maxFileSize (PyPI's limit in bytes, from the plan; null without a PyPI variant) }.
 # Out: a derivation whose bin/cuwheel-publish does the above; `nix-store` must be on PATH.

@@ -21,7 +21,7 @@ let
     rust = name: toolchain: import ./rust.nix seeds artifact { inherit name toolchain; };
   };
 
-  # A CUDA toolkit's kind is its toolkit source's (src/lock/toolkits/, one module each), and
+  # A CUDA toolkit's kind is its toolkit source's (crates/cuwheel-build/src/lock/toolkits/, one module each), and
   # nix/<kind>.nix builds it: called with this file's context, then { name, toolchain }.
   isCuda = kind: builtins.match "cuda-[a-z0-9]+(-[a-z0-9]+)*" kind != null;
   cuda = name: toolchain:

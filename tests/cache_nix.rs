@@ -285,7 +285,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
         &nix_ok(&[
             "eval",
             "--raw",
-            &installable("packages.x86_64-linux.cuwheel.outPath"),
+            &installable("packages.x86_64-linux.driver.outPath"),
         ])
         .stdout,
     );

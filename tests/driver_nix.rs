@@ -1,7 +1,9 @@
-//! The driver built by Nix (`nix/driver.nix`, the flake's `packages.x86_64-linux.cuwheel`),
-//! checked with real Nix: its crate inputs are exactly Cargo.lock's registry packages with
-//! Cargo.lock's checksums, and the binary it builds is static, refers to no store path, and
-//! answers `--help` on the host, through `nix run`, and like the cargo-built driver.
+//! The binaries built by Nix (`nix/driver.nix`: the flake's `packages.x86_64-linux.driver`,
+//! `bin/cuwheel-build`, and `.cuwheel`, the CLI), checked with real Nix: their crate inputs are
+//! exactly Cargo.lock's registry packages with Cargo.lock's checksums; each is static and refers
+//! to no store path; the driver runs exactly the subcommands the plan's derivations run, each as
+//! the CLI does; the CLI answers `--help` on the host and through `nix run` like the cargo-built
+//! one.
 //!
 //! The first run builds the Rust toolchain root and the driver in the sandbox (minutes); later
 //! runs find them in the store. The pinned .debs and crates must be in the store: a build that
@@ -22,14 +24,13 @@ use common::flake::{installable, json, nix_ok, repo};
 use common::{cuwheel_bin, run_ok};
 use cuwheel::fetch::crates::locked_crates;
 
-/// The driver's store path, built once per test run.
-fn nix_built_driver() -> &'static Path {
-    static OUT: OnceLock<PathBuf> = OnceLock::new();
-    OUT.get_or_init(|| {
+/// A store path of the flake, built once per test run.
+fn built(attr: &str, slot: &'static OnceLock<PathBuf>) -> &'static Path {
+    slot.get_or_init(|| {
         let start = Instant::now();
-        let out = nix_ok(&["build", "--no-link", "--json", &installable("cuwheel")]);
+        let out = nix_ok(&["build", "--no-link", "--json", &installable(attr)]);
         eprintln!(
-            "nix build .#cuwheel: {:.1} s (the toolchain root and the driver, unless already in the store)",
+            "nix build .#{attr}: {:.1} s (the toolchain root and the binary, unless already in the store)",
             start.elapsed().as_secs_f64()
         );
         let path = json(&out)[0]["outputs"]["out"]
@@ -40,12 +41,21 @@ fn nix_built_driver() -> &'static Path {
     })
 }
 
-#[test]
-fn nix_built_driver_is_static_self_contained_and_answers_help() {
-    let out = nix_built_driver();
-    let bin = out.join("bin/cuwheel");
+/// The driver (crates/cuwheel-build), what every derivation runs.
+fn nix_built_driver() -> &'static Path {
+    static OUT: OnceLock<PathBuf> = OnceLock::new();
+    built("driver", &OUT)
+}
 
-    // Its closure is itself: no loader, no library, no toolchain path kept alive.
+/// The CLI (the package `cuwheel`), the flake's default package and app.
+fn nix_built_cli() -> &'static Path {
+    static OUT: OnceLock<PathBuf> = OnceLock::new();
+    built("cuwheel", &OUT)
+}
+
+/// A static PIE whose closure is itself: no loader, no library, no
+/// toolchain path kept alive.
+fn assert_static_and_self_contained(out: &Path, bin: &Path) {
     let refs = run_ok(
         Command::new("nix-store")
             .arg("-q")
@@ -58,20 +68,65 @@ fn nix_built_driver_is_static_self_contained_and_answers_help() {
         "{} refers to store paths",
         out.display()
     );
-    let headers = run_ok(Command::new("readelf").args(["-lW"]).arg(&bin));
+    let headers = run_ok(Command::new("readelf").args(["-lW"]).arg(bin));
     let headers = String::from_utf8_lossy(&headers.stdout);
     assert!(
         headers.contains("DYN"),
-        "not a position-independent executable:\n{headers}"
+        "{}: not a position-independent executable:\n{headers}",
+        bin.display()
     );
     assert!(
         !headers.contains("INTERP"),
-        "has an ELF interpreter:\n{headers}"
+        "{}: has an ELF interpreter:\n{headers}",
+        bin.display()
     );
+}
 
-    // Same help as the driver cargo built for this test run, on the host and through the app,
-    // less `init`: the driver Nix builds leaves out that feature (it never runs in a build).
-    let help = |cmd: &mut Command| String::from_utf8(run_ok(cmd.arg("--help")).stdout).unwrap();
+fn help(cmd: &mut Command) -> String {
+    String::from_utf8(run_ok(cmd.arg("--help")).stdout).unwrap()
+}
+
+/// The subcommands a `--help` lists.
+fn subcommands(help: &str) -> Vec<String> {
+    help.split("Commands:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command list in:\n{help}"))
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .filter(|name| name != "help")
+        .collect()
+}
+
+#[test]
+fn nix_built_driver_is_static_self_contained_and_runs_only_the_build_commands() {
+    let out = nix_built_driver();
+    let bin = out.join("bin/cuwheel-build");
+    assert_static_and_self_contained(out, &bin);
+
+    // Exactly the subcommands the plan's derivations run, each the CLI's own (the same
+    // arguments, from the same code in cuwheel-build): the driver carries nothing else.
+    let driver = help(&mut Command::new(&bin));
+    assert_eq!(
+        subcommands(&driver),
+        ["audit", "build-wheel", "load-check", "plan", "symbols"],
+        "{driver}"
+    );
+    for command in ["audit", "build-wheel", "load-check", "plan", "symbols"] {
+        let ours = help(Command::new(&bin).arg(command));
+        let cli = help(Command::new(cuwheel_bin()).arg(command));
+        assert_eq!(ours.replace("cuwheel-build ", "cuwheel "), cli, "{command}");
+    }
+}
+
+#[test]
+fn nix_built_cli_is_static_self_contained_and_answers_help() {
+    let out = nix_built_cli();
+    let bin = out.join("bin/cuwheel");
+    assert_static_and_self_contained(out, &bin);
+
+    // Same help as the CLI cargo built for this test run, on the host and through the app,
+    // less `init`: the CLI Nix builds leaves out that feature (it never runs in a build).
     let full = help(&mut Command::new(cuwheel_bin()));
     assert!(full.contains("Usage: cuwheel <COMMAND>"), "{full}");
     let init_line = |line: &str| line.trim_start().starts_with("init ");
@@ -105,7 +160,7 @@ fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
     let shown = json(&nix_ok(&[
         "show-derivation",
         "--recursive",
-        &installable("cuwheel.vendor"),
+        &installable("driver.vendor"),
     ]));
     let drvs = shown.as_object().unwrap();
     let vendor = drvs
@@ -132,7 +187,7 @@ fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
 #[test]
 fn driver_and_vendor_directory_rebuild_bit_for_bit() {
     nix_built_driver();
-    for attr in ["cuwheel.vendor", "cuwheel"] {
+    for attr in ["driver.vendor", "driver"] {
         let start = Instant::now();
         // Nix fails the build if the second output differs from the one in the store.
         nix_ok(&["build", "--no-link", "--rebuild", &installable(attr)]);
@@ -141,4 +196,55 @@ fn driver_and_vendor_directory_rebuild_bit_for_bit() {
             start.elapsed().as_secs_f64()
         );
     }
+}
+
+/// The `.drv` paths of the driver, the CLI and every wheel of a flake.
+fn drvs(flake: &Path) -> [String; 3] {
+    let eval = |attr: &str| {
+        let out = nix_ok(&[
+            "eval",
+            "--raw",
+            &format!("{}#{attr}.drvPath", flake.display()),
+        ]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    [eval("driver"), eval("cuwheel"), eval("wheels.all")]
+}
+
+fn append_comment(file: &Path) {
+    let mut text = std::fs::read_to_string(file).unwrap();
+    text.push_str("\n// an edit\n");
+    std::fs::write(file, text).unwrap();
+}
+
+/// The driver is built from crates/ alone: an edit to the CLI's host-side
+/// stages (init, fetch, publish, cache, reproduce, the CLI itself) changes
+/// neither it nor any wheel's derivation, only the CLI's; an edit to
+/// cuwheel-build changes the driver.
+#[test]
+fn an_edit_outside_the_build_crates_changes_no_wheel_derivation() {
+    nix_built_driver(); // the plan (import from derivation) runs it
+    let flake = common::flake::flake_copy();
+    let [driver, cli, wheels] = drvs(flake.path());
+    for file in [
+        "src/init/mod.rs",
+        "src/fetch/mod.rs",
+        "src/publish/mod.rs",
+        "src/cache/mod.rs",
+        "src/reproduce/mod.rs",
+        "src/cli/mod.rs",
+    ] {
+        append_comment(&flake.path().join(file));
+    }
+    let [driver_after, cli_after, wheels_after] = drvs(flake.path());
+    assert_eq!(driver_after, driver, "the driver's derivation changed");
+    assert_eq!(wheels_after, wheels, "a wheel's derivation changed");
+    assert_ne!(cli_after, cli, "the CLI is built from src/");
+
+    append_comment(&flake.path().join("crates/cuwheel-build/src/lib.rs"));
+    let [driver_build_edit, ..] = drvs(flake.path());
+    assert_ne!(
+        driver_build_edit, driver,
+        "the driver is built from crates/"
+    );
 }

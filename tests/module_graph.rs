@@ -4,10 +4,13 @@
 //!
 //! The graph is read from the source: a module depends on another where its
 //! code (not its comments, not its `#[cfg(test)]` part) names
-//! `crate::<other>` or, for the library's users, `cuwheel::<other>`. `cli`
-//! is the binary's and may use anything; nothing may use it. The crates of
-//! `crates/` are nodes too, under the names `src/lib.rs` re-exports them as
-//! (`store`, `wheel`); cargo itself keeps them from using cuwheel.
+//! `crate::<other>` or, for the library's users, `cuwheel::<other>`. The
+//! stages of `crates/cuwheel-build` (spec, lock, plan, build, audit, …) are
+//! read as modules too: `src/lib.rs` re-exports them under those names.
+//! `cli` (the binaries', in either crate) may use anything; nothing may use
+//! it. The format crates of `crates/` are nodes too, under the names
+//! `src/lib.rs` re-exports them as (`store`, `wheel`); cargo itself keeps
+//! them, and cuwheel-build, from using the host stages.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -40,11 +43,16 @@ fn code(text: &str) -> String {
 
 /// Module → module it names → the files that name it.
 fn graph() -> Graph {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let roots = [src.clone(), root.join("crates/cuwheel-build/src")];
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    for dir in &roots {
+        rust_files(dir, &mut files);
+    }
     let top = |path: &Path| -> String {
-        let rel = path.strip_prefix(&src).unwrap();
+        let base = roots.iter().find(|dir| path.starts_with(dir)).unwrap();
+        let rel = path.strip_prefix(base).unwrap();
         let first = rel.components().next().unwrap().as_os_str();
         first.to_string_lossy().trim_end_matches(".rs").to_string()
     };
@@ -68,7 +76,7 @@ fn graph() -> Graph {
             continue;
         }
         let code = code(&fs::read_to_string(file).unwrap());
-        for prefix in ["crate::", "cuwheel::"] {
+        for prefix in ["crate::", "cuwheel::", "cuwheel_build::"] {
             for (at, _) in code.match_indices(prefix) {
                 let rest = &code[at + prefix.len()..];
                 let name: String = rest
@@ -76,7 +84,7 @@ fn graph() -> Graph {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 if name != from && modules.contains(&name) {
-                    let rel = file.strip_prefix(&src).unwrap().display().to_string();
+                    let rel = file.strip_prefix(root).unwrap().display().to_string();
                     graph
                         .entry(from.clone())
                         .or_default()

@@ -1053,7 +1053,7 @@ fn each_audit_reads_its_claimed_torch_and_its_compat_node_the_others_of_its_cuda
     let compat = &plan.nodes[&cell.compat];
     assert!(
         compat.script.contains(
-            "cuwheel load-check --torch 2.11.0=\"$torchSymbols0\" --torch \
+            "cuwheel-build load-check --torch 2.11.0=\"$torchSymbols0\" --torch \
              2.14.1=\"$torchSymbols1\" --torch 2.15.0=\"$torchSymbols2\" --with 'CUDA 13.0 \
              runtime='\"$withSymbols0\" --with 'baseline system (bullseye)='\"$withSymbols1\" \
              --claims 2.11.0 \"$@\""
@@ -1080,7 +1080,7 @@ fn each_audit_reads_its_claimed_torch_and_its_compat_node_the_others_of_its_cuda
     assert!(
         torch
             .script
-            .contains("\"$cuwheel\"/bin/cuwheel symbols \"$toolchain\"/lib -o \"$out\"")
+            .contains("\"$cuwheel\"/bin/cuwheel-build symbols \"$toolchain\"/lib -o \"$out\"")
     );
     assert_eq!(
         torch.inputs["toolchain"],

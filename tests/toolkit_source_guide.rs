@@ -39,12 +39,15 @@ fn the_toy_source_is_a_module_its_nix_file_and_the_list() {
         files,
         [
             "nix/cuda-pinned.nix",
-            "src/lock/toolkits/mod.rs",
-            "src/lock/toolkits/pinned.rs"
+            "crates/cuwheel-build/src/lock/toolkits/mod.rs",
+            "crates/cuwheel-build/src/lock/toolkits/pinned.rs"
         ]
     );
     // In the list: two lines changed (the module and the entry).
-    let list = diff.split("+++ b/src/lock/toolkits/mod.rs").nth(1).unwrap();
+    let list = diff
+        .split("+++ b/crates/cuwheel-build/src/lock/toolkits/mod.rs")
+        .nth(1)
+        .unwrap();
     let list = list.split("diff --git").next().unwrap();
     let added = list.lines().filter(|l| l.starts_with('+')).count();
     let removed = list.lines().filter(|l| l.starts_with('-')).count();

@@ -1,31 +1,24 @@
 //! Argument parsing and dispatch. Each subcommand lives in its own file and
 //! returns an [`ExitCode`]; errors are printed with their whole context chain.
 
-mod audit;
-mod build_wheel;
 mod cache;
 mod fetch;
 #[cfg(feature = "init")]
 mod init;
 mod lock;
-mod output;
-mod plan;
 mod publish;
 mod reproduce;
 mod store;
-mod symbols;
 mod upload;
 
-use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use output::{OutputError, Stream};
-
-/// Exit status for a command that could not do its work (bad input, a tool
-/// that failed). Verdicts such as a failed audit use their own codes.
-const EXIT_ERROR: u8 = 1;
+// The subcommands the driver runs inside builds, which the CLI offers too.
+use cuwheel_build::cli::{
+    AFTER_HELP, audit, build_wheel, finish, output, parse_failure, plan, symbols,
+};
 
 #[derive(Parser)]
 #[command(
@@ -33,9 +26,7 @@ const EXIT_ERROR: u8 = 1;
     version,
     about,
     propagate_version = true,
-    after_help = "Output: when stdout or stderr cannot be written (a full device), cuwheel ends \
-    with a one-line error on stderr (if stderr works) and exit status 1; a closed pipe \
-    (`cuwheel audit … | head -1`) ends it quietly, as any Unix filter."
+    after_help = AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -88,13 +79,6 @@ impl Command {
     }
 }
 
-/// The JSON object a `--json` command prints on stdout when it fails:
-/// `{"error": "<message with its context chain>"}`.
-pub fn json_error(message: &str) -> String {
-    let object = serde_json::json!({ "error": message });
-    serde_json::to_string_pretty(&object).expect("a string encodes")
-}
-
 pub fn main() -> ExitCode {
     output::install_panic_hook();
     let cli = match Cli::try_parse() {
@@ -118,33 +102,5 @@ pub fn main() -> ExitCode {
         Command::Symbols(args) => symbols::run_symbols(args),
         Command::Upload(args) => upload::run(args),
     };
-    // What `print!` left in stdout's buffer fails here, not unseen at exit.
-    let result = result.and_then(|code| Ok(output::flush_stdout().map(|()| code)?));
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            if let Some(failed) = err.chain().find_map(|e| e.downcast_ref::<OutputError>()) {
-                return output::report_output_failure(failed);
-            }
-            output::stderr_line(&format!("error: {err:#}"));
-            if json {
-                let _ = output::stdout_line(&json_error(&format!("{err:#}")));
-            }
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-/// Prints what clap has to say about the arguments (the help, the version,
-/// or a usage error) and gives its exit status; help that cannot be written
-/// is an output error, not a success.
-fn parse_failure(error: &clap::Error) -> ExitCode {
-    let printed = error.print().and_then(|()| io::stdout().flush());
-    match printed {
-        Err(source) if !error.use_stderr() => output::report_output_failure(&OutputError {
-            stream: Stream::Stdout,
-            source,
-        }),
-        _ => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_ERROR)),
-    }
+    finish(result, json)
 }

@@ -24,6 +24,10 @@ const CARGO_TOML: &str = include_str!("../../Cargo.toml");
 /// without which cargo cannot read `CARGO_TOML`.
 const MEMBERS: &[(&str, &str)] = &[
     (
+        "crates/cuwheel-build",
+        include_str!("../../crates/cuwheel-build/Cargo.toml"),
+    ),
+    (
         "crates/cuwheel-nix",
         include_str!("../../crates/cuwheel-nix/Cargo.toml"),
     ),
@@ -129,6 +133,7 @@ pub fn cargo_fetch(dir: &Path) -> Result<()> {
     for (member, manifest) in MEMBERS {
         files.push((format!("{member}/Cargo.toml"), manifest));
         files.push((format!("{member}/src/lib.rs"), ""));
+        files.push((format!("{member}/src/main.rs"), "fn main() {}\n"));
     }
     for (path, text) in files {
         let path = project.join(path);

@@ -3,7 +3,7 @@
 //! In: the matrix's Pythons and the directories of user-supplied archives
 //! (`--archives DIR`, then `$CUWHEEL_ARCHIVES`, as `cuwheel lock` reads
 //! them). Out: for each Python without a Debian suite
-//! (src/lock/data/debian.toml `[python-suites]`), the first archive in
+//! (crates/cuwheel-build/src/lock/data/debian.toml `[python-suites]`), the first archive in
 //! those directories (by name) that holds its `Python.h` and `pyconfig.h`,
 //! with its sha256 — written as `[tool.cuwheel.matrix.python-headers."X.Y"]`
 //! — or a note saying how to supply one. Only the file's name is written:

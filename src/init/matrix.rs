@@ -11,7 +11,7 @@
 //!
 //! Without `--torch`, the matrix is the two newest torch minors the index
 //! lists; without `--python` (pybind11 bindings only), every Python
-//! cuwheel has headers for (src/lock/data/debian.toml `[python-suites]`)
+//! cuwheel has headers for (crates/cuwheel-build/src/lock/data/debian.toml `[python-suites]`)
 //! for which the index has wheels of every torch written. The index is
 //! asked only for what the flags leave out: with `--torch`, and
 //! `--python` or no pybind11 bindings, it is not asked at all.

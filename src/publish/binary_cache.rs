@@ -223,7 +223,7 @@ fn lock_roots(lock: &Lock, nix: &Nix, flake: &str) -> Result<(Vec<StorePath>, Co
     let kernels = attrs("kernels")?;
     let mut installables = toolchains.clone();
     installables.extend(kernels.iter().cloned());
-    installables.push(format!("{flake}#packages.{SYSTEM}.cuwheel"));
+    installables.push(format!("{flake}#packages.{SYSTEM}.driver"));
     eprintln!(
         "export: building what is missing of {} toolchains, {} kernel objects and the driver",
         toolchains.len(),

@@ -72,7 +72,7 @@ pub fn write_plan(project: &Path) -> PathBuf {
 /// `nix/driver.lock` (as the flake does);
 /// without, only nodes that never run it can be built.
 pub fn nodes_expr(project: &Path, plan: &Path, driver: bool) -> String {
-    let cuwheel = if driver {
+    let driver = if driver {
         "let driverLock = builtins.fromJSON (builtins.readFile (repo + \"/nix/driver.lock\")); in \
          import (repo + \"/nix/driver.nix\") (import (repo + \"/nix/seeds.nix\") driverLock) { \
          rust = (import (repo + \"/nix/toolchains.nix\") (repo + \"/nix/driver.lock\")).toolchains.${driverLock.driver.rust}; \
@@ -91,7 +91,7 @@ pub fn nodes_expr(project: &Path, plan: &Path, driver: bool) -> String {
           inherit toolchains;
           projectDir = {project};
           plan = builtins.fromJSON (builtins.readFile {plan});
-          cuwheel = {cuwheel};
+          driver = {driver};
         }}"#,
         repo = repo().display(),
         project = project.display(),

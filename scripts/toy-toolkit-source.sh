@@ -84,7 +84,7 @@ echo "## 2. What the diff touches"
 echo
 git diff --cached --stat | sed 's/^/    /'
 files=$(git diff --cached --name-only | tr '\n' ' ')
-[ "$files" = "nix/cuda-pinned.nix crates/cuwheel-build/src/lock/toolkits/mod.rs crates/cuwheel-build/src/lock/toolkits/pinned.rs " ] ||
+[ "$files" = "crates/cuwheel-build/src/lock/toolkits/mod.rs crates/cuwheel-build/src/lock/toolkits/pinned.rs nix/cuda-pinned.nix " ] ||
   fail "the diff touches $files"
 
 echo

@@ -2,7 +2,7 @@
 # $pythons, $kernel, $binding.
 fail() { echo "cuwheel check $name: $1 (report: $out/report.txt, above)" >&2; exit 1; }
 # torch's standard; GCC 10 reports C++20 as 201709L, torch checks for 202002L (as
-# crates/cuwheel-build/src/plan/standard.rs does for the cells).
+# src/plan/standard.rs does for the cells).
 std="-std=$cxxStandard"
 cplusplus=""
 if [ "$cxxStandard" = c++20 ] && [ "$gccMajor" -lt 11 ]; then cplusplus="-U__cplusplus -D__cplusplus=202002L"; fi

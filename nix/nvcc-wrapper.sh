@@ -9,7 +9,7 @@
 # - CUWHEEL_NVCC_PATHS="TARGET=SOURCE ..." binds each directory SOURCE at TARGET (a path under a
 #   new top-level directory) in that root; a working directory, or nvcc itself, under a SOURCE is
 #   reached through its TARGET. Device line info (-lineinfo) records absolute paths that no prefix
-#   map rewrites: the plan has nvcc see every input at a fixed path instead (crates/cuwheel-build/src/plan/lineinfo.rs).
+#   map rewrites: the plan has nvcc see every input at a fixed path instead (src/plan/lineinfo.rs).
 # Set CUWHEEL_NVCC_DIRECT=1 to run nvcc as is (for hosts without unprivileged user namespaces).
 bb=@busybox@
 real=@real@

@@ -98,6 +98,9 @@ fn subcommands(help: &str) -> Vec<String> {
         .collect()
 }
 
+/// The subcommands the plan's derivations run: all the driver has.
+const BUILD_COMMANDS: [&str; 5] = ["audit", "build-wheel", "load-check", "plan", "symbols"];
+
 #[test]
 fn nix_built_driver_is_static_self_contained_and_runs_only_the_build_commands() {
     let out = nix_built_driver();
@@ -107,12 +110,8 @@ fn nix_built_driver_is_static_self_contained_and_runs_only_the_build_commands() 
     // Exactly the subcommands the plan's derivations run, each the CLI's own (the same
     // arguments, from the same code in cuwheel-build): the driver carries nothing else.
     let driver = help(&mut Command::new(&bin));
-    assert_eq!(
-        subcommands(&driver),
-        ["audit", "build-wheel", "load-check", "plan", "symbols"],
-        "{driver}"
-    );
-    for command in ["audit", "build-wheel", "load-check", "plan", "symbols"] {
+    assert_eq!(subcommands(&driver), BUILD_COMMANDS, "{driver}");
+    for command in BUILD_COMMANDS {
         let ours = help(Command::new(&bin).arg(command));
         let cli = help(Command::new(cuwheel_bin()).arg(command));
         assert_eq!(ours.replace("cuwheel-build ", "cuwheel "), cli, "{command}");

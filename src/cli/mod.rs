@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 
 // The subcommands the driver runs inside builds, which the CLI offers too.
 use cuwheel_build::cli::{
-    AFTER_HELP, audit, build_wheel, finish, output, parse_failure, plan, symbols,
+    AFTER_HELP, about, audit, build_wheel, finish, output, parse_failure, plan, symbols,
 };
 
 #[derive(Parser)]
@@ -35,9 +35,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs
+    #[command(about = about::AUDIT)]
     Audit(audit::AuditArgs),
-    /// Assemble a cell's wheel inside its Nix build (written into the plan)
+    #[command(about = about::BUILD_WHEEL)]
     #[command(hide = true)]
     BuildWheel(build_wheel::BuildWheelArgs),
     /// A signed Nix binary cache of the pinned artifacts and what is built from them: the archive that outlives the registries
@@ -48,11 +48,11 @@ enum Command {
     /// Write a project's [tool.cuwheel] and flake.nix, inferred from its sources and setup.py (read, never run), then lock
     #[cfg(feature = "init")]
     Init(init::InitArgs),
-    /// Would a wheel load: every undefined symbol of its ELF files against symbol tables of torch releases, the CUDA runtime and the baseline system
+    #[command(about = about::LOAD_CHECK)]
     LoadCheck(symbols::LoadCheckArgs),
     /// Pin every toolchain of the project's matrix by hash in cuwheel.lock
     Lock(lock::LockArgs),
-    /// The derivation graph of the matrix: cells, kernel objects and which cells share them
+    #[command(about = about::PLAN)]
     Plan(plan::PlanArgs),
     /// Publish audited wheels into a static package index directory: one index per CUDA variant plus a combined one
     Publish(publish::PublishArgs),
@@ -63,7 +63,7 @@ enum Command {
     Store(store::StoreCommand),
     /// Upload the PyPI variant's wheels with twine, after checking each against PyPI's rules (nothing is sent if one fails)
     Upload(upload::UploadArgs),
-    /// The symbol table of shared libraries (a torch wheel, a sysroot, ELF files): a small canonical file the load check reads
+    #[command(about = about::SYMBOLS)]
     Symbols(symbols::SymbolsArgs),
 }
 

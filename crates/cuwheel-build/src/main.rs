@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cuwheel_build::cli::{self, audit, build_wheel, output, plan, symbols};
+use cuwheel_build::cli::{self, about, audit, build_wheel, output, plan, symbols};
 
 #[derive(Parser)]
 #[command(
@@ -24,18 +24,18 @@ struct Driver {
     command: Command,
 }
 
-// Each as the CLI describes it (src/cli/mod.rs), which tests/driver_nix.rs checks.
+// Described by the same words as in the CLI (`cli::about`).
 #[derive(Subcommand)]
 enum Command {
-    /// Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs
+    #[command(about = about::AUDIT)]
     Audit(audit::AuditArgs),
-    /// Assemble a cell's wheel inside its Nix build (written into the plan)
+    #[command(about = about::BUILD_WHEEL)]
     BuildWheel(build_wheel::BuildWheelArgs),
-    /// Would a wheel load: every undefined symbol of its ELF files against symbol tables of torch releases, the CUDA runtime and the baseline system
+    #[command(about = about::LOAD_CHECK)]
     LoadCheck(symbols::LoadCheckArgs),
-    /// The derivation graph of the matrix: cells, kernel objects and which cells share them
+    #[command(about = about::PLAN)]
     Plan(plan::PlanArgs),
-    /// The symbol table of shared libraries (a torch wheel, a sysroot, ELF files): a small canonical file the load check reads
+    #[command(about = about::SYMBOLS)]
     Symbols(symbols::SymbolsArgs),
 }
 

@@ -20,6 +20,17 @@ use anyhow::Result;
 
 use output::{OutputError, Stream};
 
+/// What `--help` says of each subcommand, in the driver and in the CLI alike.
+pub mod about {
+    pub const AUDIT: &str = "Judge wheels as strictly as auditwheel and further: manylinux tag, libraries, RPATHs, build paths, abi3, CUDA archs";
+    pub const BUILD_WHEEL: &str =
+        "Assemble a cell's wheel inside its Nix build (written into the plan)";
+    pub const LOAD_CHECK: &str = "Would a wheel load: every undefined symbol of its ELF files against symbol tables of torch releases, the CUDA runtime and the baseline system";
+    pub const PLAN: &str =
+        "The derivation graph of the matrix: cells, kernel objects and which cells share them";
+    pub const SYMBOLS: &str = "The symbol table of shared libraries (a torch wheel, a sysroot, ELF files): a small canonical file the load check reads";
+}
+
 /// Exit status for a command that could not do its work (bad input, a tool
 /// that failed). Verdicts such as a failed audit use their own codes.
 pub const EXIT_ERROR: u8 = 1;

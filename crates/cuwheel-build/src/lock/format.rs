@@ -145,8 +145,7 @@ pub struct CudaToolchain {
 impl CudaToolchain {
     /// The source that reads it (the kind was checked on reading).
     pub fn source(&self) -> &'static dyn super::toolkits::ToolkitSource {
-        super::toolkits::by_kind(&self.kind)
-            .unwrap_or_else(|| panic!("toolchain kind {} has no source", self.kind))
+        super::toolkits::of_checked_kind(&self.kind)
     }
 }
 

@@ -32,7 +32,8 @@ pub fn debian_closure(
             anyhow::anyhow!(
                 "Debian {suite} cannot satisfy the {kind} toolchain ({}):\n{}\n\
                  Check that the mirror carries {suite} with main, contrib and non-free, or \
-                 exclude the package in crates/cuwheel-build/src/lock/data/debian.toml with the reason",
+                 exclude the package in crates/cuwheel-build/src/lock/data/debian.toml with \
+                 the reason",
                 roots.join(", "),
                 lines.join("\n")
             )

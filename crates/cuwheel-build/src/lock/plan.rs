@@ -316,7 +316,8 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
     let Some(suite) = suite else {
         bail!(
             "cuwheel has no source for Python {version}'s headers: Debian carries {} \
-             (crates/cuwheel-build/src/lock/data/debian.toml [python-suites]); add an archive of them, like \
+             (crates/cuwheel-build/src/lock/data/debian.toml [python-suites]); add an archive \
+             of them, like \
              [tool.cuwheel.matrix.python-headers.\"{version}\"] file = \"<archive>\" (a \
              python-build-standalone release, or a tar of include/python{version}/ with its \
              pyconfig.h), or drop Python {version} from tool.cuwheel.matrix.python",

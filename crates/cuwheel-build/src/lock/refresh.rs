@@ -237,8 +237,8 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
                 bail!(
                     "Debian {} now carries {carried}, not CUDA {}, so toolchain {name} cannot \
                      be re-pinned: the suite moved on to another CUDA release; run `cuwheel \
-                     lock` (crates/cuwheel-build/src/lock/data/debian.toml [cuda-suites] names the suite of each CUDA \
-                     release)",
+                     lock` (crates/cuwheel-build/src/lock/data/debian.toml [cuda-suites] names \
+                     the suite of each CUDA release)",
                     recipe.suite,
                     cuda.version
                 );
@@ -297,7 +297,8 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
         let current = index.get(package).with_context(|| {
             format!(
                 "Debian {suite} no longer has {package} at all, which seed {seed_name} is cut \
-                 from; run `cuwheel lock` (crates/cuwheel-build/src/lock/data/debian.toml names its suite)"
+                 from; run `cuwheel lock` (crates/cuwheel-build/src/lock/data/debian.toml names \
+                 its suite)"
             )
         })?;
         let fresh = pins::debian_artifact(current, suite, &everyone);

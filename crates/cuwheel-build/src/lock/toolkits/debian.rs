@@ -71,8 +71,9 @@ impl ToolkitSource for Debian {
         let version = request.version.to_string();
         if let Err(carried) = self.check_index(&version, registries.debian_index(suite)) {
             bail!(
-                "Debian {suite} carries {carried}, not CUDA {version}: crates/cuwheel-build/src/lock/data/debian.toml \
-                 [cuda-suites] must name a suite that has it"
+                "Debian {suite} carries {carried}, not CUDA {version}: \
+                 crates/cuwheel-build/src/lock/data/debian.toml [cuda-suites] must name a suite \
+                 that has it"
             );
         }
         registries.debian_closure(self.kind(), suite)

@@ -52,6 +52,12 @@ pub fn by_kind(kind: &str) -> Option<&'static dyn ToolkitSource> {
     SOURCES.iter().copied().find(|source| source.kind() == kind)
 }
 
+/// The source of `kind`, which was checked when the lock was read (or the
+/// request made): a kind without one is a bug.
+pub fn of_checked_kind(kind: &str) -> &'static dyn ToolkitSource {
+    by_kind(kind).unwrap_or_else(|| panic!("toolkit kind {kind} has no source"))
+}
+
 /// The source called `name` in the lock's facts.
 pub fn by_name(name: &str) -> Option<&'static dyn ToolkitSource> {
     SOURCES.iter().copied().find(|source| source.name() == name)
@@ -185,7 +191,7 @@ pub struct CudaRequest {
 
 impl CudaRequest {
     pub fn source(&self) -> &'static dyn ToolkitSource {
-        by_kind(&self.kind).unwrap_or_else(|| panic!("toolkit kind {} has no source", self.kind))
+        of_checked_kind(&self.kind)
     }
 }
 

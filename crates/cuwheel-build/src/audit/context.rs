@@ -24,7 +24,7 @@ use super::report::CudaExpectation;
 use super::scan::MemberScan;
 use super::siblings::Siblings;
 use crate::wheel::manylinux::ManylinuxPolicy;
-use crate::wheel::{Tag, WheelFile, WheelProblem};
+use crate::wheel::{Arch, Tag, WheelFile, WheelProblem};
 
 /// The largest provenance file read.
 const MAX_PROVENANCE_SIZE: u64 = 1 << 20;
@@ -104,6 +104,8 @@ pub struct AuditContext<'a> {
     pub tags: Vec<Tag>,
     /// The platform parts of its tags.
     pub platforms: BTreeSet<String>,
+    /// The architecture it is for: its platform tags' ([`wheel_arch`]).
+    pub arch: Arch,
     /// Where RECORD, WHEEL, METADATA and the file name disagree.
     pub wheel_problems: Vec<WheelProblem>,
     /// The readable ELF members, in archive order.
@@ -125,7 +127,7 @@ impl<'a> AuditContext<'a> {
         options: &'a AuditOptions,
     ) -> AuditContext<'a> {
         let tags = wheel.filename().tags.expand();
-        let platforms = tags.iter().map(|t| t.platform.clone()).collect();
+        let platforms: BTreeSet<String> = tags.iter().map(|t| t.platform.clone()).collect();
         let member_names: BTreeSet<String> = members.iter().map(|m| m.name.clone()).collect();
         let elfs: Vec<ElfMember<'a>> = members
             .iter()
@@ -154,6 +156,7 @@ impl<'a> AuditContext<'a> {
             &siblings,
         );
         let cuda_archs = cuda_archs(wheel, options);
+        let arch = wheel_arch(&platforms, &elfs);
         AuditContext {
             wheel,
             options,
@@ -161,6 +164,7 @@ impl<'a> AuditContext<'a> {
             member_names,
             tags,
             platforms,
+            arch,
             wheel_problems,
             elfs,
             resolved,
@@ -210,8 +214,19 @@ impl<'a> AuditContext<'a> {
     /// The most compatible policy the ELF files satisfy (computed once).
     pub fn best_policy(&self) -> &'static ManylinuxPolicy {
         self.best_policy
-            .get_or_init(|| manylinux::best_policy(&self.policy_inputs()))
+            .get_or_init(|| manylinux::best_policy(&self.policy_inputs(), self.arch))
     }
+}
+
+/// The architecture a wheel is for: the one its platform tags name (the
+/// first in sorted order, should they name two, which the `platform` check
+/// reports), else its first ELF file's, else x86_64.
+pub fn wheel_arch(platforms: &BTreeSet<String>, elfs: &[ElfMember<'_>]) -> Arch {
+    platforms
+        .iter()
+        .find_map(|p| Arch::of_platform_tag(p))
+        .or_else(|| elfs.first().map(|e| e.facts.arch))
+        .unwrap_or(Arch::X86_64)
 }
 
 /// `--cuda-archs`, else the provenance file's `cuda_archs`.

@@ -1,14 +1,14 @@
-//! Facts of one x86_64 ELF shared object, read from its bytes with `object`:
-//! DT_NEEDED, SONAME, RPATH/RUNPATH, PT_INTERP, the symbol versions it
+//! Facts of one x86_64 or aarch64 ELF shared object, read from its bytes
+//! with `object`: its architecture, DT_NEEDED, SONAME, RPATH/RUNPATH, PT_INTERP, the symbol versions it
 //! requires (`.gnu.version_r`), its dynamic symbols with their versions, its
-//! `.symtab` symbols (absent when stripped), the x86 ISA level it declares
-//! needing, and the bytes of its CUDA fat binary section.
+//! `.symtab` symbols (absent when stripped), the x86 ISA level an x86_64
+//! file declares needing, and the bytes of its CUDA fat binary section.
 //!
 //! In: a member name (for messages) and its bytes — in memory, or any
 //! [`ReadRef`] such as a [`object::read::ReadCache`] over a file, so a
 //! gigabyte library is read only where its tables are. Out: [`ElfFacts`], or
 //! a typed [`ElfError`] naming the member for anything that is not a
-//! well-formed 64-bit little-endian x86_64 ELF file, a `.dynamic` section of
+//! well-formed 64-bit little-endian x86_64 or aarch64 ELF file, a `.dynamic` section of
 //! garbage included (every entry's tag must be one the ELF and GNU
 //! specifications define, and a `DT_NULL` must end it). Never panics on
 //! input.
@@ -21,6 +21,8 @@ use object::read::elf::{
 use object::read::{ReadRef, StringTable, SymbolIndex};
 use serde::Serialize;
 
+use crate::wheel::Arch;
+
 type Header = elf::FileHeader64<LE>;
 
 /// The ELF section that nvcc's host object carries the CUDA fat binary in.
@@ -28,7 +30,7 @@ type Header = elf::FileHeader64<LE>;
 /// link; only `.nv_fatbin` is what the CUDA runtime loads.
 pub const NV_FATBIN_SECTION: &str = ".nv_fatbin";
 
-/// Why a member could not be read as an x86_64 ELF file.
+/// Why a member could not be read as an x86_64 or aarch64 ELF file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{member}: {kind}")]
 pub struct ElfError {
@@ -40,11 +42,11 @@ pub struct ElfError {
 pub enum ElfErrorKind {
     #[error("not an ELF file (it starts with bytes {0})")]
     NotElf(String),
-    #[error("a 32-bit ELF file; only 64-bit x86_64 objects are audited")]
+    #[error("a 32-bit ELF file; only 64-bit x86_64 and aarch64 objects are audited")]
     WrongClass,
-    #[error("a big-endian ELF file; only little-endian x86_64 objects are audited")]
+    #[error("a big-endian ELF file; only little-endian x86_64 and aarch64 objects are audited")]
     WrongEndian,
-    #[error("an ELF file for machine number {0}, not x86_64 (62)")]
+    #[error("an ELF file for machine number {0}, neither x86_64 (62) nor aarch64 (183)")]
     WrongMachine(u16),
     #[error("a truncated or malformed ELF file: {0}")]
     Malformed(String),
@@ -138,6 +140,8 @@ pub struct ElfSymbol {
 /// What the dynamic loader and the audit need to know about one ELF file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ElfFacts {
+    /// The architecture of its ELF header's machine.
+    pub arch: Arch,
     pub soname: Option<String>,
     /// DT_NEEDED entries in file order.
     pub needed: Vec<String>,
@@ -152,7 +156,8 @@ pub struct ElfFacts {
     pub dynamic_symbols: Vec<ElfSymbol>,
     /// Non-local `.symtab` entries; empty when the file is stripped.
     pub static_symbols: Vec<ElfSymbol>,
-    /// `None` when the file carries no `GNU_PROPERTY_X86_ISA_1_NEEDED` note.
+    /// `None` when the file carries no `GNU_PROPERTY_X86_ISA_1_NEEDED` note
+    /// (always for aarch64, whose property notes mean other things).
     pub x86_isa_needed: Option<X86IsaLevel>,
 }
 
@@ -170,10 +175,11 @@ impl ElfFacts {
             kind,
         };
         let malformed = |e: object::read::Error| fail(ElfErrorKind::Malformed(e.to_string()));
-        let (header, sections) = parse_header(data).map_err(fail)?;
+        let (header, sections, arch) = parse_header(data).map_err(fail)?;
         let endian = LE;
 
         let mut facts = ElfFacts {
+            arch,
             soname: None,
             needed: Vec::new(),
             rpath: Vec::new(),
@@ -293,7 +299,9 @@ impl ElfFacts {
                 .push(read_symbol(sym, symtab.strings()).map_err(malformed)?);
         }
 
-        for section in sections.iter() {
+        // The GNU property types from 0xc0000000 on are processor-specific:
+        // an aarch64 file's same numbers mean its BTI/PAC features.
+        for section in sections.iter().filter(|_| arch == Arch::X86_64) {
             if let Some(notes) = section.notes(endian, data).map_err(malformed)? {
                 if let Some(bits) = isa_needed_bits(notes).map_err(malformed)? {
                     facts.x86_isa_needed = Some(X86IsaLevel::from_needed_bits(bits));
@@ -342,7 +350,7 @@ pub fn nv_fatbin_range<'d, R: ReadRef<'d>>(
         member: member.to_string(),
         kind,
     };
-    let (_, sections) = parse_header(data).map_err(fail)?;
+    let (_, sections, _) = parse_header(data).map_err(fail)?;
     let Some((_, section)) = sections.section_by_name(LE, NV_FATBIN_SECTION.as_bytes()) else {
         return Ok(None);
     };
@@ -396,7 +404,7 @@ fn segment_type(p_type: u32) -> String {
 
 fn parse_header<'d, R: ReadRef<'d>>(
     data: R,
-) -> Result<(&'d Header, SectionTable<'d, Header, R>), ElfErrorKind> {
+) -> Result<(&'d Header, SectionTable<'d, Header, R>, Arch), ElfErrorKind> {
     let ident_len = data.len().unwrap_or(0).min(6);
     let ident = data.read_bytes_at(0, ident_len).unwrap_or_default();
     if !is_elf(ident) {
@@ -417,11 +425,9 @@ fn parse_header<'d, R: ReadRef<'d>>(
     let malformed = |e: object::read::Error| ElfErrorKind::Malformed(e.to_string());
     let header = Header::parse(data).map_err(malformed)?;
     let machine = header.e_machine(LE);
-    if machine != elf::EM_X86_64 {
-        return Err(ElfErrorKind::WrongMachine(machine));
-    }
+    let arch = Arch::of_elf_machine(machine).ok_or(ElfErrorKind::WrongMachine(machine))?;
     let sections = header.sections(LE, data).map_err(malformed)?;
-    Ok((header, sections))
+    Ok((header, sections, arch))
 }
 
 fn read_symbol<'d, R: ReadRef<'d>>(

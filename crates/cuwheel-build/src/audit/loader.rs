@@ -259,6 +259,7 @@ mod tests {
     fn facts(needed: &[&str], rpath: &[&str], runpath: &[&str]) -> ElfFacts {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         ElfFacts {
+            arch: crate::wheel::Arch::X86_64,
             soname: None,
             needed: strings(needed),
             rpath: strings(rpath),

@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::elf::{ElfFacts, SymbolBinding, SymbolKind, X86IsaLevel};
+use crate::wheel::Arch;
 use crate::wheel::manylinux::{ManylinuxPolicy, is_dynamic_loader, policies};
 
 /// One ELF file of the wheel as the policy check sees it.
@@ -198,9 +199,9 @@ pub fn violations(elfs: &[PolicyInput<'_>], policy: &ManylinuxPolicy) -> Vec<Vio
     out
 }
 
-/// The most compatible policy these ELF files satisfy.
-pub fn best_policy(elfs: &[PolicyInput<'_>]) -> &'static ManylinuxPolicy {
-    let all = policies();
+/// The most compatible policy of `arch` these ELF files satisfy.
+pub fn best_policy(elfs: &[PolicyInput<'_>], arch: Arch) -> &'static ManylinuxPolicy {
+    let all = policies(arch);
     let violations_by_policy: Vec<BTreeSet<Criterion>> = all
         .policies
         .iter()
@@ -241,6 +242,7 @@ mod tests {
 
     fn facts(needs: &[(&str, &[&str])]) -> ElfFacts {
         ElfFacts {
+            arch: crate::wheel::Arch::X86_64,
             soname: None,
             needed: needs.iter().map(|(f, _)| f.to_string()).collect(),
             rpath: vec![],
@@ -266,7 +268,23 @@ mod tests {
             is_extension: true,
             external_needed: external.to_vec(),
         };
-        best_policy(&[input]).name.clone()
+        best_policy(&[input], facts.arch).name.clone()
+    }
+
+    #[test]
+    fn aarch64_files_are_judged_by_aarch64_symbol_versions() {
+        let mut f = facts(&[("libc.so.6", &["GLIBC_2.17", "GLIBC_2.28"])]);
+        f.arch = Arch::Aarch64;
+        assert_eq!(best(&f, &[]), "manylinux_2_28");
+        // GLIBC_2.32 is in aarch64's manylinux_2_34, not before.
+        f = facts(&[("libc.so.6", &["GLIBC_2.17", "GLIBC_2.32"])]);
+        f.arch = Arch::Aarch64;
+        assert_eq!(best(&f, &[]), "manylinux_2_34");
+        // No aarch64 glibc ever defined GLIBC_2.2.5, x86_64's first.
+        f = facts(&[("libc.so.6", &["GLIBC_2.2.5"])]);
+        assert_eq!(best(&f, &[]), "manylinux_2_5");
+        f.arch = Arch::Aarch64;
+        assert_eq!(best(&f, &[]), "linux");
     }
 
     #[test]
@@ -352,7 +370,7 @@ mod tests {
             is_extension: true,
             external_needed: vec![],
         }];
-        let policy = policies().by_name("manylinux_2_28").unwrap();
+        let policy = policies(Arch::X86_64).by_name("manylinux_2_28").unwrap();
         let found = violations(&input, policy);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].member, "pkg/_ext.so");
@@ -360,6 +378,12 @@ mod tests {
             found[0].constraint.to_string(),
             "requires GLIBC_2.31 from libc.so.6 (for pidfd_open_wrapper)"
         );
-        assert!(violations(&input, policies().by_name("manylinux_2_31").unwrap()).is_empty());
+        assert!(
+            violations(
+                &input,
+                policies(Arch::X86_64).by_name("manylinux_2_31").unwrap()
+            )
+            .is_empty()
+        );
     }
 }

@@ -139,14 +139,12 @@ fn best_platform(file: &str) -> Option<(u32, String)> {
         .tags
         .expand()
         .into_iter()
-        .filter_map(
-            |tag| match manylinux::policies().for_platform_tag(&tag.platform) {
-                TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => {
-                    Some((policy.priority, policy.tag()))
-                }
-                TagPolicy::NotJudged => None,
-            },
-        )
+        .filter_map(|tag| match manylinux::for_platform_tag(&tag.platform) {
+            TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => {
+                Some((policy.priority, policy.tag()))
+            }
+            TagPolicy::NotJudged => None,
+        })
         .max()
 }
 

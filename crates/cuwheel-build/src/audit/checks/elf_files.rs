@@ -1,5 +1,6 @@
 //! `elf`: every member that starts with the ELF magic or is named like a
-//! shared object (`*.so`, `*.so.N`) must be a readable x86_64 ELF file; a
+//! shared object (`*.so`, `*.so.N`) must be a readable ELF file for the
+//! wheel's architecture (x86_64 or aarch64, from its platform tag); a
 //! garbage `.dynamic` section makes it a corrupt one.
 
 use super::{AuditCheck, CheckId, CheckOutput};
@@ -28,15 +29,30 @@ impl AuditCheck for ElfFiles {
                 }
                 ElfErrorKind::WrongClass
                 | ElfErrorKind::WrongEndian
-                | ElfErrorKind::WrongMachine(_) => {
-                    "cuwheel audits x86_64 Linux wheels: rebuild the file for x86_64 or remove it"
-                }
+                | ElfErrorKind::WrongMachine(_) => &format!(
+                    "cuwheel audits x86_64 and aarch64 Linux wheels: rebuild the file for {} or \
+                     remove it",
+                    ctx.arch
+                ),
                 ElfErrorKind::Malformed(_) => "the file is damaged: rebuild it and the wheel",
             };
             out.finding(
                 Some(&member.name),
                 format!("is {}", error.kind),
                 fix.to_string(),
+            );
+        }
+        for elf in ctx.elfs.iter().filter(|e| e.facts.arch != ctx.arch) {
+            out.finding(
+                Some(elf.name),
+                format!(
+                    "is an {} ELF file in a wheel for {}",
+                    elf.facts.arch, ctx.arch
+                ),
+                format!(
+                    "rebuild it for {} (or build the wheel for {}, with that platform tag)",
+                    ctx.arch, elf.facts.arch
+                ),
             );
         }
     }

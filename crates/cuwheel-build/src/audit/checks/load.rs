@@ -39,7 +39,7 @@ impl AuditCheck for Load {
         };
         for finding in &verdict.findings {
             out.finding(
-                Some(&finding.member),
+                Some(finding.member.as_str()).filter(|m| !m.is_empty()),
                 finding.problem.clone(),
                 finding.fix.clone(),
             );

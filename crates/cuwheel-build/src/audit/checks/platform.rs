@@ -29,10 +29,27 @@ impl AuditCheck for PlatformTag {
         }
         let inputs = ctx.policy_inputs();
         let best = ctx.best_policy();
-        let all = manylinux::policies();
         let mut too_high: BTreeMap<&str, (&ManylinuxPolicy, Vec<&str>)> = BTreeMap::new();
         for platform in &ctx.platforms {
-            match all.for_platform_tag(platform) {
+            match manylinux::for_platform_tag(platform) {
+                TagPolicy::Known(policy) | TagPolicy::Nearest(policy)
+                    if policy.arch != ctx.arch =>
+                {
+                    out.finding(
+                        None,
+                        format!(
+                            "the wheel is tagged `{platform}`, for {}, but its ELF files are for \
+                             {}",
+                            policy.arch, ctx.arch
+                        ),
+                        format!(
+                            "a wheel is for one architecture: tag it {} only, and build a \
+                             separate wheel for {}",
+                            best.tag(),
+                            policy.arch
+                        ),
+                    );
+                }
                 TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => {
                     if policy.priority > best.priority {
                         too_high
@@ -46,13 +63,14 @@ impl AuditCheck for PlatformTag {
                     None,
                     format!(
                         "the wheel holds ELF files but is tagged `{platform}`, which cuwheel's \
-                         policies (manylinux and linux, {}) cannot vouch for",
-                        manylinux::ARCH
+                         policies (manylinux and linux, x86_64 and aarch64) cannot vouch for"
                     ),
                     if platform == "any" {
-                        "a wheel with compiled code needs a platform tag: build it as a platform \
-                         wheel (manylinux_2_X_x86_64)"
-                            .to_string()
+                        format!(
+                            "a wheel with compiled code needs a platform tag: build it as a \
+                             platform wheel (manylinux_2_X_{})",
+                            ctx.arch
+                        )
                     } else {
                         "audit this wheel with a tool for its platform".to_string()
                     },

@@ -446,6 +446,7 @@ pub(crate) mod fixtures {
 
     pub fn facts(needed: &[&str], undefined: &[(&str, Option<&str>, SymbolBinding)]) -> ElfFacts {
         ElfFacts {
+            arch: crate::wheel::Arch::X86_64,
             soname: None,
             needed: needed.iter().map(|s| s.to_string()).collect(),
             rpath: vec![],
@@ -503,6 +504,7 @@ pub(crate) mod fixtures {
         libraries.sort_by(|a, b| a.soname.cmp(&b.soname));
         SymbolTable {
             sources: vec![],
+            arch: Some(crate::wheel::Arch::X86_64),
             libraries,
         }
     }

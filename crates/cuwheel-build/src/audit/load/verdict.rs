@@ -57,8 +57,38 @@ impl LoadVerdict {
     }
 }
 
-/// The load check of the wheel the audit context holds.
+/// The load check of the wheel the audit context holds. Symbol tables of
+/// another architecture than the wheel's judge nothing: the verdict is
+/// then one finding naming them.
 pub fn judge_context(ctx: &AuditContext<'_>, inputs: &LoadInputs) -> LoadVerdict {
+    let foreign: Vec<String> = inputs
+        .torch
+        .iter()
+        .chain(&inputs.base)
+        .filter_map(|t| {
+            let arch = t.table.arch?;
+            (arch != ctx.arch).then(|| format!("{} ({arch})", t.label))
+        })
+        .collect();
+    if !foreign.is_empty() {
+        return LoadVerdict {
+            findings: vec![LoadFinding {
+                member: String::new(),
+                problem: format!(
+                    "the load check was given symbol tables for another architecture than the \
+                     wheel's {}: {}",
+                    ctx.arch,
+                    foreign.join(", ")
+                ),
+                fix: format!(
+                    "extract the tables from the {} builds of torch, the CUDA runtime and the \
+                     baseline sysroot (`cuwheel-build symbols`)",
+                    ctx.arch
+                ),
+            }],
+            ..LoadVerdict::default()
+        };
+    }
     let objects: Vec<WheelObject<'_>> = ctx
         .elfs
         .iter()

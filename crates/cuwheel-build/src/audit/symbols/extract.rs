@@ -26,6 +26,7 @@ use object::read::elf::{Dyn, FileHeader, SectionHeader, Sym};
 use object::read::{ReadRef, SymbolIndex};
 
 use super::{ExportedSymbol, LibraryExports, SymbolTable, check_token};
+use crate::wheel::Arch;
 use crate::wheel::zip::{EntryKind, ZipArchive};
 
 type Header = elf::FileHeader64<LE>;
@@ -39,7 +40,7 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 /// The table of every shared library in `inputs`, each a wheel, a
 /// directory (searched recursively) or an ELF file.
 pub fn extract_paths(inputs: &[PathBuf]) -> Result<SymbolTable> {
-    let mut found: Vec<(String, LibraryExports)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     let mut sources = Vec::new();
     for input in inputs {
         sources.push(
@@ -54,7 +55,7 @@ pub fn extract_paths(inputs: &[PathBuf]) -> Result<SymbolTable> {
 }
 
 /// Adds `(where, exports)` for every shared library in `input` to `found`.
-fn add_libraries(input: &Path, found: &mut Vec<(String, LibraryExports)>) -> Result<()> {
+fn add_libraries(input: &Path, found: &mut Vec<Found>) -> Result<()> {
     let meta = std::fs::metadata(input).with_context(|| format!("reading {}", input.display()))?;
     if meta.is_dir() {
         return walk(input, found);
@@ -77,7 +78,7 @@ fn add_libraries(input: &Path, found: &mut Vec<(String, LibraryExports)>) -> Res
 
 /// The regular ELF files under `dir`, in sorted order; symlinks are left
 /// out (their targets are found under their own names).
-fn walk(dir: &Path, found: &mut Vec<(String, LibraryExports)>) -> Result<()> {
+fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("listing {}", dir.display()))?
         .map(|e| e.map(|e| e.path()))
@@ -101,20 +102,15 @@ fn walk(dir: &Path, found: &mut Vec<(String, LibraryExports)>) -> Result<()> {
 }
 
 /// Adds the exports of the ELF file `file` (at `path`, `len` bytes) if it is a shared object.
-fn add_file(
-    path: &Path,
-    file: File,
-    len: u64,
-    found: &mut Vec<(String, LibraryExports)>,
-) -> Result<()> {
+fn add_file(path: &Path, file: File, len: u64, found: &mut Vec<Found>) -> Result<()> {
     let name = path.display().to_string();
-    if let Some(exports) = exports_of(&name, &mut PlainFile { file, len })? {
-        found.push((name, exports));
+    if let Some((arch, exports)) = exports_of(&name, &mut PlainFile { file, len })? {
+        found.push((name, arch, exports));
     }
     Ok(())
 }
 
-fn extract_wheel(path: &Path, found: &mut Vec<(String, LibraryExports)>) -> Result<()> {
+fn extract_wheel(path: &Path, found: &mut Vec<Found>) -> Result<()> {
     let archive = ZipArchive::open(path).with_context(|| format!("reading {}", path.display()))?;
     for (index, entry) in archive.entries().iter().enumerate() {
         if entry.kind != EntryKind::File || entry.size < ELF_HEADER_SIZE {
@@ -132,20 +128,35 @@ fn extract_wheel(path: &Path, found: &mut Vec<(String, LibraryExports)>) -> Resu
         if magic[0] != elf::ELFMAG {
             continue;
         }
-        if let Some(exports) = exports_of(&where_, &mut source)? {
-            found.push((where_, exports));
+        if let Some((arch, exports)) = exports_of(&where_, &mut source)? {
+            found.push((where_, arch, exports));
         }
     }
     Ok(())
 }
 
+/// A shared library found: where, its architecture, its exports.
+type Found = (String, Arch, LibraryExports);
+
 /// One table of `found`, sorted by soname; two different libraries with one
-/// soname are an error naming both.
-fn merge(sources: Vec<String>, mut found: Vec<(String, LibraryExports)>) -> Result<SymbolTable> {
-    found.sort_by(|a, b| (&a.1.soname, &a.0).cmp(&(&b.1.soname, &b.0)));
+/// soname are an error naming both, and so are libraries of two
+/// architectures.
+fn merge(sources: Vec<String>, mut found: Vec<Found>) -> Result<SymbolTable> {
+    found.sort_by(|a, b| (&a.2.soname, &a.0).cmp(&(&b.2.soname, &b.0)));
+    let mut arch: Option<(Arch, String)> = None;
+    for (at, this, _) in &found {
+        match &arch {
+            None => arch = Some((*this, at.clone())),
+            Some((first, first_at)) if first != this => bail!(
+                "{first_at} is an {first} library but {at} is an {this} one: one table holds \
+                 one architecture's libraries; extract each architecture's into its own"
+            ),
+            Some(_) => {}
+        }
+    }
     let mut libraries: Vec<LibraryExports> = Vec::new();
     let mut first_at: Vec<String> = Vec::new();
-    for (at, exports) in found {
+    for (at, _, exports) in found {
         if let Some(last) = libraries.last() {
             if last.soname == exports.soname {
                 if *last != exports {
@@ -163,7 +174,11 @@ fn merge(sources: Vec<String>, mut found: Vec<(String, LibraryExports)>) -> Resu
         first_at.push(at);
         libraries.push(exports);
     }
-    Ok(SymbolTable { sources, libraries })
+    Ok(SymbolTable {
+        sources,
+        arch: arch.map(|(arch, _)| arch),
+        libraries,
+    })
 }
 
 /// Somewhere the bytes of one file can be read at given offsets.
@@ -297,19 +312,19 @@ impl<'a> ReadRef<'a> for &'a Sparse {
 
 /// The exports of the ELF file in `source` (named `name` in errors), or
 /// `None` if it is not a shared object.
-fn exports_of(name: &str, source: &mut dyn Spans) -> Result<Option<LibraryExports>> {
+fn exports_of(name: &str, source: &mut dyn Spans) -> Result<Option<(Arch, LibraryExports)>> {
     let head = Sparse::read(source, std::slice::from_ref(&(0..ELF_HEADER_SIZE)))
         .with_context(|| format!("reading the ELF header of {name}"))?;
     let header = Header::parse(&head).map_err(|e| malformed(name, e))?;
     if header.e_type(LE) != elf::ET_DYN {
         return Ok(None);
     }
-    if header.e_machine(LE) != elf::EM_X86_64 {
+    let Some(arch) = Arch::of_elf_machine(header.e_machine(LE)) else {
         bail!(
-            "{name} is not an x86_64 library (machine {})",
+            "{name} is neither an x86_64 nor an aarch64 library (machine {})",
             header.e_machine(LE)
         );
-    }
+    };
     // The section headers, then the sections the symbols live in.
     let shoff: u64 = header.e_shoff(LE);
     let shsize = u64::from(header.e_shentsize(LE)) * u64::from(header.e_shnum(LE));
@@ -353,7 +368,7 @@ fn exports_of(name: &str, source: &mut dyn Spans) -> Result<Option<LibraryExport
         bail!("{name} claims {total} bytes of symbol sections, more than cuwheel reads");
     }
     let data = Sparse::read(source, &wanted).with_context(|| format!("reading {name}"))?;
-    read_exports(name, &data)
+    Ok(read_exports(name, &data)?.map(|exports| (arch, exports)))
 }
 
 fn read_exports(name: &str, data: &Sparse) -> Result<Option<LibraryExports>> {

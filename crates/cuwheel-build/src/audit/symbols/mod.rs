@@ -12,6 +12,7 @@
 //! ```text
 //! cuwheel-symbols 1
 //! source torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl
+//! arch x86_64
 //! library libc10.so
 //! needed libstdc++.so.6
 //! needed libc.so.6
@@ -26,13 +27,16 @@
 //! loader's breadth-first order), versions and symbols sorted. A symbol is
 //! `name` (unversioned), `name@@VERSION` (the default version) or
 //! `name@VERSION` (a hidden, non-default version), as `nm -D` writes them.
-//! `source` lines name the inputs by file name only.
+//! `source` lines name the inputs by file name only. The `arch` line names
+//! the architecture every library is for (`x86_64`, `aarch64`); a table of
+//! no libraries has none.
 
 pub mod extract;
 
 use std::fmt::Write as _;
 
 use super::elf::{ElfFacts, SymbolBinding};
+use crate::wheel::Arch;
 
 pub use extract::extract_paths;
 
@@ -45,6 +49,8 @@ pub const HEADER: &str = "cuwheel-symbols 1";
 pub struct SymbolTable {
     /// The inputs it was extracted from, by file name.
     pub sources: Vec<String>,
+    /// The architecture of every library; `None` when there are none.
+    pub arch: Option<Arch>,
     /// Sorted by soname, sonames unique.
     pub libraries: Vec<LibraryExports>,
 }
@@ -181,6 +187,9 @@ impl SymbolTable {
         for source in &self.sources {
             let _ = writeln!(out, "source {source}");
         }
+        if let Some(arch) = self.arch {
+            let _ = writeln!(out, "arch {arch}");
+        }
         for library in &self.libraries {
             let _ = writeln!(out, "library {}", library.soname);
             for needed in &library.needed {
@@ -216,7 +225,12 @@ impl SymbolTable {
         while let Some((n, line)) = lines.next() {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             match key {
-                "source" if table.libraries.is_empty() => table.sources.push(value.to_string()),
+                "source" if table.libraries.is_empty() && table.arch.is_none() => {
+                    table.sources.push(value.to_string())
+                }
+                "arch" if table.libraries.is_empty() && table.arch.is_none() => {
+                    table.arch = Some(value.parse().map_err(|p| fail(n, p))?);
+                }
                 "library" => {
                     check_token("soname", value).map_err(|p| fail(n, p))?;
                     if table
@@ -319,6 +333,7 @@ mod tests {
     fn table() -> SymbolTable {
         SymbolTable {
             sources: vec!["x.whl".into()],
+            arch: Some(Arch::Aarch64),
             libraries: vec![
                 LibraryExports {
                     soname: "liba.so".into(),
@@ -345,7 +360,7 @@ mod tests {
         let text = table().write();
         assert_eq!(
             text,
-            "cuwheel-symbols 1\nsource x.whl\nlibrary liba.so\nneeded libz.so.1\nneeded libc.so.6\n\
+            "cuwheel-symbols 1\nsource x.whl\narch aarch64\nlibrary liba.so\nneeded libz.so.1\nneeded libc.so.6\n\
              version-defined A_1\nversion-defined A_2\nsymbols 3\nf@A_1\nf@@A_2\ng\n\
              library libb.so\nsymbols 0\n"
         );
@@ -392,5 +407,12 @@ mod tests {
         assert!(err.problem.contains("before any `library`"), "{err}");
         let err = SymbolTable::parse("cuwheel-symbols 1\nlibrary a b\n").unwrap_err();
         assert!(err.problem.contains("holds ' '"), "{err}");
+        let err = SymbolTable::parse("cuwheel-symbols 1\narch arm64\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: `arm64` is not an architecture cuwheel builds for: use `x86_64` or `aarch64`"
+        );
+        let err = SymbolTable::parse("cuwheel-symbols 1\nlibrary a\narch x86_64\n").unwrap_err();
+        assert_eq!(err.to_string(), "line 3: unknown line `arch x86_64`");
     }
 }

@@ -32,7 +32,7 @@ use crate::spec::config::toolkit_flags::ToolkitFlags;
 use crate::spec::document::{Field, Located, Location, Reader, Table};
 use crate::spec::glob::Pattern;
 use crate::spec::version::{CudaVersion, InvalidValue};
-use crate::wheel::manylinux::policies;
+use crate::wheel::manylinux::whitelisted_sonames;
 use crate::wheel::runtime_provided::runtime_provided;
 
 /// A dotted Python module path (`demo_ext._C`).
@@ -460,12 +460,7 @@ impl Reader<'_> {
             .libraries
             .iter()
             .map(|l| l.soname.as_str())
-            .chain(
-                policies()
-                    .policies
-                    .iter()
-                    .flat_map(|p| p.lib_whitelist.iter().map(String::as_str)),
-            )
+            .chain(whitelisted_sonames())
             .any(soname_matches);
         if provided {
             return Some(library.value.clone());

@@ -5,6 +5,8 @@
 //! promises: publishing the same wheels again changes no byte; a new version
 //! keeps the old one listed; a publish killed with SIGKILL at any point
 //! leaves an index whose every link resolves to a file with the linked hash;
+//! one version's x86_64 and aarch64 wheels share an index, and pip picks
+//! each platform's;
 //! a wheel failing the audit, or reusing a published name with other bytes,
 //! is refused and nothing is written.
 
@@ -325,6 +327,80 @@ fn pip_and_uv_install_from_the_cu130_index() {
         assert!(
             requests.contains(&format!("GET /{encoded} HTTP")),
             "{requests}"
+        );
+    }
+}
+
+/// One version built for x86_64 and for aarch64 (real ELF modules, the
+/// aarch64 one from Debian's cross gcc) is published into one index, and
+/// pip, asked for each platform, downloads that platform's wheel.
+#[test]
+fn pip_picks_each_platforms_wheel_from_one_index() {
+    let env = TestEnv::get();
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let module = |arch: &str, compiler: &str| {
+        let out = t.join(format!("{arch}.so"));
+        fs::write(t.join("ext.c"), audit_support::EXTENSION_C).unwrap();
+        run_ok(
+            Command::new(compiler)
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(&out)
+                .arg(t.join("ext.c")),
+        );
+        audit_support::write_wheel_with_metadata(
+            &t.join("in"),
+            &format!("demo_ext-0.1.0+pt211cu130-cp311-cp311-manylinux_2_17_{arch}.whl"),
+            &[(
+                format!("demo_ext/_ext.cpython-311-{arch}-linux-gnu.so").as_str(),
+                fs::read(out).unwrap(),
+            )],
+            "Requires-Python: >=3.9, <4\n",
+        )
+    };
+    fs::create_dir_all(t.join("in")).unwrap();
+    let x86 = module("x86_64", "gcc");
+    let arm = module("aarch64", "aarch64-linux-gnu-gcc");
+    let index = t.join("index");
+    let out = publish_ok(&index, &[&x86, &arm]);
+    assert!(out.contains("cu130/"), "{out}");
+    let names = |w: &Path| w.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        check_index(&index)["cu130/"],
+        BTreeSet::from([names(&x86), names(&arm)])
+    );
+
+    let server = Server::start(&index, &t.join("server.log"));
+    // pip's --platform takes the tags given and no older ones: a machine
+    // of glibc 2.28 accepts manylinux_2_28 down to 2_17.
+    for (arch, wheel) in [("aarch64", &arm), ("x86_64", &x86)] {
+        let dest = t.join(arch);
+        run_ok(
+            Command::new(env.python())
+                .args(["-m", "pip", "--disable-pip-version-check", "--no-input"])
+                .args([
+                    "download",
+                    "--no-deps",
+                    "--no-cache-dir",
+                    "--only-binary=:all:",
+                ])
+                .args(["--platform", &format!("manylinux_2_28_{arch}")])
+                .args(["--platform", &format!("manylinux_2_17_{arch}")])
+                .args(["--python-version", "3.11"])
+                .args(["--implementation", "cp", "--abi", "cp311", "--dest"])
+                .arg(&dest)
+                .arg("--index-url")
+                .arg(server.url("cu130/"))
+                .arg("demo-ext"),
+        );
+        let got: Vec<String> = fs::read_dir(&dest)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(got, [names(wheel)], "pip for {arch}");
+        assert_eq!(
+            fs::read(dest.join(names(wheel))).unwrap(),
+            fs::read(wheel).unwrap()
         );
     }
 }

@@ -56,7 +56,7 @@ bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/pyth
 nix=(nix --extra-experimental-features 'nix-command flakes'
   --option sandbox true --option sandbox-fallback false --option substituters ''
   --max-jobs auto)
-# One cell: its toolchains, its three kernel objects, its binding, link, wheel
+# One cell: its toolchains, its four kernel objects, its binding, link, wheel
 # and audit. result/ holds the wheel beside audit.txt and audit.json.
 "${nix[@]}" build --print-build-logs ".#wheels.$cell" -o result
 echo "demo: the audit of the wheel:"

@@ -143,18 +143,19 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
                 expected.push(format!("kernel-{set}-stable-{tu}"));
             }
         }
+        expected.push(format!("kernel-{set}-tile_matmul"));
     }
     assert_eq!(kernel_names(&plan), expected);
     for (name, node) in &plan.nodes {
         assert_eq!(&node.name, name);
     }
     assert_eq!(plan.cells.len(), 25);
-    // Beside the 18 kernels, each cell has its own binding, link, wheel,
+    // Beside the 23 kernels, each cell has its own binding, link, wheel,
     // audit and compatibility node; they share 9 symbol tables (5 torch
     // releases, 3 CUDA toolkits, 1 sysroot); the 5 cells of the PyPI variant
     // (torch 2.11's four Pythons and the stable wheel) add their PyPI wheel
     // and audit.
-    assert_eq!(plan.nodes.len(), 18 + 25 * 5 + 9 + 5 * 2);
+    assert_eq!(plan.nodes.len(), 23 + 25 * 5 + 9 + 5 * 2);
     let pypi = plan.pypi.as_ref().expect("the demo names a PyPI variant");
     assert_eq!(
         pypi.cells.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -199,7 +200,7 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
             .collect();
         assert_eq!(sets.len(), 1, "{cells}: {sets:?}");
         let kernels = sets.into_iter().next().unwrap();
-        assert_eq!(kernels.len(), 3);
+        assert_eq!(kernels.len(), 4);
         assert!(kernels.iter().all(|k| k.starts_with(set)), "{kernels:?}");
     }
     // The cells name the CUDA of torch's wheels; the nvcc is the newest
@@ -212,8 +213,28 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     assert_eq!(plan.cells["cu126-py313"].torch, "2.7.1");
     assert_eq!(
         plan.sharing().to_string(),
-        "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 75"
+        "23 compiles of 7 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 99"
     );
+    // Only CUDA 13.0's kernels carry the arch-specific sm_90a image
+    // (`"13.0" = [...]` in the demo's cuda-archs table).
+    for (node, sm90a) in [
+        ("kernel-cuda130-torch211-tile_matmul", true),
+        ("kernel-cuda130-torch214-axpby", true),
+        ("kernel-cuda130-torch211-stable-row_norm", true),
+        ("kernel-cuda132-tile_matmul", false),
+        ("kernel-cuda125-torch27-tile_matmul", false),
+    ] {
+        let script = &plan.nodes[node].script;
+        assert_eq!(
+            script.contains("-gencode=arch=compute_90a,code=sm_90a"),
+            sm90a,
+            "{node}"
+        );
+        assert!(
+            script.contains("-gencode=arch=compute_90,code=sm_90 "),
+            "{node}"
+        );
+    }
 }
 
 #[test]
@@ -358,10 +379,12 @@ fn nvcc_flags_follow_torch_and_carry_the_configured_gencode_set() {
         .copied()
         .filter(|w| w.starts_with("-gencode"))
         .collect();
+    // CUDA 13.0's list: "8.0", "9.0a", "9.0+PTX".
     assert_eq!(
         gencodes,
         [
             "-gencode=arch=compute_80,code=sm_80",
+            "-gencode=arch=compute_90a,code=sm_90a",
             "-gencode=arch=compute_90,code=sm_90",
             "-gencode=arch=compute_90,code=compute_90",
         ]
@@ -627,8 +650,8 @@ fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     );
     assert!(
         text.ends_with(
-            "18 compiles of 6 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
-             would do 75\n"
+            "23 compiles of 7 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
+             would do 99\n"
         ),
         "{text}"
     );

@@ -116,7 +116,7 @@ fn the_built_wheel_reproduces_identically_with_every_derivation_built_again() {
     let name = wheel.file_name().unwrap().to_string_lossy();
     let sha256 = Hash::sha256(fs::read(&wheel).unwrap()).to_hex();
     assert_eq!(stdout, format!("identical: {name} sha256 {sha256}\n"));
-    // Every node of the cell was built again: three kernels, the binding,
+    // Every node of the cell was built again: four kernels, the binding,
     // the link, the wheel and the audit.
     let checked = stderr
         .lines()
@@ -126,6 +126,7 @@ fn the_built_wheel_reproduces_identically_with_every_derivation_built_again() {
         "kernel-cuda130-torch211-axpby",
         "kernel-cuda130-torch211-bias_gelu",
         "kernel-cuda130-torch211-row_norm",
+        "kernel-cuda130-torch211-tile_matmul",
         "binding-cuda130-torch211-py313",
         "link-cu130-py313-torch211",
         "wheel-cu130-py313-torch211",

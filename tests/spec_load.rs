@@ -180,7 +180,7 @@ fn loads_the_demo_and_names_its_cells_for_the_torch_they_serve() {
 fn the_shipped_demo_project_loads_with_the_same_cells() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
     let spec = Spec::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
-    let kernels: Vec<PathBuf> = ["bias_gelu.cu", "row_norm.cu", "axpby.cu"]
+    let kernels: Vec<PathBuf> = ["bias_gelu.cu", "row_norm.cu", "axpby.cu", "tile_matmul.cu"]
         .iter()
         .map(|name| Path::new("csrc/kernels").join(name))
         .collect();

@@ -16,6 +16,13 @@ in float64, from the same inputs the GPU got (rounded to the dtype first).
 Before any of that, the references themselves are checked against torch's
 own GELU, vector norm and autograd.
 
+tile_matmul (float16 [m, 16] @ [16, 8] into float32; forward only) is checked
+the same way where the wheel has it (not the torch-stable wheel), and so is
+which code ran (tile_matmul_path): on a compute capability 9.0 GPU the
+wheel's sm_90a image, whose warpgroup MMA (wgmma) computes it, unless
+CUDA_FORCE_PTX_JIT=1 makes the driver compile the wheel's compute_90 PTX,
+which holds the portable loop; on any other GPU the portable loop.
+
 The error of a result is max|got - ref| / max|ref|: relative to the largest
 reference value, so elements near zero do not blow it up.
 
@@ -256,6 +263,16 @@ AXPBY_CASES = (
 )
 
 
+TILE_MATMUL_CASES = (
+    Case((1, 16)),  # one row of a 64-row tile
+    Case((64, 16)),  # one full tile
+    Case((100, 16)),  # a partial second tile
+    Case((4097, 16)),  # 65 tiles, the last with one row
+    Case((0, 16)),  # no rows
+    Case((70, 16), transposed=True),  # non-contiguous a
+)
+
+
 class Inputs:
     """Random inputs in float64 rounded to `dtype`: the exact values the GPU sees, for the reference."""
 
@@ -356,6 +373,45 @@ def check_axpby(table, ops, inputs, case):
     run_case(table, "axpby", inputs.dtype, case, body)
 
 
+def expected_tile_matmul_path():
+    """1 (the sm_90a wgmma code) on compute capability 9.0 unless the PTX is forced, else 0."""
+    forced = os.environ.get("CUDA_FORCE_PTX_JIT") == "1"
+    return 1 if torch.cuda.get_device_capability(0) == (9, 0) and not forced else 0
+
+
+def check_tile_matmul(table, ops, inputs, case):
+    if inputs.dtype != torch.float16:
+        return  # its only dtype
+
+    def body():
+        a_ref, a = inputs.make(case)
+        b_ref, b = inputs.make(Case((16, 8)))
+        d = ops.tile_matmul(a.detach(), b.detach())
+        check_output(d, (case.shape[0], 8), torch.float32)
+        return [("forward", d, a_ref @ b_ref)]
+
+    # float32 sums of 16 float16 products: the float32 tolerance.
+    tolerance = TOLERANCE[torch.float32]
+    try:
+        results = body()
+        torch.cuda.synchronize()
+        rows = [(direction, max_relative_error(got, ref)) for direction, got, ref in results]
+    except Exception as error:
+        message = f"{type(error).__name__}: {error}".splitlines()[0][:160]
+        table.add("tile_matmul", "forward", torch.float16, case.label(), None, tolerance, message)
+        return
+    for direction, error in rows:
+        table.add("tile_matmul", direction, torch.float16, case.label(), error, tolerance)
+
+
+def check_tile_matmul_path(table, ops):
+    expected = expected_tile_matmul_path()
+    got = ops.tile_matmul_path()
+    names = {1: "sm_90a wgmma code", 0: "portable code"}
+    table.add("tile_matmul", "code that ran", torch.float16, "-", 0.0 if got == expected else None,
+              0.0, f"{names.get(got, got)}, expected the {names[expected]}")
+
+
 # --- Environment -----------------------------------------------------------
 
 
@@ -400,6 +456,7 @@ def environment(demo_ext, seed):
         ("demo_ext._C", os.path.basename(demo_ext._C.__file__)),
         ("kernels called through", kernels),
         ("CUDA_DISABLE_PTX_JIT", os.environ.get("CUDA_DISABLE_PTX_JIT", "(unset)")),
+        ("CUDA_FORCE_PTX_JIT", os.environ.get("CUDA_FORCE_PTX_JIT", "(unset)")),
         ("seed", str(seed)),
     ]
 
@@ -436,15 +493,32 @@ def main():
 
     table = Table()
     gen = torch.Generator().manual_seed(args.seed)
-    for check, cases in (
-        (check_bias_gelu, BIAS_GELU_CASES),
-        (check_row_norm, ROW_NORM_CASES),
-        (check_axpby, AXPBY_CASES),
-    ):
-        for dtype in DTYPES:
-            inputs = Inputs(gen, dtype, "cuda")
-            for case in cases:
-                check(table, ops, inputs, case)
+    # With CUDA_FORCE_PTX_JIT=1 the driver runs only PTX, and torch's own
+    # kernels (its wheels carry machine code, and PTX only for their newest
+    # arch) then fail with "no kernel image": only the checks that launch no
+    # torch kernel run, tile_matmul's on contiguous inputs.
+    ptx_only = os.environ.get("CUDA_FORCE_PTX_JIT") == "1"
+    if ptx_only:
+        print("CUDA_FORCE_PTX_JIT=1: only tile_matmul's checks that launch no torch kernel run "
+              "(torch's own kernels have no PTX for this GPU)")
+    else:
+        for check, cases in (
+            (check_bias_gelu, BIAS_GELU_CASES),
+            (check_row_norm, ROW_NORM_CASES),
+            (check_axpby, AXPBY_CASES),
+        ):
+            for dtype in DTYPES:
+                inputs = Inputs(gen, dtype, "cuda")
+                for case in cases:
+                    check(table, ops, inputs, case)
+    if hasattr(ops._kernels, "tile_matmul"):
+        check_tile_matmul_path(table, ops)
+        inputs = Inputs(gen, torch.float16, "cuda")
+        for case in TILE_MATMUL_CASES:
+            if not (ptx_only and case.transposed):  # .contiguous() is a torch kernel
+                check_tile_matmul(table, ops, inputs, case)
+    else:
+        print("tile_matmul: not in this wheel (the torch-stable flavour does not carry it)")
 
     failures = table.failures + references.failures
     total = len(table.rows) + len(references.rows)
@@ -455,7 +529,8 @@ def main():
 
     if args.markdown:
         info = dict(header)
-        lines = [f"### demo_ext on {info['GPU']}, CUDA_DISABLE_PTX_JIT={info['CUDA_DISABLE_PTX_JIT']}", ""]
+        lines = [f"### demo_ext on {info['GPU']}, CUDA_DISABLE_PTX_JIT={info['CUDA_DISABLE_PTX_JIT']}, "
+                 f"CUDA_FORCE_PTX_JIT={info['CUDA_FORCE_PTX_JIT']}", ""]
         lines += [f"- {key}: {value}" for key, value in header]
         lines += [f"- references checked against torch's own: {len(references.rows) - references.failures}"
                   f"/{len(references.rows)} passed", f"- {summary}", "", table.markdown(), ""]

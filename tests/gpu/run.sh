@@ -2,8 +2,11 @@
 # On the GPU machine, in a copy of the repository: installs each demo_ext
 # wheel given (files, or directories holding them) into a fresh venv that
 # sees the machine's own torch, which is never reinstalled, and runs
-# tests/gpu/check_ops.py twice: as the environment has it, then with
-# CUDA_DISABLE_PTX_JIT=1, so that only the machine code in the wheel may run.
+# tests/gpu/check_ops.py three times: as the environment has it; with
+# CUDA_DISABLE_PTX_JIT=1, so that only the machine code in the wheel may run;
+# and with CUDA_FORCE_PTX_JIT=1, so that only the wheel's PTX runs (on a
+# Hopper GPU that is tile_matmul's portable code, where the machine code's
+# sm_90a image runs its wgmma code).
 # With $OUT set, writes there: nvidia-smi.csv, gpu-results.md (every run's
 # Markdown table) and run.log (all output). Exits 1 when anything fails.
 #
@@ -97,8 +100,9 @@ sys.exit(not origin.startswith(sys.prefix))' || die "demo_ext was not imported f
     echo "- torch (untouched by the install): $torch_after"
     echo
   } >>"$markdown"
-  env -u CUDA_DISABLE_PTX_JIT "$venv/bin/python" tests/gpu/check_ops.py --markdown "$markdown" || status=1
-  CUDA_DISABLE_PTX_JIT=1 "$venv/bin/python" tests/gpu/check_ops.py --markdown "$markdown" || status=1
+  env -u CUDA_DISABLE_PTX_JIT -u CUDA_FORCE_PTX_JIT "$venv/bin/python" tests/gpu/check_ops.py --markdown "$markdown" || status=1
+  env -u CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT=1 "$venv/bin/python" tests/gpu/check_ops.py --markdown "$markdown" || status=1
+  env -u CUDA_DISABLE_PTX_JIT CUDA_FORCE_PTX_JIT=1 "$venv/bin/python" tests/gpu/check_ops.py --markdown "$markdown" || status=1
 }
 
 main() {

@@ -16,4 +16,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("x"), py::arg("y"));
   m.def("axpby", &demo_ext::axpby, "alpha * x + beta * y", py::arg("x"), py::arg("y"),
         py::arg("alpha"), py::arg("beta"));
+  m.def("tile_matmul", &demo_ext::tile_matmul, "a [m, 16] @ b [16, 8], float16 in, float32 out",
+        py::arg("a"), py::arg("b"));
+  m.def("tile_matmul_path", &demo_ext::tile_matmul_path,
+        "1 when the GPU runs tile_matmul's sm_90a (wgmma) code, 0 for the portable code");
 }

@@ -21,6 +21,9 @@ TORCH_LIBRARY(demo_ext, m) {
   m.def("row_norm_forward(Tensor x) -> Tensor");
   m.def("row_norm_backward(Tensor grad_y, Tensor x, Tensor y) -> Tensor");
   m.def("axpby(Tensor x, Tensor y, float alpha, float beta) -> Tensor");
+  m.def("tile_matmul(Tensor a, Tensor b) -> Tensor");
+  // No tensor argument to dispatch on: one kernel for every backend.
+  m.def("tile_matmul_path() -> int", &demo_ext::tile_matmul_path);
 }
 
 TORCH_LIBRARY_IMPL(demo_ext, CUDA, m) {
@@ -29,4 +32,5 @@ TORCH_LIBRARY_IMPL(demo_ext, CUDA, m) {
   m.impl("row_norm_forward", &demo_ext::row_norm_forward);
   m.impl("row_norm_backward", &demo_ext::row_norm_backward);
   m.impl("axpby", &demo_ext::axpby);
+  m.impl("tile_matmul", &demo_ext::tile_matmul);
 }

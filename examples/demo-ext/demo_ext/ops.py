@@ -63,3 +63,19 @@ def row_norm(x: torch.Tensor) -> torch.Tensor:
 def axpby(x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float) -> torch.Tensor:
     """``alpha * x + beta * y``."""
     return _Axpby.apply(x, y, float(alpha), float(beta))
+
+
+def tile_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for ``a`` of shape [m, 16] and ``b`` of [16, 8], float16, as float32.
+
+    On Hopper (compute capability 9.0) the wheel's sm_90a code computes it with
+    the warpgroup MMA (``wgmma``); every other GPU runs a portable loop.
+    ``tile_matmul_path()`` says which. Not differentiable. The torch-stable
+    wheel does not carry it.
+    """
+    return _kernels.tile_matmul(a, b)
+
+
+def tile_matmul_path() -> int:
+    """1 when the current GPU runs ``tile_matmul``'s sm_90a (wgmma) code, else 0."""
+    return _kernels.tile_matmul_path()

@@ -23,4 +23,11 @@ at::Tensor row_norm_backward(const at::Tensor& grad_y, const at::Tensor& x, cons
 // out = alpha * x + beta * y, elementwise, for any floating dtype.
 at::Tensor axpby(const at::Tensor& x, const at::Tensor& y, double alpha, double beta);
 
+// d = a @ b for a [m, 16] and b [16, 8] float16, as float32: Hopper's
+// warpgroup MMA in the sm_90a image, a portable loop in every other.
+at::Tensor tile_matmul(const at::Tensor& a, const at::Tensor& b);
+// Which code the current GPU runs for tile_matmul: 1 for the sm_90a (wgmma)
+// path, 0 for the portable one.
+int64_t tile_matmul_path();
+
 }  // namespace demo_ext

@@ -270,10 +270,29 @@ fn the_load_check_takes_only_tables_of_the_wheels_architecture() {
         &audit(&x86_table),
         EXIT_FAILED,
         &[
-            "the load check was given symbol tables for another architecture than the wheel's \
-             aarch64: 2.11.0 (x86_64)",
+            "the load check was given symbol tables for another architecture than the ELF \
+             files' aarch64: 2.11.0 (x86_64)",
             "extract the tables from the aarch64 builds of torch",
         ],
+    );
+
+    // So does `cuwheel load-check` of the bare module.
+    let out = Command::new(common::cuwheel_bin())
+        .arg("load-check")
+        .arg(d.join("module.so"))
+        .arg("--torch")
+        .arg(format!("2.11.0={}", x86_table.display()))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("another architecture than the ELF files' aarch64: 2.11.0 (x86_64)"),
+        "{text}"
     );
 
     // One table of both architectures' libraries is refused, naming both.

@@ -226,7 +226,7 @@ fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     let export = || cache_export(&cache, &secret, &["--cell", CELL]);
     let first = export();
     assert!(
-        first.contains(&format!("the inputs of cell {CELL}: 3 kernel objects and ")),
+        first.contains(&format!("the inputs of cell {CELL}: 4 kernel objects and ")),
         "{first}"
     );
     let paths: usize = first

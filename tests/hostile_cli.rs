@@ -185,9 +185,9 @@ fn lock_refuses_config_errors_before_asking_any_registry() {
         ),
         (
             "archs",
-            Box::new(|t: String| t.replace("[\"8.0\", \"9.0+PTX\"]", "[\"3.0\"]")),
+            Box::new(|t: String| t.replacen("[\"8.0\", \"9.0+PTX\"]", "[\"3.0\"]", 1)),
             vec!["--archives", archives],
-            "tool.cuwheel.cuda-archs lists 3.0, which no CUDA toolkit cuwheel knows",
+            "tool.cuwheel.cuda-archs.default lists 3.0, which no CUDA toolkit cuwheel knows",
         ),
         (
             "archives",

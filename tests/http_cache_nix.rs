@@ -53,7 +53,7 @@ fn an_empty_store_substitutes_a_cells_toolchains_and_kernels_over_http() {
         &format!("p: (builtins.fromJSON (builtins.readFile p)).cells.\"{CELL}\".kernels"),
     ])))
     .unwrap();
-    assert_eq!(kernels.len(), 3, "{kernels:?}");
+    assert_eq!(kernels.len(), 4, "{kernels:?}");
     phase("the cell is in the system store");
 
     // The cache: only what the cell's own nodes take as inputs.
@@ -64,7 +64,7 @@ fn an_empty_store_substitutes_a_cells_toolchains_and_kernels_over_http() {
     eprintln!("{summary}");
     assert!(
         summary.contains(&format!(
-            "the inputs of cell {CELL}: 3 kernel objects and 8 toolchains, seeds and the driver"
+            "the inputs of cell {CELL}: 4 kernel objects and 8 toolchains, seeds and the driver"
         )),
         "{summary}"
     );

@@ -534,11 +534,14 @@ fn per_op_config_has_one_table_per_module_and_shared_flags_on_top() {
 }
 
 /// The demo without its [tool.cuwheel]: inferred from the tree alone, the
-/// config names the same module, kernels, bindings, include dirs, archs,
-/// baseline and packages. Its compile flags are the one thing the sources
-/// do not state (the plan adds -O2 and --expt-relaxed-constexpr itself), so
-/// they are compared as absent; its matrix is init's default, which the
-/// demo's (showing the reach of cuwheel's matrix) extends.
+/// config names the same module, kernels, bindings, include dirs, default
+/// archs, baseline and packages. Its compile flags are the one thing the
+/// sources do not state (the plan adds -O2 and --expt-relaxed-constexpr
+/// itself), so they are compared as absent; its matrix is init's default,
+/// which the demo's (showing the reach of cuwheel's matrix) extends; and
+/// the demo's CUDA 13.0 entry adding sm_90a is its own choice, which a tree
+/// without a setup.py does not state (init reads `9.0a` from a setup.py's
+/// gencode flags or arch list, not from a kernel's feature guards).
 #[test]
 fn the_demo_is_inferred_from_its_tree() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
@@ -591,7 +594,7 @@ fn the_demo_is_inferred_from_its_tree() {
                 .iter()
                 .map(|d| d.value.clone())
                 .collect::<Vec<_>>(),
-            c.cuda_archs,
+            c.cuda_archs.default,
             c.baseline,
             c.matrix.cuda.is_empty(),
             c.packages
@@ -606,6 +609,20 @@ fn the_demo_is_inferred_from_its_tree() {
         )
     };
     assert_eq!(shown(&inferred), shown(&expected));
+    assert!(inferred.cuda_archs.by_toolkit.is_empty());
+    let extra: Vec<String> = expected
+        .cuda_archs
+        .by_toolkit
+        .iter()
+        .map(|(toolkit, archs)| {
+            let archs: Vec<String> = archs.iter().map(ToString::to_string).collect();
+            format!("{toolkit:?} = {archs:?}")
+        })
+        .collect();
+    assert_eq!(
+        extra,
+        [r#"Version(CUDA 13.0) = ["8.0", "9.0a", "9.0+PTX"]"#]
+    );
     let torch: Vec<String> = inferred
         .matrix
         .torch

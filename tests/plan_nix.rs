@@ -22,7 +22,7 @@ use common::project::{fixture_with_demo_lock, nodes_expr, write_plan};
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
 
-const DEMO_KERNELS: [&str; 3] = ["axpby", "bias_gelu", "row_norm"];
+const DEMO_KERNELS: [&str; 4] = ["axpby", "bias_gelu", "row_norm", "tile_matmul"];
 
 #[test]
 fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
@@ -45,7 +45,7 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
         .iter()
         .map(|b| PathBuf::from(b["outputs"]["out"].as_str().unwrap()))
         .collect();
-    assert_eq!(outs.len(), 6);
+    assert_eq!(outs.len(), 8);
     for out in &outs {
         let name = out.file_name().unwrap().to_string_lossy();
         let stem = DEMO_KERNELS
@@ -64,7 +64,13 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
         let images = fatbin::parse(section).unwrap();
         let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
         let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
-        assert_eq!(sass, ["80", "90"], "{stem}.o: {:?}", images.image_names());
+        // CUDA 13.0's list adds the arch-specific sm_90a ("9.0a").
+        let expected: &[&str] = if name.contains("cuda130") {
+            &["80", "90", "90a"]
+        } else {
+            &["80", "90"]
+        };
+        assert_eq!(sass, expected, "{stem}.o: {:?}", images.image_names());
         assert_eq!(ptx, ["90"], "{stem}.o: {:?}", images.image_names());
         for leak in [&b"/nix/store"[..], b"/build/"] {
             assert!(
@@ -75,9 +81,10 @@ fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
         }
     }
     // Nix compares the rebuilt output with the one in the store: one TU per
-    // toolkit (12.5's nvcc has no --frandom-seed; the PID namespace and
-    // -objtemp must suffice there).
-    nix_ok(&["build", "--no-link", "--rebuild", &attrs[0], &attrs[3]]);
+    // toolkit, 13.0's the one with the sm_90a wgmma code (12.5's nvcc has no
+    // --frandom-seed; the PID namespace and -objtemp must suffice there).
+    let n = DEMO_KERNELS.len();
+    nix_ok(&["build", "--no-link", "--rebuild", &attrs[n - 1], &attrs[n]]);
 }
 
 /// The `.drv` of the flake's plan and of each of its kernel objects.

@@ -136,12 +136,18 @@ mod tests {
     use crate::spec::Config;
 
     fn config(baseline: &str, archs: &str) -> Config {
-        let text = std::fs::read_to_string(
+        let demo = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo-ext/pyproject.toml"),
         )
-        .unwrap()
-        .replace("\"manylinux_2_31\"", &format!("\"{baseline}\""))
-        .replace("cuda-archs = [\"8.0\", \"9.0+PTX\"]", "");
+        .unwrap();
+        // The demo's own archs (a line, in list or inline-table form) give way
+        // to `archs`.
+        let text: String = demo
+            .lines()
+            .filter(|line| !line.starts_with("cuda-archs = "))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>()
+            .replace("\"manylinux_2_31\"", &format!("\"{baseline}\""));
         // A table goes last, so the keys after it stay [tool.cuwheel]'s.
         let text = if archs.starts_with('[') {
             format!("{text}\n{archs}\n")

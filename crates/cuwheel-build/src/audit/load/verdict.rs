@@ -57,38 +57,8 @@ impl LoadVerdict {
     }
 }
 
-/// The load check of the wheel the audit context holds. Symbol tables of
-/// another architecture than the wheel's judge nothing: the verdict is
-/// then one finding naming them.
+/// The load check of the wheel the audit context holds.
 pub fn judge_context(ctx: &AuditContext<'_>, inputs: &LoadInputs) -> LoadVerdict {
-    let foreign: Vec<String> = inputs
-        .torch
-        .iter()
-        .chain(&inputs.base)
-        .filter_map(|t| {
-            let arch = t.table.arch?;
-            (arch != ctx.arch).then(|| format!("{} ({arch})", t.label))
-        })
-        .collect();
-    if !foreign.is_empty() {
-        return LoadVerdict {
-            findings: vec![LoadFinding {
-                member: String::new(),
-                problem: format!(
-                    "the load check was given symbol tables for another architecture than the \
-                     wheel's {}: {}",
-                    ctx.arch,
-                    foreign.join(", ")
-                ),
-                fix: format!(
-                    "extract the tables from the {} builds of torch, the CUDA runtime and the \
-                     baseline sysroot (`cuwheel-build symbols`)",
-                    ctx.arch
-                ),
-            }],
-            ..LoadVerdict::default()
-        };
-    }
     let objects: Vec<WheelObject<'_>> = ctx
         .elfs
         .iter()
@@ -100,12 +70,20 @@ pub fn judge_context(ctx: &AuditContext<'_>, inputs: &LoadInputs) -> LoadVerdict
     judge(&objects, &ctx.resolved, inputs)
 }
 
-/// The load check of `objects`.
+/// The load check of `objects`. Symbol tables of another architecture
+/// than the objects' judge nothing: the verdict is then one finding naming
+/// them.
 pub fn judge(
     objects: &[WheelObject<'_>],
     resolved: &BTreeMap<(String, String), Resolution>,
     inputs: &LoadInputs,
 ) -> LoadVerdict {
+    if let Some(finding) = foreign_tables(objects, inputs) {
+        return LoadVerdict {
+            findings: vec![finding],
+            ..LoadVerdict::default()
+        };
+    }
     let base: Vec<Provider<'_>> = inputs.base.iter().map(provider).collect();
     let releases: Vec<Provider<'_>> = inputs.torch.iter().map(provider).collect();
     let claimed = |torch: &str| inputs.claimed.contains(torch);
@@ -170,6 +148,33 @@ pub fn judge(
     }
     verdict.releases = rows;
     verdict
+}
+
+/// The finding when some table is for another architecture than the first
+/// object's (objects of mixed architectures are the `elf` check's).
+fn foreign_tables(objects: &[WheelObject<'_>], inputs: &LoadInputs) -> Option<LoadFinding> {
+    let arch = objects.first()?.facts.arch;
+    let foreign: Vec<String> = inputs
+        .torch
+        .iter()
+        .chain(&inputs.base)
+        .filter_map(|t| {
+            let table = t.table.arch?;
+            (table != arch).then(|| format!("{} ({table})", t.label))
+        })
+        .collect();
+    (!foreign.is_empty()).then(|| LoadFinding {
+        member: String::new(),
+        problem: format!(
+            "the load check was given symbol tables for another architecture than the ELF \
+             files' {arch}: {}",
+            foreign.join(", ")
+        ),
+        fix: format!(
+            "extract the tables from the {arch} builds of torch, the CUDA runtime and the \
+             baseline sysroot (`cuwheel symbols`)"
+        ),
+    })
 }
 
 fn provider(labelled: &Labelled) -> Provider<'_> {

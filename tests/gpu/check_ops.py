@@ -436,6 +436,14 @@ def cuda_driver_api_version():
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
+def shown_path(path):
+    """`path` relative to the working directory (tests/gpu/run.sh runs in the
+    repository's root) when it lies under it, so reports name no machine's
+    checkout."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def environment(demo_ext, seed):
     major, minor = torch.cuda.get_device_capability(0)
     if demo_ext.ops._kernels is demo_ext._C:
@@ -451,8 +459,8 @@ def environment(demo_ext, seed):
         ("compute capability", f"{major}.{minor}"),
         ("driver", f"{nvidia_smi_driver()} (CUDA driver API {cuda_driver_api_version()})"),
         ("torch", f"{torch.__version__} (CUDA {torch.version.cuda})"),
-        ("Python", f"{platform.python_version()} ({sys.executable})"),
-        ("demo_ext", f"{version} ({os.path.dirname(demo_ext.__file__)})"),
+        ("Python", f"{platform.python_version()} ({shown_path(sys.executable)})"),
+        ("demo_ext", f"{version} ({shown_path(os.path.dirname(demo_ext.__file__))})"),
         ("demo_ext._C", os.path.basename(demo_ext._C.__file__)),
         ("kernels called through", kernels),
         ("CUDA_DISABLE_PTX_JIT", os.environ.get("CUDA_DISABLE_PTX_JIT", "(unset)")),

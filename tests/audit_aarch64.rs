@@ -17,28 +17,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use audit_support::{
-    EXIT_FAILED, EXIT_PASSED, EXTENSION_C, KERNEL, assert_run, audit_json, cuwheel_audit, gcc,
-    write_wheel,
+    EXIT_FAILED, EXIT_PASSED, EXTENSION_C, KERNEL, aarch64_gcc, assert_run, audit_json,
+    cuwheel_audit, gcc, write_wheel,
 };
 use common::TestEnv;
 
 const ARM_MEMBER: &str = "demo/_ext.cpython-311-aarch64-linux-gnu.so";
-const CROSS_GCC: &str = "aarch64-linux-gnu-gcc";
 const CROSS_GXX: &str = "aarch64-linux-gnu-g++";
 
 /// Compiles C `source` into the aarch64 shared object `dir/output`.
 fn cross_shared_object(dir: &Path, output: &str, source: &str, extra: &[&str]) -> Vec<u8> {
-    let src = dir.join(format!("{}.c", output.replace('.', "_")));
-    std::fs::write(&src, source).unwrap();
-    let out = dir.join(output);
-    common::run_ok(
-        Command::new(CROSS_GCC)
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .args(extra),
-    );
-    std::fs::read(out).unwrap()
+    let mut args = vec!["-shared", "-fPIC"];
+    args.extend(extra);
+    std::fs::read(aarch64_gcc(dir, output, source, &args)).unwrap()
 }
 
 fn symbols(inputs: &[&Path], out: &Path) -> std::process::Output {
@@ -212,14 +203,11 @@ fn the_load_check_takes_only_tables_of_the_wheels_architecture() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let provider_c = "int provided(int x) { return x + 1; }\n";
-    let provider = d.join("arm/libprovider.so");
-    std::fs::create_dir_all(provider.parent().unwrap()).unwrap();
-    std::fs::write(d.join("provider.c"), provider_c).unwrap();
-    common::run_ok(
-        Command::new(CROSS_GCC)
-            .args(["-shared", "-fPIC", "-Wl,-soname,libprovider.so", "-o"])
-            .arg(&provider)
-            .arg(d.join("provider.c")),
+    let provider = aarch64_gcc(
+        d,
+        "arm/libprovider.so",
+        provider_c,
+        &["-shared", "-fPIC", "-Wl,-soname,libprovider.so"],
     );
     let module = cross_shared_object(
         d,

@@ -339,28 +339,27 @@ fn pip_picks_each_platforms_wheel_from_one_index() {
     let env = TestEnv::get();
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let module = |arch: &str, compiler: &str| {
-        let out = t.join(format!("{arch}.so"));
-        fs::write(t.join("ext.c"), audit_support::EXTENSION_C).unwrap();
-        run_ok(
-            Command::new(compiler)
-                .args(["-shared", "-fPIC", "-o"])
-                .arg(&out)
-                .arg(t.join("ext.c")),
-        );
+    let module = |arch: &str, so: PathBuf| {
         audit_support::write_wheel_with_metadata(
             &t.join("in"),
             &format!("demo_ext-0.1.0+pt211cu130-cp311-cp311-manylinux_2_17_{arch}.whl"),
             &[(
                 format!("demo_ext/_ext.cpython-311-{arch}-linux-gnu.so").as_str(),
-                fs::read(out).unwrap(),
+                fs::read(so).unwrap(),
             )],
             "Requires-Python: >=3.9, <4\n",
         )
     };
+    let shared = ["-shared", "-fPIC"];
     fs::create_dir_all(t.join("in")).unwrap();
-    let x86 = module("x86_64", "gcc");
-    let arm = module("aarch64", "aarch64-linux-gnu-gcc");
+    let x86 = module(
+        "x86_64",
+        audit_support::gcc(t, "x86_64.so", audit_support::EXTENSION_C, false, &shared),
+    );
+    let arm = module(
+        "aarch64",
+        audit_support::aarch64_gcc(t, "aarch64.so", audit_support::EXTENSION_C, &shared),
+    );
     let index = t.join("index");
     let out = publish_ok(&index, &[&x86, &arm]);
     assert!(out.contains("cu130/"), "{out}");

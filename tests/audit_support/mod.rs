@@ -42,6 +42,22 @@ pub fn assert_run(run: &AuditRun, code: i32, needles: &[&str]) {
 /// Compiles `source` (C, or C++ when `cxx`) into `dir/output` with `args` appended.
 pub fn gcc(dir: &Path, output: &str, source: &str, cxx: bool, args: &[&str]) -> PathBuf {
     let (compiler, ext) = if cxx { ("g++", "cpp") } else { ("gcc", "c") };
+    compile(compiler, ext, dir, output, source, args)
+}
+
+/// [`gcc`] of C for aarch64, with Debian's cross compiler.
+pub fn aarch64_gcc(dir: &Path, output: &str, source: &str, args: &[&str]) -> PathBuf {
+    compile("aarch64-linux-gnu-gcc", "c", dir, output, source, args)
+}
+
+fn compile(
+    compiler: &str,
+    ext: &str,
+    dir: &Path,
+    output: &str,
+    source: &str,
+    args: &[&str],
+) -> PathBuf {
     let stem = output.replace(['/', '.'], "_");
     let src = dir.join(format!("{stem}.{ext}"));
     std::fs::write(&src, source).unwrap();

@@ -302,16 +302,17 @@ def check_output(got, ref_shape, dtype):
         raise ValueError(f"result shape {tuple(got.shape)}, expected {tuple(ref_shape)}")
 
 
-def run_case(table, op, dtype, case, body):
-    """Runs body (which returns [(direction, got, ref)]); any exception is one FAIL row."""
-    tolerance = TOLERANCE[dtype]
+def run_case(table, op, dtype, case, body, tolerance=None, checked="forward+backward"):
+    """Runs body (which returns [(direction, got, ref)]); any exception is one FAIL row
+    for `checked`. The tolerance is the dtype's unless given."""
+    tolerance = TOLERANCE[dtype] if tolerance is None else tolerance
     try:
         results = body()
         torch.cuda.synchronize()
         rows = [(direction, max_relative_error(got, ref)) for direction, got, ref in results]
     except Exception as error:  # a kernel error or a wrong result's metadata: a FAIL, not a crash
         message = f"{type(error).__name__}: {error}".splitlines()[0][:160]
-        table.add(op, "forward+backward", dtype, case.label(), None, tolerance, message)
+        table.add(op, checked, dtype, case.label(), None, tolerance, message)
         return
     for direction, error in rows:
         table.add(op, direction, dtype, case.label(), error, tolerance)
@@ -380,8 +381,7 @@ def expected_tile_matmul_path():
 
 
 def check_tile_matmul(table, ops, inputs, case):
-    if inputs.dtype != torch.float16:
-        return  # its only dtype
+    """`inputs` are float16, tile_matmul's only dtype."""
 
     def body():
         a_ref, a = inputs.make(case)
@@ -391,17 +391,8 @@ def check_tile_matmul(table, ops, inputs, case):
         return [("forward", d, a_ref @ b_ref)]
 
     # float32 sums of 16 float16 products: the float32 tolerance.
-    tolerance = TOLERANCE[torch.float32]
-    try:
-        results = body()
-        torch.cuda.synchronize()
-        rows = [(direction, max_relative_error(got, ref)) for direction, got, ref in results]
-    except Exception as error:
-        message = f"{type(error).__name__}: {error}".splitlines()[0][:160]
-        table.add("tile_matmul", "forward", torch.float16, case.label(), None, tolerance, message)
-        return
-    for direction, error in rows:
-        table.add("tile_matmul", direction, torch.float16, case.label(), error, tolerance)
+    run_case(table, "tile_matmul", torch.float16, case, body,
+             tolerance=TOLERANCE[torch.float32], checked="forward")
 
 
 def check_tile_matmul_path(table, ops):

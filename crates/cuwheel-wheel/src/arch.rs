@@ -59,10 +59,9 @@ impl Arch {
     /// `linux_x86_64`); `None` for `any` and architectures cuwheel does
     /// not build for.
     pub fn of_platform_tag(tag: &str) -> Option<Arch> {
-        Arch::ALL.into_iter().find(|arch| {
-            tag.strip_suffix(arch.as_str())
-                .is_some_and(|rest| rest.ends_with('_'))
-        })
+        Arch::ALL
+            .into_iter()
+            .find(|arch| arch.strip_from_tag(tag).is_some())
     }
 
     /// A platform tag's name without its architecture: `manylinux_2_28`

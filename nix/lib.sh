@@ -23,7 +23,7 @@ root_libdirs() {
   echo "$dirs"
 }
 
-# patch_elf TREE ROOT: every dynamic ELF file under TREE (programs and shared libraries) gets ROOT's
+# patch_elf TREE ROOT: every dynamic x86_64 ELF file under TREE (programs and shared libraries) gets ROOT's
 # loader as interpreter and ROOT's library directories as RUNPATH, after the $ORIGIN entries it
 # already had. Shared libraries need the RUNPATH too: the sandbox has no /lib and no ld.so.cache,
 # and DT_RUNPATH does not reach a library's own dependencies. The loader and libc stay untouched.
@@ -33,6 +33,9 @@ patch_elf() {
   find "$1" -type f | sort | while IFS= read -r f; do
     case "$f" in *.h|*.hpp|*.cuh|*.inl|*.a|*.o|*.py|*.txt|*.bc|*.gz|*.html) continue ;; esac
     [ "$(od -An -tx1 -N4 "$f")" = " 7f 45 4c 46" ] || continue
+    # Only the host's (x86_64, e_machine 62) files run here: a cross toolchain's target libraries
+    # (aarch64) are linked against, never loaded, and keep the interpreter and RUNPATH they have.
+    [ "$(od -An -tx1 -j18 -N2 "$f")" = " 3e 00" ] || continue
     case "${f##*/}" in ld-linux-x86-64.so.2|ld-2.*.so|libc.so.6|libc-2.*.so) continue ;; esac
     chmod u+w "$f"
     if patchelf --print-interpreter "$f" >/dev/null 2>&1; then

@@ -19,8 +19,12 @@ else
   for deb in $debs; do unpack_deb "$deb" "$u" './usr/include'; done
   [ -f "$u/usr/include/$p/Python.h" ] || { echo "cuwheel: no usr/include/$p/Python.h in $debs: the lock's python-headers toolchain must list libpython$pythonVersion-dev" >&2; exit 1; }
   cp -a "$u/usr/include/$p" "$out/include/$p"
-  if [ -f "$u/usr/include/x86_64-linux-gnu/$p/pyconfig.h" ]; then
-    rm "$out/include/$p/pyconfig.h"
-    cp "$u/usr/include/x86_64-linux-gnu/$p/pyconfig.h" "$out/include/$p/pyconfig.h"
-  fi
+  # The multiarch pyconfig.h of the package's architecture (amd64's, or arm64's for an aarch64
+  # cell): each libpython-dev .deb holds one.
+  for t in x86_64-linux-gnu aarch64-linux-gnu; do
+    if [ -f "$u/usr/include/$t/$p/pyconfig.h" ]; then
+      rm "$out/include/$p/pyconfig.h"
+      cp "$u/usr/include/$t/$p/pyconfig.h" "$out/include/$p/pyconfig.h"
+    fi
+  done
 fi

@@ -55,6 +55,15 @@ impl Arch {
         }
     }
 
+    /// Debian's name of the architecture (`amd64`, `arm64`): its packages'
+    /// `Architecture` and the suffix of their file names.
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
     /// The architecture a platform tag ends in (`manylinux_2_28_aarch64`,
     /// `linux_x86_64`); `None` for `any` and architectures cuwheel does
     /// not build for.

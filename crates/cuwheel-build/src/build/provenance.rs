@@ -179,6 +179,7 @@ mod tests {
                     Toolchain::Gcc {
                         suite: "bullseye".into(),
                         gcc: "10".into(),
+                        target: None,
                         artifacts: set(&["libc.deb", "gcc.deb"]),
                     },
                 ),

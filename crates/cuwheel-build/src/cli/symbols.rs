@@ -33,6 +33,10 @@ pub struct SymbolsArgs {
     /// directory is refused)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Keep only this architecture's libraries (`x86_64`, `aarch64`): a
+    /// cross toolkit holds the host programs' libraries beside the target's
+    #[arg(long, value_name = "ARCH")]
+    arch: Option<crate::wheel::Arch>,
 }
 
 pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
@@ -53,7 +57,7 @@ pub fn run_symbols(args: SymbolsArgs) -> Result<ExitCode> {
             );
         }
     }
-    let table = symbols::extract_paths(&args.inputs)?;
+    let table = symbols::extract_paths_of(&args.inputs, args.arch)?;
     let text = table.write();
     match &args.output {
         Some(path) => crate::safe_io::write_atomically(path, text.as_bytes())?,

@@ -161,6 +161,7 @@ pub fn security_mirror() -> Option<String> {
 /// if set, else `default`. Archived releases (buster, for `manylinux_2_28`)
 /// live on another mirror than current ones.
 pub fn suite_mirror(default: &str, suite: &str) -> String {
+    let suite = split_suite_key(suite).0;
     let name = format!(
         "{MIRROR_VARIABLE}_{}",
         suite.to_uppercase().replace('-', "_")
@@ -196,8 +197,34 @@ fn keyring() -> Result<PathBuf> {
 /// apt with a private configuration for one suite, under `root`.
 #[derive(Debug, Clone)]
 pub struct AptSuite {
+    /// The suite's key as the lock writes it: `bookworm`, or
+    /// `bookworm:arm64` for its arm64 packages ([`suite_key`]).
     pub suite: String,
+    /// The Debian suite alone (`bookworm`).
+    name: String,
+    /// Debian's name of the architecture whose packages it reads (`amd64`).
+    arch: String,
     root: PathBuf,
+}
+
+/// The architecture of packages a suite key reads when it names none.
+pub const HOST_ARCH: &str = "amd64";
+
+/// A suite's key: the suite for its amd64 packages (`bookworm`, what every
+/// lock before aarch64 cells recorded), `<suite>:<arch>` for another
+/// architecture's (`bookworm:arm64`, the arm64 Python headers of an
+/// aarch64 cell). Index, state and pins are kept per key.
+pub fn suite_key(suite: &str, arch: &str) -> String {
+    if arch == HOST_ARCH {
+        suite.to_owned()
+    } else {
+        format!("{suite}:{arch}")
+    }
+}
+
+/// The suite and architecture of a key ([`suite_key`]).
+pub fn split_suite_key(key: &str) -> (&str, &str) {
+    key.split_once(':').unwrap_or((key, HOST_ARCH))
 }
 
 /// A pinned version that the suite's index no longer lists.
@@ -216,7 +243,8 @@ pub struct Gone {
 
 impl AptSuite {
     /// Prepares `cache/apt/<suite>` (sources list, state and cache dirs) for
-    /// `suite` of the archive at `mirror`.
+    /// `suite` of the archive at `mirror`; `suite` is a key ([`suite_key`]),
+    /// so `bookworm:arm64` reads bookworm's arm64 packages.
     pub fn new(cache: &Path, suite: &str, mirror: &str) -> Result<AptSuite> {
         AptSuite::at(cache.join("apt").join(suite), suite, mirror, false)
     }
@@ -229,7 +257,8 @@ impl AptSuite {
         AptSuite::at(cache.join("apt").join(state).join(suite), suite, url, true)
     }
 
-    fn at(root: PathBuf, suite: &str, mirror: &str, frozen: bool) -> Result<AptSuite> {
+    fn at(root: PathBuf, key: &str, mirror: &str, frozen: bool) -> Result<AptSuite> {
+        let (suite, arch) = split_suite_key(key);
         let keyring = keyring()?;
         for dir in [
             "etc/sources.list.d",
@@ -268,7 +297,9 @@ impl AptSuite {
             }
         }
         Ok(AptSuite {
-            suite: suite.to_owned(),
+            suite: key.to_owned(),
+            name: suite.to_owned(),
+            arch: arch.to_owned(),
             root,
         })
     }
@@ -284,7 +315,10 @@ impl AptSuite {
             ("Dir::State", dir("state")),
             ("Dir::Cache", dir("cache")),
             ("Dir::State::status", "/dev/null".into()),
-            ("APT::Architecture", "amd64".into()),
+            ("APT::Architecture", self.arch.clone()),
+            // Only that architecture's lists, not also the host's foreign
+            // architectures (dpkg's, which the empty status does not hide).
+            ("APT::Architectures::", self.arch.clone()),
             ("Acquire::Languages", "none".into()),
             // A failed download fails `update`, rather than leaving an
             // index that silently lacks (or predates) the suite's packages.
@@ -379,8 +413,8 @@ impl AptSuite {
             .filter(|path| {
                 let name = path.file_name().unwrap_or_default().to_string_lossy();
                 [
-                    format!("_dists_{}_InRelease", self.suite),
-                    format!("_dists_{}_Release", self.suite),
+                    format!("_dists_{}_InRelease", self.name),
+                    format!("_dists_{}_Release", self.name),
                 ]
                 .iter()
                 .any(|end| name.ends_with(end.as_str()))

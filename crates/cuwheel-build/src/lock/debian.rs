@@ -498,6 +498,15 @@ impl KindRecipe {
     }
 }
 
+/// The recipe of a gcc toolchain: `gcc` for the host's compiler,
+/// `gcc-aarch64` for the cross compiler targeting aarch64.
+pub fn gcc_recipe(target: Option<crate::wheel::Arch>) -> &'static str {
+    match target {
+        None | Some(crate::wheel::Arch::X86_64) => "gcc",
+        Some(crate::wheel::Arch::Aarch64) => "gcc-aarch64",
+    }
+}
+
 /// `data/debian.toml`: the recipes and which suite supplies what.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::MatrixFacts;
 use crate::spec::compat::join;
+use crate::wheel::Arch;
 
 /// The format version this cuwheel reads and writes (2: each suite's index
 /// date; 3: the matrix's facts, cells named for the torch they serve,
@@ -88,6 +89,9 @@ pub enum Toolchain {
     Gcc {
         suite: String,
         gcc: String,
+        /// A cross compiler's target (`aarch64`): absent for the host's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<Arch>,
         artifacts: BTreeSet<String>,
     },
     PythonHeaders {
@@ -159,6 +163,8 @@ enum OwnKind {
     Gcc {
         suite: String,
         gcc: String,
+        #[serde(default)]
+        target: Option<Arch>,
         artifacts: BTreeSet<String>,
     },
     PythonHeaders {
@@ -214,10 +220,12 @@ impl<'de> Deserialize<'de> for Toolchain {
             OwnKind::Gcc {
                 suite,
                 gcc,
+                target,
                 artifacts,
             } => Toolchain::Gcc {
                 suite,
                 gcc,
+                target,
                 artifacts,
             },
             OwnKind::PythonHeaders {

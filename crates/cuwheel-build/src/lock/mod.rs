@@ -399,8 +399,9 @@ impl toolkits::Registries for ForToolchain<'_, '_> {
         &mut self,
         requirement: &str,
         python: crate::spec::PythonVersion,
+        arch: crate::wheel::Arch,
     ) -> Result<Vec<pip::ResolvedWheel>> {
-        let target = Target::manylinux(python, &self.resolver.baseline);
+        let target = Target::manylinux_for(python, &self.resolver.baseline, arch);
         self.resolver
             .clients
             .pip
@@ -415,10 +416,17 @@ impl toolkits::Registries for ForToolchain<'_, '_> {
 impl Resolver<'_> {
     fn toolchain(&mut self, request: &Request, users: &BTreeSet<String>) -> Result<Toolchain> {
         Ok(match request {
-            Request::Gcc { suite, gcc } => Toolchain::Gcc {
+            Request::Gcc { suite, gcc, target } => Toolchain::Gcc {
                 suite: suite.clone(),
                 gcc: gcc.to_string(),
-                artifacts: self.debian_closure("gcc", suite, Some(*gcc), None, users)?,
+                target: *target,
+                artifacts: self.debian_closure(
+                    debian::gcc_recipe(*target),
+                    suite,
+                    Some(*gcc),
+                    None,
+                    users,
+                )?,
             },
             Request::Cuda(cuda) => Toolchain::Cuda(CudaToolchain {
                 kind: cuda.kind.clone(),

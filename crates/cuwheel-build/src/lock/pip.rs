@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::net::NetLimits;
 use crate::process::checked_output;
 use crate::spec::{Baseline, PythonAbi, PythonVersion};
-use crate::wheel::WheelFilename;
+use crate::wheel::{Arch, WheelFilename};
 use crate::wheel::pep503::normalize_name;
 
 /// One file pip's resolver chose.
@@ -52,6 +52,28 @@ impl Target {
     /// `baseline` may depend on: `manylinux_2_<n>_x86_64` for n from the
     /// baseline's glibc down to 2.5, and the legacy aliases.
     pub fn manylinux(python: PythonVersion, baseline: &Baseline) -> Target {
+        Target::manylinux_for(python, baseline, Arch::X86_64)
+    }
+
+    /// [`Target::manylinux`] for `arch`. aarch64's tags start at
+    /// `manylinux_2_17` (`manylinux2014`): no older policy exists for it.
+    /// pip matches each tag exactly, so every one from the baseline's glibc
+    /// down is listed: torch's aarch64 dependencies carry `2_17` to `2_28`.
+    pub fn manylinux_for(python: PythonVersion, baseline: &Baseline, arch: Arch) -> Target {
+        if arch != Arch::X86_64 {
+            let mut platforms: Vec<String> = (17..=baseline.glibc_minor)
+                .rev()
+                .map(|minor| format!("manylinux_{}_{minor}_{arch}", baseline.glibc_major))
+                .collect();
+            if baseline.glibc_major > 2 || baseline.glibc_minor >= 17 {
+                platforms.push(format!("manylinux2014_{arch}"));
+            }
+            return Target {
+                python,
+                abi: None,
+                platforms,
+            };
+        }
         let mut platforms: Vec<String> = (5..=baseline.glibc_minor)
             .rev()
             .map(|minor| format!("manylinux_{}_{minor}_x86_64", baseline.glibc_major))
@@ -75,9 +97,14 @@ impl Target {
     /// [`Target::manylinux`] for one CPython build, free-threaded ones by
     /// their ABI tag (and `none`, for pure wheels among dependencies).
     pub fn for_abi(python: PythonAbi, baseline: &Baseline) -> Target {
+        Target::for_abi_on(python, baseline, Arch::X86_64)
+    }
+
+    /// [`Target::for_abi`] for `arch`.
+    pub fn for_abi_on(python: PythonAbi, baseline: &Baseline, arch: Arch) -> Target {
         Target {
             abi: python.free_threaded.then(|| python.abi_tag()),
-            ..Target::manylinux(python.version, baseline)
+            ..Target::manylinux_for(python.version, baseline, arch)
         }
     }
 

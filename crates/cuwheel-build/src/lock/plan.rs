@@ -12,7 +12,11 @@
 //! Names: `gcc-<suite>`, `cuda<XY>` (the nvcc: `cuda124`), `python<XY>`
 //! (`python313t` for a free-threaded build), `torch<XY>`, `rust-<suite>`;
 //! bundles are named like the cells' CUDA prefix (`cu126`: every toolchain
-//! of the cells serving CUDA 12.6, whichever nvcc builds them). A
+//! of the cells serving CUDA 12.6, whichever nvcc builds them). An aarch64
+//! cell's toolchains and bundle carry `-aarch64` ([`for_arch`]): its cross
+//! gcc, its toolkit (x86_64's nvcc with aarch64's runtime), arm64 Python
+//! headers and the aarch64 torch wheel; the x86_64 gcc is still pinned,
+//! since nvcc runs on its glibc. A
 //! torch-stable cell uses the torch of every release it claims (its
 //! `claims`), so that its audit can check the wheel against each.
 
@@ -29,6 +33,7 @@ use crate::spec::{
     Baseline, Cell, CompatTable, CudaVersion, HeaderArchive, MatrixFacts, PythonAbi, PythonVersion,
     TorchVersion, TorchWheel,
 };
+use crate::wheel::Arch;
 
 /// `data/pypi.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -80,6 +85,8 @@ pub enum Request {
     Gcc {
         suite: String,
         gcc: u32,
+        /// A cross compiler's target; `None` for the host's.
+        target: Option<Arch>,
     },
     /// A CUDA toolkit, resolved by its source.
     Cuda(CudaRequest),
@@ -166,44 +173,79 @@ pub struct Sources<'a> {
     pub debian: &'a DebianData,
 }
 
+/// A toolchain's or bundle's name for cells of `arch`: `name` itself for
+/// x86_64, `name-aarch64` for aarch64 (`cuda130-aarch64`, `cu130-aarch64`).
+pub fn for_arch(name: String, arch: Arch) -> String {
+    match arch {
+        Arch::X86_64 => name,
+        other => format!("{name}-{other}"),
+    }
+}
+
 /// Names and requests for `cells` (already checked against the facts).
 pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
     let suite = sources
         .compat
         .baseline(sources.baseline)
         .expect("the compatibility check refuses unknown baselines");
-    let gcc_name = format!("gcc-{}", suite.debian);
+    // The host's gcc: x86_64 cells build with it, and every CUDA toolkit's
+    // programs run on its glibc.
+    let host_gcc = format!("gcc-{}", suite.debian);
     let mut toolchains = BTreeMap::new();
     let mut users: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut cell_roles = BTreeMap::new();
     let mut bundles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     toolchains.insert(
-        gcc_name.clone(),
+        host_gcc.clone(),
         Request::Gcc {
             suite: suite.debian.clone(),
             gcc: suite.gcc,
+            target: None,
         },
     );
+    for arch in cells.iter().map(|cell| cell.arch).collect::<BTreeSet<_>>() {
+        if arch != Arch::X86_64 {
+            toolchains.insert(
+                for_arch(host_gcc.clone(), arch),
+                Request::Gcc {
+                    suite: suite.debian.clone(),
+                    gcc: suite.gcc,
+                    target: Some(arch),
+                },
+            );
+        }
+    }
 
-    // torch: the wheel of the lowest Python among its cells, else (abi3
-    // only, or only claimed by a torch-stable cell's range) of the lowest
-    // Python it has a wheel for.
-    let mut torch_python: BTreeMap<TorchVersion, PythonAbi> = BTreeMap::new();
+    // torch, per architecture: the wheel of the lowest Python among its
+    // cells, else (abi3 only, or only claimed by a torch-stable cell's
+    // range) of the lowest Python it has a wheel for.
+    let mut torch_python: BTreeMap<(TorchVersion, Arch), PythonAbi> = BTreeMap::new();
     for cell in cells {
         if let Some(python) = cell.python {
-            let pinned = torch_python.entry(cell.torch).or_insert(python);
+            let pinned = torch_python
+                .entry((cell.torch, cell.arch))
+                .or_insert(python);
             *pinned = (*pinned).min(python);
         }
     }
-    let claimed: BTreeSet<TorchVersion> = cells
+    let claimed: BTreeSet<(TorchVersion, Arch)> = cells
         .iter()
-        .flat_map(|cell| cell.claimed_torches(sources.facts))
+        .flat_map(|cell| {
+            cell.claimed_torches(sources.facts)
+                .into_iter()
+                .map(|torch| (torch, cell.arch))
+        })
         .collect();
-    for torch in claimed {
-        if let std::collections::btree_map::Entry::Vacant(entry) = torch_python.entry(torch) {
+    for (torch, arch) in claimed {
+        if let std::collections::btree_map::Entry::Vacant(entry) =
+            torch_python.entry((torch, arch))
+        {
             let release = &sources.facts.torch[&torch];
-            let Some(lowest) = release.wheels.keys().next().copied() else {
-                bail!("torch {torch} has no wheel in the lock's facts");
+            let lowest = release
+                .for_arch(arch)
+                .and_then(|wheels| wheels.wheels.keys().next().copied());
+            let Some(lowest) = lowest else {
+                bail!("torch {torch} has no {arch} wheel in the lock's facts");
             };
             entry.insert(lowest);
         }
@@ -212,41 +254,49 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
     let per_python_bundles: BTreeSet<String> = cells
         .iter()
         .filter(|cell| cell.python.is_some())
-        .map(|cell| cell.cuda.label())
+        .map(|cell| for_arch(cell.cuda.label(), cell.arch))
         .collect();
     for cell in cells {
         let name = cell.name().to_string();
-        let bundle = cell.cuda.label();
-        let torch = cell.torch.label();
-        let python_of_torch = torch_python[&cell.torch];
+        let arch = cell.arch;
+        let bundle = for_arch(cell.cuda.label(), arch);
+        let torch = for_arch(cell.torch.label(), arch);
+        let python_of_torch = torch_python[&(cell.torch, arch)];
         // A torch-stable cell's wheel claims its whole range: the load check
         // needs each release's libraries.
         let mut claims = BTreeSet::new();
         for version in cell.claimed_torches(sources.facts) {
-            let python = torch_python[&version];
+            let python = torch_python[&(version, arch)];
             let wheel = sources.facts.torch[&version]
-                .wheels
-                .get(&python)
+                .for_arch(arch)
+                .and_then(|wheels| wheels.wheels.get(&python))
                 .cloned()
                 .ok_or_else(|| {
-                    anyhow::anyhow!("torch {version} has no wheel for Python {python}")
+                    anyhow::anyhow!("torch {version} has no {arch} wheel for Python {python}")
                 })?;
-            toolchains.insert(version.label(), Request::Torch { version, wheel });
-            claims.insert(version.label());
+            let name = for_arch(version.label(), arch);
+            toolchains.insert(name.clone(), Request::Torch { version, wheel });
+            claims.insert(name);
         }
         if !cell.is_stable() {
             claims.clear();
         }
-        let cuda = format!("cuda{}", cell.nvcc.compact());
-        let cuda_request = cuda_request(cell.nvcc, &gcc_name, python_of_torch.version, sources)?;
+        let cuda = for_arch(format!("cuda{}", cell.nvcc.compact()), arch);
+        let cuda_request = cuda_request(
+            cell.nvcc,
+            &host_gcc,
+            python_of_torch.version,
+            arch,
+            sources,
+        )?;
         let request = toolchains.entry(cuda.clone()).or_insert(cuda_request);
         if let Request::Cuda(cuda) = request {
             cuda.python = cuda.python.min(python_of_torch.version);
         }
         let python = match cell.python {
             Some(version) => {
-                let name = format!("python{}", version.compact());
-                toolchains.insert(name.clone(), python_request(version, sources)?);
+                let name = for_arch(format!("python{}", version.compact()), arch);
+                toolchains.insert(name.clone(), python_request(version, arch, sources)?);
                 Some(name)
             }
             None => None,
@@ -257,7 +307,7 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         let limited = match (&python, per_python_bundles.contains(&bundle)) {
             (None, false) => {
                 let (version, request) = limited_api_headers(cell, sources)?;
-                let name = format!("python{}", version.compact());
+                let name = for_arch(format!("python{}", version.compact()), arch);
                 toolchains.insert(name.clone(), request);
                 Some(name)
             }
@@ -266,7 +316,7 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         let roles = CellToolchains {
             bundle: bundle.clone(),
             cuda,
-            gcc: gcc_name.clone(),
+            gcc: for_arch(host_gcc.clone(), arch),
             python,
             torch,
             claims,
@@ -286,6 +336,13 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
                 .or_default()
                 .insert(toolchain.clone());
         }
+        if arch != Arch::X86_64 {
+            // Its toolkit's nvcc runs on the host gcc's glibc.
+            users
+                .entry(host_gcc.clone())
+                .or_default()
+                .insert(name.clone());
+        }
         cell_roles.insert(name, roles);
     }
 
@@ -297,13 +354,17 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
     })
 }
 
-/// Python headers: the config's archive, else Debian's `libpythonX.Y-dev`.
-fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> {
+/// Python headers: the config's archive, else Debian's `libpythonX.Y-dev`
+/// (for aarch64 its arm64 package: `pyconfig.h` is per architecture, and
+/// the archives are x86_64's).
+fn python_request(version: PythonAbi, arch: Arch, sources: &Sources<'_>) -> Result<Request> {
     if let Some(archive) = sources.archives.get(&version) {
-        return Ok(Request::PythonArchive {
-            version,
-            archive: archive.value.clone(),
-        });
+        if arch == Arch::X86_64 {
+            return Ok(Request::PythonArchive {
+                version,
+                archive: archive.value.clone(),
+            });
+        }
     }
     let suite = (!version.free_threaded)
         .then(|| {
@@ -313,6 +374,16 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
                 .get(&version.version.to_string())
         })
         .flatten();
+    if let (Some(_), Arch::Aarch64, None) = (sources.archives.get(&version), arch, suite) {
+        bail!(
+            "cuwheel has no source for Python {version}'s {arch} headers: the archive \
+             [tool.cuwheel.matrix.python-headers.\"{version}\"] is used for x86_64 only (its \
+             pyconfig.h is one architecture's), and Debian carries arm64 headers of {}; \
+             exclude those cells with {{ python = \"{version}\", platform = \"{arch}\" }} in \
+             tool.cuwheel.matrix.exclude",
+            join(sources.debian.python_suites.keys())
+        );
+    }
     let Some(suite) = suite else {
         bail!(
             "cuwheel has no source for Python {version}'s headers: Debian carries {} \
@@ -326,7 +397,7 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
     };
     Ok(Request::PythonHeaders {
         version: version.version,
-        suite: suite.clone(),
+        suite: super::apt::suite_key(suite, arch.debian()),
     })
 }
 
@@ -339,11 +410,12 @@ fn python_request(version: PythonAbi, sources: &Sources<'_>) -> Result<Request> 
 /// wheel for.
 fn limited_api_headers(cell: &Cell, sources: &Sources<'_>) -> Result<(PythonAbi, Request)> {
     let limited = PythonVersion::new(3, 9);
+    // The archives are x86_64's headers.
     let mut candidates: BTreeSet<PythonAbi> = sources
         .archives
         .keys()
         .copied()
-        .filter(|python| !python.free_threaded)
+        .filter(|python| !python.free_threaded && cell.arch == Arch::X86_64)
         .collect();
     candidates.extend(
         sources
@@ -364,14 +436,16 @@ fn limited_api_headers(cell: &Cell, sources: &Sources<'_>) -> Result<(PythonAbi,
                 cell.name()
             )
         })?;
-    Ok((lowest, python_request(lowest, sources)?))
+    Ok((lowest, python_request(lowest, cell.arch, sources)?))
 }
 
-/// The nvcc toolchain, from the source the facts say it comes from.
+/// The nvcc toolchain, from the source the facts say it comes from, for
+/// cells of `arch`.
 fn cuda_request(
     version: CudaVersion,
     gcc: &str,
     python: PythonVersion,
+    arch: Arch,
     sources: &Sources<'_>,
 ) -> Result<Request> {
     let Some(origin) = sources.facts.toolkits.get(&version) else {
@@ -388,11 +462,37 @@ fn cuda_request(
             join(toolkits::SOURCES.iter().map(|s| s.name()))
         )
     })?;
+    if !source.builds_for(arch) {
+        let others: Vec<String> = sources
+            .facts
+            .toolkits
+            .iter()
+            .filter(|(_, o)| toolkits::by_name(&o.source).is_some_and(|s| s.builds_for(arch)))
+            .map(|(v, _)| v.to_string())
+            .collect();
+        bail!(
+            "the {arch} cells of nvcc {version} cannot be built: CUDA {version} comes from {} \
+             ({origin}), which has no {arch} runtime library; {arch} cells need a toolkit from \
+             a source that has one ({}), so exclude them with {{ cuda = \"<their CUDA>\", \
+             platform = \"{arch}\" }} in tool.cuwheel.matrix.exclude",
+            source.name(),
+            if others.is_empty() {
+                "none of this lock's toolkits".to_string()
+            } else {
+                format!("here: CUDA {}", others.join(", "))
+            }
+        );
+    }
+    let mut fields = source.entry(origin, gcc);
+    if arch != Arch::X86_64 {
+        fields.insert(toolkits::TARGET_FIELD.to_owned(), arch.to_string());
+    }
     Ok(Request::Cuda(CudaRequest {
         kind: source.kind().to_owned(),
         version,
-        fields: source.entry(origin, gcc),
+        fields,
         python,
+        arch,
     }))
 }
 

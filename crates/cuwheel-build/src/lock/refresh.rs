@@ -71,8 +71,10 @@ struct Recipe<'a> {
 /// PyPI kinds.
 fn recipe<'a>(name: &str, toolchain: &'a Toolchain) -> Result<Option<Recipe<'a>>> {
     Ok(Some(match toolchain {
-        Toolchain::Gcc { suite, gcc, .. } => Recipe {
-            kind: "gcc",
+        Toolchain::Gcc {
+            suite, gcc, target, ..
+        } => Recipe {
+            kind: super::debian::gcc_recipe(*target),
             suite,
             gcc: Some(gcc.parse().with_context(|| {
                 format!("cuwheel.lock: toolchain {name} has gcc `{gcc}`, which is not a number")

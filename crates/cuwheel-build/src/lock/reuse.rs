@@ -78,11 +78,14 @@ impl Previous {
             .collect::<Option<_>>()?;
         let same = match (request, toolchain) {
             (
-                Request::Gcc { suite, gcc },
+                Request::Gcc { suite, gcc, target },
                 Toolchain::Gcc {
-                    suite: s, gcc: g, ..
+                    suite: s,
+                    gcc: g,
+                    target: t,
+                    ..
                 },
-            ) => suite == s && gcc.to_string() == *g,
+            ) => suite == s && gcc.to_string() == *g && target == t,
             (Request::Cuda(request), Toolchain::Cuda(locked)) => {
                 request.kind == locked.kind
                     && request.version.to_string() == locked.version
@@ -213,6 +216,7 @@ mod tests {
         Toolchain::Gcc {
             suite: suite.into(),
             gcc: gcc.into(),
+            target: None,
             artifacts: [artifact.to_string()].into(),
         }
     }
@@ -226,10 +230,12 @@ mod tests {
         let same = Request::Gcc {
             suite: "bullseye".into(),
             gcc: 10,
+            target: None,
         };
         let other = Request::Gcc {
             suite: "bullseye".into(),
             gcc: 12,
+            target: None,
         };
         assert!(previous.toolchain("gcc-bullseye", &same).is_some());
         assert!(previous.toolchain("gcc-bullseye", &other).is_none());
@@ -266,6 +272,7 @@ mod tests {
             version: "13.0".parse().unwrap(),
             fields: [("runtime".to_owned(), "gcc-bullseye".to_owned())].into(),
             python: crate::spec::PythonVersion::new(3, 11),
+            arch: crate::wheel::Arch::X86_64,
         });
         for (artifacts, reused) in [(&all, true), (&without_curand, false)] {
             let previous = Previous::new(lock(
@@ -322,6 +329,7 @@ mod tests {
             Request::Gcc {
                 suite: "bullseye".into(),
                 gcc: 10,
+                target: None,
             },
         );
         requests.insert(
@@ -329,6 +337,7 @@ mod tests {
             Request::Gcc {
                 suite: "bookworm".into(),
                 gcc: 12,
+                target: None,
             },
         );
         // Python headers from bullseye are new: bullseye is read again.
@@ -362,6 +371,7 @@ mod tests {
                 platform: "manylinux_2_28_x86_64".into(),
                 wheels: [(py("3.12"), wheel("a")), (py("3.13"), wheel("b"))].into(),
                 missing: [py("3.9")].into(),
+                aarch64: None,
             },
         );
         let mut previous = lock(vec![], vec![]);

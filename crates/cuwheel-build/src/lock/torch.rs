@@ -22,10 +22,10 @@ use anyhow::{Context, Result, bail};
 
 use super::pip::{Pip, ResolvedWheel, Target};
 use crate::spec::{
-    Baseline, Config, CudaVersion, PythonAbi, PythonVersion, TorchRelease, TorchSelector,
-    TorchVersion, TorchWheel,
+    ArchWheels, Baseline, Config, CudaVersion, PythonAbi, PythonVersion, TorchRelease,
+    TorchSelector, TorchVersion, TorchWheel,
 };
-use crate::wheel::WheelFilename;
+use crate::wheel::{Arch, WheelFilename};
 use crate::wheel::manylinux::{self, TagPolicy};
 
 /// The Python torch is resolved for when the matrix lists none (a project
@@ -196,21 +196,58 @@ pub fn release(
         cuda,
         cuda_from,
         platform,
-        wheels: wheels
-            .iter()
-            .map(|(python, wheel)| {
-                (
-                    *python,
-                    TorchWheel {
-                        version: wheel.version.clone(),
-                        file: wheel.file.clone(),
-                        sha256: wheel.sha256.clone(),
-                    },
-                )
-            })
-            .collect(),
+        wheels: pinned(wheels),
         missing,
+        aarch64: None,
     })
+}
+
+fn pinned(wheels: &BTreeMap<PythonAbi, ResolvedWheel>) -> BTreeMap<PythonAbi, TorchWheel> {
+    wheels
+        .iter()
+        .map(|(python, wheel)| {
+            (
+                *python,
+                TorchWheel {
+                    version: wheel.version.clone(),
+                    file: wheel.file.clone(),
+                    sha256: wheel.sha256.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// A minor's wheels for another architecture than x86_64, from what pip
+/// chose for each Python: those of the release's CUDA count, and a wheel of
+/// another CUDA or none (a CPU build: its Requires-Dist pins no runtime)
+/// makes its Python missing. Pure.
+pub fn arch_wheels(
+    cuda: CudaVersion,
+    wheels: &BTreeMap<PythonAbi, ResolvedWheel>,
+    mut missing: BTreeSet<PythonAbi>,
+) -> ArchWheels {
+    let mut kept = BTreeMap::new();
+    for (python, wheel) in wheels {
+        match cuda_runtime(&wheel.requires_dist) {
+            Ok((found, _)) if found == cuda => {
+                kept.insert(*python, wheel.clone());
+            }
+            _ => {
+                missing.insert(*python);
+            }
+        }
+    }
+    let platform = kept
+        .values()
+        .filter_map(|w| best_platform(&w.file))
+        .min()
+        .map(|(_, tag)| tag);
+    ArchWheels {
+        platform,
+        wheels: pinned(&kept),
+        missing,
+    }
 }
 
 /// `2.7.10` after `2.7.9`: numeric parts compared as numbers.
@@ -280,15 +317,77 @@ pub fn probe(
     let pythons = probe_pythons(config);
     let mut releases = BTreeMap::new();
     for minor in selected_minors(pip, config, &pythons, baseline, progress)? {
-        let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
+        let (wheels, missing) =
+            probe_minor(pip, minor, &pythons, baseline, Arch::X86_64, progress)?;
         if wheels.is_empty() {
             // Not released for this platform: the spec says so where the
             // config names it.
             continue;
         }
-        releases.insert(minor, release(minor, &wheels, missing)?);
+        let mut found = release(minor, &wheels, missing)?;
+        found.aarch64 = probe_aarch64(pip, config, &found, minor, baseline, None, progress)?;
+        releases.insert(minor, found);
     }
     Ok(releases)
+}
+
+/// The minor's aarch64 wheels when the matrix has aarch64 cells: those of
+/// `known` (an earlier lock's) when it answered every Python, else pip's.
+fn probe_aarch64(
+    pip: &Pip,
+    config: &Config,
+    release: &TorchRelease,
+    minor: TorchVersion,
+    baseline: &Baseline,
+    known: Option<&ArchWheels>,
+    progress: &dyn Fn(&str),
+) -> Result<Option<ArchWheels>> {
+    if !config.matrix.builds_for(Arch::Aarch64) {
+        return Ok(None);
+    }
+    // What the excludes remove whatever the facts say is not asked (each
+    // aarch64 torch wheel is ~400 MB to resolve): a minor whose aarch64
+    // cells are all excluded is recorded with no wheels, as are Pythons so.
+    let pythons: Vec<PythonAbi> = probe_pythons(config)
+        .into_iter()
+        .filter(|python| !excluded_on(config, Arch::Aarch64, minor, Some(*python)))
+        .collect();
+    if excluded_on(config, Arch::Aarch64, minor, None) || pythons.is_empty() {
+        return Ok(Some(ArchWheels {
+            platform: None,
+            wheels: BTreeMap::new(),
+            missing: BTreeSet::new(),
+        }));
+    }
+    if let Some(known) = known {
+        let answered = |p: &PythonAbi| known.wheels.contains_key(p) || known.missing.contains(p);
+        if pythons.iter().all(answered) {
+            let mut known = known.clone();
+            known.wheels.retain(|python, _| pythons.contains(python));
+            known.missing.retain(|python| pythons.contains(python));
+            return Ok(Some(known));
+        }
+    }
+    let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, Arch::Aarch64, progress)?;
+    Ok(Some(arch_wheels(release.cuda, &wheels, missing)))
+}
+
+/// Whether an exclude of the config removes every `arch` cell of torch
+/// `minor` (with `python`: every one of that Python) whatever the facts
+/// are: one that names the platform, and of the other keys at most the
+/// torch and the Python.
+fn excluded_on(config: &Config, arch: Arch, minor: TorchVersion, python: Option<PythonAbi>) -> bool {
+    config.matrix.exclude.iter().any(|exclude| {
+        let e = &exclude.value;
+        e.platform == Some(arch)
+            && e.cuda.is_none()
+            && e.binding.is_none()
+            && e.torch.is_none_or(|torch| torch == minor)
+            && match python {
+                None => e.torch.is_some() && e.python.is_none(),
+                Some(python) => e.python == Some(python),
+            }
+    })
 }
 
 /// The wheel pip chooses of torch `minor` for each of `pythons`, and the
@@ -300,14 +399,21 @@ fn probe_minor(
     minor: TorchVersion,
     pythons: &[PythonAbi],
     baseline: &Baseline,
+    arch: Arch,
     progress: &dyn Fn(&str),
 ) -> Result<Probed> {
     let requirement = format!("torch=={minor}.*");
     let mut wheels = BTreeMap::new();
     let mut missing = BTreeSet::new();
     for python in pythons {
-        progress(&format!("resolving {requirement} (Python {python})"));
-        let target = Target::for_abi(*python, baseline);
+        progress(&format!(
+            "resolving {requirement} (Python {python}{})",
+            match arch {
+                Arch::X86_64 => String::new(),
+                other => format!(", {other}"),
+            }
+        ));
+        let target = Target::for_abi_on(*python, baseline, arch);
         match pip.resolve_if_any(&requirement, &target, false)? {
             None => {
                 missing.insert(*python);
@@ -339,19 +445,36 @@ pub fn probe_reusing(
     let mut releases = BTreeMap::new();
     for minor in selected_minors(pip, config, &pythons, baseline, progress)? {
         let Some((known, unknown)) = previous.torch(minor, &pythons) else {
-            let (wheels, missing) = probe_minor(pip, minor, &pythons, baseline, progress)?;
+            let (wheels, missing) =
+                probe_minor(pip, minor, &pythons, baseline, Arch::X86_64, progress)?;
             if !wheels.is_empty() {
-                releases.insert(minor, release(minor, &wheels, missing)?);
+                let mut found = release(minor, &wheels, missing)?;
+                found.aarch64 =
+                    probe_aarch64(pip, config, &found, minor, baseline, None, progress)?;
+                releases.insert(minor, found);
             }
             continue;
         };
-        let merged = if unknown.is_empty() {
+        let known_aarch64 = known.aarch64.clone();
+        let mut merged = if unknown.is_empty() {
             known
         } else {
-            let (wheels, missing) = probe_minor(pip, minor, &unknown, baseline, progress)?;
+            let (wheels, missing) =
+                probe_minor(pip, minor, &unknown, baseline, Arch::X86_64, progress)?;
             merge(minor, known, &wheels, missing)?
         };
         if !merged.wheels.is_empty() {
+            // `merge` refuses a CUDA other than the earlier lock's, so its
+            // aarch64 wheels are of the release's CUDA.
+            merged.aarch64 = probe_aarch64(
+                pip,
+                config,
+                &merged,
+                minor,
+                baseline,
+                known_aarch64.as_ref(),
+                progress,
+            )?;
             releases.insert(minor, merged);
         }
     }

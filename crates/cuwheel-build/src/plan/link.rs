@@ -16,6 +16,7 @@
 //! own libraries and CUDA's before any extension, and the audit refuses
 //! paths that leave the wheel.
 
+use crate::wheel::Arch;
 use std::collections::BTreeMap;
 
 #[cfg(doc)]
@@ -39,6 +40,8 @@ pub struct LinkedModule {
     pub flavour: BindingFlavour,
     /// The Python of a per-Python module; `None` for an abi3 one.
     pub python: Option<PythonAbi>,
+    /// The architecture it is linked for.
+    pub arch: Arch,
     pub compilers: Compilers,
     /// Kernel node name → its object file.
     pub kernels: BTreeMap<String, String>,
@@ -50,7 +53,7 @@ pub struct LinkedModule {
 impl LinkedModule {
     /// The module's file name inside its package.
     pub fn file_name(&self, module: &Module) -> String {
-        flavour_plan(self.flavour).module_file(module.name.value.leaf(), self.python)
+        flavour_plan(self.flavour).module_file(module.name.value.leaf(), self.python, self.arch)
     }
 
     pub fn node(&self, module: &Module) -> Node {
@@ -119,6 +122,13 @@ impl LinkedModule {
         }
         if link.strip {
             tail.push("-s".into());
+        } else if self.arch == Arch::Aarch64 {
+            // aarch64's crti.o and crtn.o carry mapping symbols ($x, $d),
+            // local symbols for which ld writes a FILE symbol naming each
+            // object by the path gcc gave it: the cross root's store path.
+            // Local symbols are no part of loading; leaving them out keeps
+            // the build machine's paths out of the module.
+            tail.push("-Wl,--discard-all".into());
         }
         s += &format!("  {}\n", tail.join(" \\\n  "));
         Node {

@@ -303,6 +303,7 @@ impl Plan {
                     name: String::new(),
                     flavour,
                     python,
+                    arch: cell.arch,
                     compilers,
                     kernels,
                     binding: binding.name.clone(),
@@ -366,9 +367,17 @@ impl Plan {
                         cell: cp.cell.name().to_string(),
                         lock: lock_path.to_path_buf(),
                     })?;
+            let arch = cp.cell.arch;
+            let most_compatible = release
+                .for_arch(arch)
+                .and_then(|wheels| wheels.platform)
+                .ok_or_else(|| PlanError::CellNotLocked {
+                    cell: cp.cell.name().to_string(),
+                    lock: lock_path.to_path_buf(),
+                })?;
             let platform = PlatformRule {
-                least_compatible: config.baseline.platform_tag(),
-                most_compatible: release.platform.clone(),
+                least_compatible: config.baseline.platform_tag_for(arch),
+                most_compatible: most_compatible.to_string(),
             };
             let assembly = WheelAssembly::new(
                 config,

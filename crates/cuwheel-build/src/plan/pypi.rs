@@ -112,12 +112,17 @@ pub fn choose(pypi: &PypiConfig, cells: &[&Cell]) -> Result<BTreeSet<String>, Pl
             });
         }
     }
-    // PyPI keeps one file per name: two cells with one tag would collide.
+    // PyPI keeps one file per name: two cells with one tag would collide
+    // (the platform tag tells an aarch64 wheel from an x86_64 one).
     let mut by_tag: BTreeMap<String, &Cell> = BTreeMap::new();
     for cell in &chosen {
-        if let Some(other) = by_tag.insert(cell.interpreter_abi(), cell) {
+        let tag = match cell.arch {
+            crate::wheel::Arch::X86_64 => cell.interpreter_abi(),
+            other => format!("{} {other}", cell.interpreter_abi()),
+        };
+        if let Some(other) = by_tag.insert(tag.clone(), cell) {
             return Err(PlanError::PypiCollision {
-                tag: cell.interpreter_abi(),
+                tag,
                 cells: [other.name().to_string(), cell.name().to_string()],
                 flavours: [other.flavour, cell.flavour],
             });

@@ -29,6 +29,7 @@ use crate::plan::cell::CellPlan;
 use crate::plan::shell::{quote, var_then};
 use crate::plan::{Input, Node, PlanError};
 use crate::spec::TorchVersion;
+use crate::wheel::{Arch, WheelFilename};
 
 /// Every symbol-table node's name starts with this.
 pub const NAME_PREFIX: &str = "symbols-";
@@ -110,6 +111,7 @@ impl AuditTables {
                 },
                 "lib",
                 &format!("torch {version}'s libraries"),
+                None,
             );
             tables.torch.push(Table {
                 label: version.to_string(),
@@ -121,11 +123,14 @@ impl AuditTables {
             tables.nodes.push(node);
         }
         if let Some(cuda) = &cp.compilers.cuda {
+            // A cross toolkit's lib/ also holds NVVM, which runs here.
+            let only = (cp.cell.arch != Arch::X86_64).then_some(cp.cell.arch);
             let node = symbols_node(
                 &cuda.toolchain,
                 Input::toolchain(&cuda.toolchain),
                 "lib",
                 &format!("the CUDA {} toolkit's libraries", cuda.version),
+                only,
             );
             tables.with.push(Table {
                 label: format!("CUDA {} runtime", cuda.version),
@@ -133,18 +138,25 @@ impl AuditTables {
             });
             tables.nodes.push(node);
         }
-        let suite = match lock.toolchains.get(&cp.compilers.gcc) {
-            Some(Toolchain::Gcc { suite, .. }) => suite,
+        let (suite, target) = match lock.toolchains.get(&cp.compilers.gcc) {
+            Some(Toolchain::Gcc { suite, target, .. }) => (suite, *target),
             _ => return Err(bad(&cp.compilers.gcc, "gcc")),
+        };
+        // A cross toolchain's target libraries are its `target/` (the
+        // root's usr/<triplet>); its root's own are the host's.
+        let (dir, system) = match target {
+            None | Some(Arch::X86_64) => ("sysroot", suite.to_string()),
+            Some(arch) => ("target", format!("{suite}, {arch}")),
         };
         let node = symbols_node(
             &cp.compilers.gcc,
             Input::toolchain(&cp.compilers.gcc),
-            "sysroot",
-            &format!("the {suite} sysroot's libraries (glibc, libstdc++, ...)"),
+            dir,
+            &format!("the {system} sysroot's libraries (glibc, libstdc++, ...)"),
+            None,
         );
         tables.with.push(Table {
-            label: format!("baseline system ({suite})"),
+            label: format!("baseline system ({system})"),
             node: node.name.clone(),
         });
         tables.nodes.push(node);
@@ -245,10 +257,14 @@ pub fn compared_releases(
         .iter()
         .find(|(_, _, name, _)| *name == own)
         .and_then(|r| r.3);
+    // An aarch64 cell is compared with aarch64 releases only, and an
+    // x86_64 one with x86_64's.
+    let arch = torch_arch(lock, own);
     Ok(releases
         .iter()
         .filter(|(_, _, name, major)| {
-            claims.contains(*name) || (major.is_some() && *major == cuda_major)
+            claims.contains(*name)
+                || (major.is_some() && *major == cuda_major && torch_arch(lock, name) == arch)
         })
         .map(|(_, version, name, _)| Compared {
             toolchain: name.to_string(),
@@ -258,13 +274,36 @@ pub fn compared_releases(
         .collect())
 }
 
-/// The node writing the table of `toolchain`'s directory `dir`.
-fn symbols_node(toolchain: &str, input: Input, dir: &str, what: &str) -> Node {
+/// The architecture of a torch toolchain's wheel, read from its platform
+/// tag; `None` when the lock does not say.
+fn torch_arch(lock: &Lock, toolchain: &str) -> Option<Arch> {
+    let artifacts = lock.toolchains.get(toolchain)?.artifacts();
+    artifacts.iter().find_map(|name| {
+        let file = &lock.artifacts.get(name)?.file;
+        let parsed = WheelFilename::parse(file).ok()?;
+        parsed
+            .tags
+            .expand()
+            .into_iter()
+            .find_map(|tag| Arch::of_platform_tag(&tag.platform))
+    })
+}
+
+/// The node writing the table of `toolchain`'s directory `dir` (of its
+/// libraries for `only`, when given).
+fn symbols_node(
+    toolchain: &str,
+    input: Input,
+    dir: &str,
+    what: &str,
+    only: Option<Arch>,
+) -> Node {
     let name = format!("{NAME_PREFIX}{toolchain}");
+    let only = only.map(|arch| format!(" --arch {arch}")).unwrap_or_default();
     let script = format!(
         "# {name}: the dynamic symbols of {what}, for the load check of the audits.\n\
          # Written by `cuwheel plan`.\n\
-         {} symbols {} -o \"$out\"\n",
+         {} symbols {}{only} -o \"$out\"\n",
         var_then(DRIVER_VAR, "/bin/cuwheel-build"),
         var_then(TOOLCHAIN_VAR, &format!("/{dir}")),
     );

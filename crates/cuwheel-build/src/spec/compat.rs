@@ -40,6 +40,7 @@ use crate::spec::facts::MatrixFacts;
 use crate::spec::matrix::{Cell, CellName};
 use crate::spec::target::{Baseline, CudaArch};
 use crate::spec::version::CudaVersion;
+use crate::wheel::Arch;
 
 const EMBEDDED: &str = include_str!("data/compatibility.toml");
 const DATA_FILE: &str = "crates/cuwheel-build/src/spec/data/compatibility.toml";
@@ -440,46 +441,89 @@ impl CompatTable {
     }
 
     fn torch_python(&self, cell: &Cell, facts: &MatrixFacts) -> Option<Finding> {
-        let python = cell.python?;
         let release = facts.torch.get(&cell.torch)?;
-        if release.wheels.contains_key(&python) {
-            return None;
-        }
-        if !release.missing.contains(&python) {
+        let arch = cell.arch;
+        // Shown after "Python X.Y" where the architecture is not x86_64.
+        let on = match arch {
+            Arch::X86_64 => String::new(),
+            other => format!(" on {other}"),
+        };
+        let exclude_platform = match arch {
+            Arch::X86_64 => String::new(),
+            other => format!(", platform = \"{other}\""),
+        };
+        let Some(wheels) = release.for_arch(arch) else {
             return Some((
                 Rule::TorchPython,
                 format!(
-                    "the lock did not resolve torch {} for Python {python}: it was written for \
-                     another list of Pythons",
+                    "the lock did not resolve torch {}'s {arch} wheels: it was written for \
+                     another list of platforms",
+                    cell.torch
+                ),
+                LOCK_FACTS.to_string(),
+                "run `cuwheel lock` again".to_string(),
+            ));
+        };
+        let Some(python) = cell.python else {
+            // An abi3 cell loads in any Python the release has a wheel for.
+            if !wheels.wheels.is_empty() || arch == Arch::X86_64 {
+                return None;
+            }
+            return Some((
+                Rule::TorchPython,
+                format!(
+                    "torch {} ({}) has no {arch} wheel of CUDA {} for any of the matrix's \
+                     Pythons",
+                    cell.torch,
+                    release.version,
+                    release.cuda,
+                ),
+                LOCK_FACTS.to_string(),
+                format!(
+                    "exclude its {arch} cells with {{ torch = \"{}\"{exclude_platform} }} in \
+                     tool.cuwheel.matrix.exclude",
+                    cell.torch
+                ),
+            ));
+        };
+        if wheels.wheels.contains_key(&python) {
+            return None;
+        }
+        if !wheels.missing.contains(&python) {
+            return Some((
+                Rule::TorchPython,
+                format!(
+                    "the lock did not resolve torch {} for Python {python}{on}: it was written \
+                     for another list of Pythons",
                     cell.torch
                 ),
                 LOCK_FACTS.to_string(),
                 "run `cuwheel lock` again".to_string(),
             ));
         }
-        let supported = join(release.wheels.keys());
+        let supported = join(wheels.wheels.keys());
         let others: Vec<String> = facts
             .torch
             .iter()
-            .filter(|(_, other)| other.wheels.contains_key(&python))
+            .filter(|(_, other)| other.has_wheel(arch, python))
             .map(|(version, _)| version.to_string())
             .collect();
         let mut fix = format!(
-            "exclude the cells with {{ torch = \"{}\", python = \"{python}\" }} in \
+            "exclude the cells with {{ torch = \"{}\", python = \"{python}\"{exclude_platform} }} in \
              tool.cuwheel.matrix.exclude, or drop Python {python}",
             cell.torch
         );
         if !others.is_empty() {
             fix += &format!(
-                ", or use a torch with Python {python} wheels: {}",
+                ", or use a torch with Python {python} wheels{on}: {}",
                 others.join(", ")
             );
         }
         Some((
             Rule::TorchPython,
             format!(
-                "torch {} ({}) has no wheel for Python {python}; of the matrix's Pythons it has \
-                 wheels for {}",
+                "torch {} ({}) has no wheel for Python {python}{on}; of the matrix's Pythons it \
+                 has wheels for {}",
                 cell.torch,
                 release.version,
                 if supported.is_empty() {

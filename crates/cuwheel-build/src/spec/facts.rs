@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::python::PythonAbi;
+use crate::wheel::Arch;
 use crate::spec::version::{CudaVersion, TorchVersion};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +45,58 @@ pub struct TorchRelease {
     pub wheels: BTreeMap<PythonAbi, TorchWheel>,
     /// The matrix's Pythons it has no wheel for.
     pub missing: BTreeSet<PythonAbi>,
+    /// The same minor's aarch64 wheels, resolved only for a matrix with
+    /// aarch64 cells (`platforms`); absent otherwise, so that an x86_64
+    /// matrix's lock does not change. `platform`, `wheels` and `missing`
+    /// above are x86_64's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aarch64: Option<ArchWheels>,
+}
+
+/// One architecture's wheels of a torch minor: their platform tag, the
+/// wheel pip chose per Python, and the Pythons it has none for (or none of
+/// the release's CUDA: PyPI's older aarch64 torch wheels are CPU builds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ArchWheels {
+    /// As [`TorchRelease::platform`]; `None` when it has no wheel at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    pub wheels: BTreeMap<PythonAbi, TorchWheel>,
+    pub missing: BTreeSet<PythonAbi>,
+}
+
+/// A borrowed [`ArchWheels`]: what [`TorchRelease::for_arch`] gives.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchWheelsRef<'a> {
+    pub platform: Option<&'a str>,
+    pub wheels: &'a BTreeMap<PythonAbi, TorchWheel>,
+    pub missing: &'a BTreeSet<PythonAbi>,
+}
+
+impl TorchRelease {
+    /// The release's wheels for `arch`; `None` when the lock did not
+    /// resolve that architecture.
+    pub fn for_arch(&self, arch: Arch) -> Option<ArchWheelsRef<'_>> {
+        match arch {
+            Arch::X86_64 => Some(ArchWheelsRef {
+                platform: Some(&self.platform),
+                wheels: &self.wheels,
+                missing: &self.missing,
+            }),
+            Arch::Aarch64 => self.aarch64.as_ref().map(|a| ArchWheelsRef {
+                platform: a.platform.as_deref(),
+                wheels: &a.wheels,
+                missing: &a.missing,
+            }),
+        }
+    }
+
+    /// Whether it has a wheel for `python` on `arch`.
+    pub fn has_wheel(&self, arch: Arch, python: PythonAbi) -> bool {
+        self.for_arch(arch)
+            .is_some_and(|wheels| wheels.wheels.contains_key(&python))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,6 +204,7 @@ pub(crate) fn fabricated(
                 platform: "manylinux_2_28_x86_64".into(),
                 wheels,
                 missing,
+                aarch64: None,
             };
             (version.parse().unwrap(), release)
         })
@@ -226,6 +280,7 @@ mod tests {
                     },
                 )]),
                 missing: BTreeSet::from(["3.9".parse().unwrap()]),
+                aarch64: None,
             },
         );
         let json = serde_json::to_string(&facts).unwrap();

@@ -31,7 +31,7 @@ use crate::spec::document::Location;
 use crate::spec::facts::MatrixFacts;
 use crate::spec::python::PythonAbi;
 use crate::spec::version::{CudaVersion, PythonVersion, TorchVersion};
-use crate::wheel::Version;
+use crate::wheel::{Arch, Version};
 
 /// The oldest Python an abi3 cell's wheel is tagged for (`cp39-abi3`), as
 /// torch's `py_limited_api` builds use (`Py_LIMITED_API=0x03090000`).
@@ -58,6 +58,9 @@ pub struct Cell {
     pub nvcc: CudaVersion,
     /// Whether the name ends in `-torch…` (see the module documentation).
     pub torch_in_name: bool,
+    /// The architecture the wheel is for; an aarch64 cell is cross-built
+    /// and its name ends in `-aarch64`.
+    pub arch: Arch,
 }
 
 impl Cell {
@@ -68,6 +71,7 @@ impl Cell {
                 python: None,
                 torch: None,
                 stable: true,
+                arch: self.arch,
             };
         }
         CellName {
@@ -75,6 +79,7 @@ impl Cell {
             python: self.python,
             torch: self.torch_in_name.then_some(self.torch),
             stable: false,
+            arch: self.arch,
         }
     }
 
@@ -104,7 +109,11 @@ impl Cell {
             .torch
             .iter()
             .filter(|(torch, release)| {
-                release.cuda.major == self.cuda.major && **torch >= self.torch
+                release.cuda.major == self.cuda.major
+                    && **torch >= self.torch
+                    && release
+                        .for_arch(self.arch)
+                        .is_some_and(|wheels| !wheels.wheels.is_empty())
             })
             .map(|(torch, _)| *torch)
             .collect()
@@ -177,6 +186,7 @@ pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
             None => BindingFlavour::TorchLibrary,
         },
         torch_in_name: false,
+        arch: Arch::X86_64,
     }
 }
 
@@ -208,7 +218,8 @@ baseline = "manylinux_2_31"
 }
 
 /// A cell's name: `cu130-py313`, `cu130-py313t`, `cu130-abi3`,
-/// `cu130-py311-torch213`, or `cu13-stable` (torch-stable: the CUDA major).
+/// `cu130-py311-torch213`, or `cu13-stable` (torch-stable: the CUDA major);
+/// an aarch64 cell's ends in `-aarch64` (`cu130-abi3-torch211-aarch64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CellName {
     /// For a torch-stable cell, only the major counts (minor 0).
@@ -219,20 +230,29 @@ pub struct CellName {
     pub torch: Option<TorchVersion>,
     /// A torch-stable cell: `cu13-stable`.
     pub stable: bool,
+    /// Written only when not x86_64.
+    pub arch: Arch,
 }
+
+/// The suffix of an aarch64 cell's name.
+const AARCH64_SUFFIX: &str = "-aarch64";
 
 impl fmt::Display for CellName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.stable {
-            return write!(f, "cu{}-stable", self.cuda.major);
+            write!(f, "cu{}-stable", self.cuda.major)?;
+        } else {
+            f.write_str(&self.cuda.label())?;
+            match self.python {
+                Some(python) => write!(f, "-{}", python.label())?,
+                None => f.write_str("-abi3")?,
+            }
+            if let Some(torch) = self.torch {
+                write!(f, "-{}", torch.label())?;
+            }
         }
-        f.write_str(&self.cuda.label())?;
-        match self.python {
-            Some(python) => write!(f, "-{}", python.label())?,
-            None => f.write_str("-abi3")?,
-        }
-        if let Some(torch) = self.torch {
-            write!(f, "-{}", torch.label())?;
+        if self.arch == Arch::Aarch64 {
+            f.write_str(AARCH64_SUFFIX)?;
         }
         Ok(())
     }
@@ -242,7 +262,7 @@ impl fmt::Display for CellName {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "`{input}` is not a cell name: {reason}; cell names look like cu130-py313, cu130-abi3, \
-     cu130-py311-torch213 or cu13-stable (`cuwheel plan` lists them)"
+     cu130-py311-torch213, cu13-stable or cu130-abi3-aarch64 (`cuwheel plan` lists them)"
 )]
 pub struct CellNameError {
     pub input: String,
@@ -257,7 +277,11 @@ impl FromStr for CellName {
             input: input.to_string(),
             reason,
         };
-        let parts: Vec<&str> = input.split('-').collect();
+        let (rest, arch) = match input.strip_suffix(AARCH64_SUFFIX) {
+            Some(rest) => (rest, Arch::Aarch64),
+            None => (input, Arch::X86_64),
+        };
+        let parts: Vec<&str> = rest.split('-').collect();
         if let [cuda, "stable"] = parts[..] {
             let major = cuda
                 .strip_prefix("cu")
@@ -273,6 +297,7 @@ impl FromStr for CellName {
                 python: None,
                 torch: None,
                 stable: true,
+                arch,
             });
         }
         let (cuda, target, torch) = match parts[..] {
@@ -280,7 +305,7 @@ impl FromStr for CellName {
             [cuda, target, torch] => (cuda, target, Some(torch)),
             _ => {
                 return Err(fail(format!(
-                    "it has {} `-`-separated parts, not 2 or 3",
+                    "it has {} `-`-separated parts, not 2 or 3 (and -aarch64)",
                     parts.len()
                 )));
             }
@@ -320,6 +345,7 @@ impl FromStr for CellName {
             python,
             torch,
             stable: false,
+            arch,
         })
     }
 }
@@ -412,14 +438,17 @@ pub fn expand(config: &Config, facts: &MatrixFacts) -> Expansion {
                 // One per CUDA major, added below.
                 BindingFlavour::TorchStable => Vec::new(),
             };
-            product.extend(pythons.into_iter().map(|python| Cell {
-                cuda,
-                nvcc,
-                torch,
-                python,
-                flavour,
-                torch_in_name: false,
-            }));
+            for platform in &matrix.platforms {
+                product.extend(pythons.iter().map(|&python| Cell {
+                    cuda,
+                    nvcc,
+                    torch,
+                    python,
+                    flavour,
+                    torch_in_name: false,
+                    arch: platform.value,
+                }));
+            }
         }
     }
     if config.flavours().contains(&BindingFlavour::TorchStable) {
@@ -576,7 +605,8 @@ fn stable_cells(
     }
     oldest
         .into_values()
-        .map(|torch| {
+        .flat_map(|torch| config.matrix.platforms.iter().map(move |p| (torch, p.value)))
+        .map(|(torch, arch)| {
             let cuda = facts.torch[&torch].cuda;
             Cell {
                 cuda,
@@ -588,6 +618,7 @@ fn stable_cells(
                 python: None,
                 flavour: BindingFlavour::TorchStable,
                 torch_in_name: false,
+                arch,
             }
         })
         .collect()

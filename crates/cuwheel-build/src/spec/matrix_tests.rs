@@ -206,6 +206,7 @@ fn cell_identity_for_wheels() {
         python: Some("3.13t".parse().unwrap()),
         flavour: BindingFlavour::Pybind11,
         torch_in_name: false,
+        arch: crate::wheel::Arch::X86_64,
     };
     assert_eq!(cell.local_label(), "pt27cu126");
     let version = cell.wheel_version(&Version::parse("0.1.0").unwrap());

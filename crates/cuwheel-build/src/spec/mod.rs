@@ -44,12 +44,12 @@ pub use config::{
     Link, MatrixConfig, Module, Person, ProjectMetadata, PypiConfig, Readme,
 };
 pub use document::{ConfigError, ConfigProblem, Located, Location};
-pub use facts::{MatrixFacts, ToolkitOrigin, TorchRelease, TorchWheel};
+pub use facts::{ArchWheels, ArchWheelsRef, MatrixFacts, ToolkitOrigin, TorchRelease, TorchWheel};
 pub use matrix::{Cell, CellName, CellNameError};
 pub use package::PackageFile;
 pub use python::PythonAbi;
 pub use selector::TorchSelector;
-pub use target::{ArchSuffix, Baseline, CudaArch, TARGET_ARCH};
+pub use target::{ArchSuffix, Baseline, CudaArch, Platform, TARGET_ARCH};
 pub use version::{CudaVersion, InvalidValue, PythonVersion, TorchVersion};
 
 use config::metadata::DEFAULT_LICENSE_FILES;

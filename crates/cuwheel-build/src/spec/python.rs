@@ -81,7 +81,13 @@ impl PythonAbi {
     /// `cpython-313t-x86_64-linux-gnu`: the middle of its extension modules'
     /// file names (`_C.cpython-313t-x86_64-linux-gnu.so`).
     pub fn extension_tag(&self) -> String {
-        format!("cpython-{}-x86_64-linux-gnu", self.compact())
+        self.extension_tag_on(crate::wheel::Arch::X86_64)
+    }
+
+    /// [`extension_tag`](Self::extension_tag) on `arch`:
+    /// `cpython-313-aarch64-linux-gnu`.
+    pub fn extension_tag_on(&self, arch: crate::wheel::Arch) -> String {
+        format!("cpython-{}-{}", self.compact(), arch.multiarch())
     }
 }
 

@@ -11,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::spec::version::{CudaVersion, InvalidValue, canonical_number};
+use crate::wheel::Arch;
 
 /// A GPU architecture to compile for, as `TORCH_CUDA_ARCH_LIST` writes it:
 /// `8.0` gives SASS for sm_80, `10.0+PTX` SASS for sm_100 and PTX for
@@ -169,13 +170,42 @@ pub struct Baseline {
     pub glibc_minor: u32,
 }
 
-/// The only architecture cuwheel builds for (the flake is x86_64-linux).
+/// The architecture cuwheel builds on (the flake is x86_64-linux), and the
+/// cells' unless the matrix's `platforms` adds aarch64 (cross-built).
 pub const TARGET_ARCH: &str = "x86_64";
 
 impl Baseline {
     /// `manylinux_2_31_x86_64`.
     pub fn platform_tag(&self) -> String {
-        format!("{self}_{TARGET_ARCH}")
+        self.platform_tag_for(Arch::X86_64)
+    }
+
+    /// `manylinux_2_31_aarch64`: the baseline's tag for `arch`.
+    pub fn platform_tag_for(&self, arch: Arch) -> String {
+        format!("{self}_{arch}")
+    }
+}
+
+/// An entry of the matrix's `platforms` list (or an exclude's `platform`):
+/// an [`Arch`] read with the config's errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Platform(pub Arch);
+
+impl FromStr for Platform {
+    type Err = InvalidValue;
+    fn from_str(text: &str) -> Result<Platform, InvalidValue> {
+        text.parse().map(Platform).map_err(|problem: String| {
+            InvalidValue::new(
+                problem,
+                "write \"x86_64\", or \"aarch64\" for wheels cross-built for 64-bit ARM (Grace)",
+            )
+        })
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 

@@ -40,6 +40,13 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 /// The table of every shared library in `inputs`, each a wheel, a
 /// directory (searched recursively) or an ELF file.
 pub fn extract_paths(inputs: &[PathBuf]) -> Result<SymbolTable> {
+    extract_paths_of(inputs, None)
+}
+
+/// [`extract_paths`] keeping only `arch`'s libraries when given: a cross
+/// toolkit holds the libraries of the programs that run here (nvcc's
+/// NVVM) beside the target's runtime.
+pub fn extract_paths_of(inputs: &[PathBuf], arch: Option<Arch>) -> Result<SymbolTable> {
     let mut found: Vec<Found> = Vec::new();
     let mut sources = Vec::new();
     for input in inputs {
@@ -50,6 +57,9 @@ pub fn extract_paths(inputs: &[PathBuf]) -> Result<SymbolTable> {
                 .unwrap_or_else(|| input.display().to_string()),
         );
         add_libraries(input, &mut found)?;
+    }
+    if let Some(arch) = arch {
+        found.retain(|(_, this, _)| *this == arch);
     }
     merge(sources, found)
 }

@@ -38,7 +38,7 @@ use std::fmt::Write as _;
 use super::elf::{ElfFacts, SymbolBinding};
 use crate::wheel::Arch;
 
-pub use extract::extract_paths;
+pub use extract::{extract_paths, extract_paths_of};
 
 /// The first line of every symbol table file.
 pub const HEADER: &str = "cuwheel-symbols 1";

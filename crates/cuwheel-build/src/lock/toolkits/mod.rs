@@ -34,6 +34,7 @@ use super::debian::Index;
 use super::format::{Artifact, CudaToolchain, Fields};
 use super::pip::{Pip, ResolvedWheel, Target};
 use crate::spec::{Baseline, CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
+use crate::wheel::Arch;
 
 mod debian;
 mod pypi;
@@ -145,7 +146,27 @@ pub trait ToolkitSource: Sync {
 
     /// Checks the fields of a lock entry of its kind.
     fn check_entry(&self, fields: &Fields) -> Result<(), String> {
-        check_fields(fields, self.entry_fields())
+        let mut own = fields.clone();
+        if let Some(target) = own.remove(TARGET_FIELD) {
+            match target.parse::<Arch>() {
+                Ok(arch) if self.builds_for(arch) && arch != Arch::X86_64 => {}
+                Ok(arch) => {
+                    return Err(format!(
+                        "its {TARGET_FIELD} `{arch}` is not an architecture this source builds \
+                         cross toolkits for"
+                    ));
+                }
+                Err(problem) => return Err(format!("its {TARGET_FIELD}: {problem}")),
+            }
+        }
+        check_fields(&own, self.entry_fields())
+    }
+
+    /// Whether it can serve cells of `arch`: every source serves x86_64;
+    /// one that overrides this also serves cross-built cells, whose
+    /// runtime library it takes from that architecture's packages.
+    fn builds_for(&self, arch: Arch) -> bool {
+        arch == Arch::X86_64
     }
 
     /// Checks the fields of an origin it offered.
@@ -187,7 +208,14 @@ pub struct CudaRequest {
     /// The lowest Python among the torch wheels of the cells using it, for
     /// a source that resolves through pip.
     pub python: PythonVersion,
+    /// The architecture of the cells it builds: their runtime library is
+    /// that architecture's, while nvcc runs here (x86_64).
+    pub arch: Arch,
 }
+
+/// The entry field an aarch64 cell's toolkit carries (`"target":
+/// "aarch64"`); an x86_64 toolkit's entry has none, as before.
+pub const TARGET_FIELD: &str = "target";
 
 impl CudaRequest {
     pub fn source(&self) -> &'static dyn ToolkitSource {
@@ -236,11 +264,12 @@ pub trait Registries {
     /// Pins the closure of `data/debian.toml`'s recipe `recipe` in `suite`.
     fn debian_closure(&mut self, recipe: &str, suite: &str) -> Result<BTreeSet<String>>;
     /// What pip installs for `requirement` (dependencies included) for
-    /// CPython `python` on the baseline's platform.
+    /// CPython `python` on the baseline's platform for `arch`.
     fn pip_resolve(
         &mut self,
         requirement: &str,
         python: PythonVersion,
+        arch: Arch,
     ) -> Result<Vec<ResolvedWheel>>;
     /// Downloads and pins one wheel pip resolved.
     fn pypi_artifact(&mut self, wheel: &ResolvedWheel) -> Result<String>;

@@ -17,6 +17,7 @@ use super::{CudaRequest, Listing, Registries, ToolkitSource};
 use crate::lock::format::{Artifact, CudaToolchain, Fields, Source};
 use crate::lock::plan::PypiData;
 use crate::spec::{CudaVersion, PythonVersion, ToolkitOrigin};
+use crate::wheel::Arch;
 
 /// PyPI's `nvidia-*` wheels.
 pub struct Pypi;
@@ -70,7 +71,13 @@ impl ToolkitSource for Pypi {
         let requirement = PypiData::embedded()
             .cuda_wheels
             .requirement_for(request.version);
-        pin_components(&requirement, request.python, registries)
+        pin_components(&requirement, request.python, request.arch, registries)
+    }
+
+    /// aarch64 too: nvcc and its headers are the x86_64 wheels (they run
+    /// here), the runtime library the aarch64 one.
+    fn builds_for(&self, arch: Arch) -> bool {
+        matches!(arch, Arch::X86_64 | Arch::Aarch64)
     }
 
     /// Only while it holds a wheel of every component `data/pypi.toml`
@@ -95,28 +102,44 @@ impl ToolkitSource for Pypi {
     }
 }
 
+/// The component whose files a cross-built cell links (`libcudart`): the
+/// one wheel of a cross toolkit taken from the cells' architecture.
+pub const TARGET_RUNTIME: &str = "nvidia-cuda-runtime";
+
 /// Resolves `requirement` (a `cuda-toolkit[...]` requirement) through pip
-/// for CPython `python` and pins the components `data/pypi.toml` names.
+/// for CPython `python` and pins the components `data/pypi.toml` names:
+/// all x86_64 wheels (nvcc runs here), but for cells of another `arch` the
+/// runtime library ([`TARGET_RUNTIME`]), resolved for that architecture.
 pub fn pin_components(
     requirement: &str,
     python: PythonVersion,
+    arch: Arch,
     registries: &mut dyn Registries,
 ) -> Result<BTreeSet<String>> {
     let data = &PypiData::embedded().cuda_wheels;
     eprintln!("lock: resolving {requirement}");
-    let resolved = registries.pip_resolve(requirement, python)?;
+    let resolved = registries.pip_resolve(requirement, python, Arch::X86_64)?;
+    let target = match arch {
+        Arch::X86_64 => None,
+        other => {
+            eprintln!("lock: resolving {requirement} for {other}");
+            Some(registries.pip_resolve(requirement, python, other)?)
+        }
+    };
     let mut artifacts = BTreeSet::new();
     for package in &data.packages {
-        let wheel = resolved
-            .iter()
-            .find(|w| &w.name == package)
-            .with_context(|| {
-                format!(
-                    "pip's resolution of {requirement} has no {package}: \
-                     crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
-                     metapackage no longer pins"
-                )
-            })?;
+        let from = match &target {
+            Some(target) if package == TARGET_RUNTIME => target,
+            _ => &resolved,
+        };
+        let wheel = from.iter().find(|w| &w.name == package).with_context(|| {
+            format!(
+                "pip's resolution of {requirement} for {} has no {package}: \
+                 crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
+                 metapackage no longer pins",
+                if std::ptr::eq(from, &resolved) { Arch::X86_64 } else { arch }
+            )
+        })?;
         artifacts.insert(registries.pypi_artifact(wheel)?);
     }
     Ok(artifacts)

@@ -16,6 +16,7 @@ pub mod pybind11;
 pub mod torch_library;
 pub mod torch_stable;
 
+use crate::wheel::Arch;
 use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
@@ -61,7 +62,7 @@ pub trait FlavourPlan: Sync {
 
     /// The module's file name inside its package, for `python` (`Some`
     /// exactly when [`Self::per_python`]).
-    fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String;
+    fn module_file(&self, leaf: &str, python: Option<PythonAbi>, arch: Arch) -> String;
 
     /// The part of node names that says which Python: `py313`, or `abi3`
     /// (`stable` for the stable ABI, so its nodes never meet a

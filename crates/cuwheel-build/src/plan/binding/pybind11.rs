@@ -2,6 +2,7 @@
 //! only (`_C.cpython-313-x86_64-linux-gnu.so` in a `cp313-cp313` wheel),
 //! linked with `torch_python` as torch's `BuildExtension` links it.
 
+use crate::wheel::Arch;
 use crate::plan::binding::{FlavourPlan, build_extension_libraries};
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
@@ -27,9 +28,9 @@ impl FlavourPlan for Pybind11 {
     }
 
     /// As setuptools names extension modules.
-    fn module_file(&self, leaf: &str, python: Option<PythonAbi>) -> String {
+    fn module_file(&self, leaf: &str, python: Option<PythonAbi>, arch: Arch) -> String {
         match python {
-            Some(python) => format!("{leaf}.{}.so", python.extension_tag()),
+            Some(python) => format!("{leaf}.{}.so", python.extension_tag_on(arch)),
             None => unreachable!("a pybind11 module is built for one Python"),
         }
     }

@@ -7,6 +7,7 @@
 //! any other, and not linked with `torch_python`, which is built for one
 //! Python.
 
+use crate::wheel::Arch;
 use crate::plan::binding::{FlavourPlan, build_extension_libraries};
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
 
@@ -37,7 +38,7 @@ impl FlavourPlan for TorchLibrary {
         build_extension_libraries(&[], cuda)
     }
 
-    fn module_file(&self, leaf: &str, _: Option<PythonAbi>) -> String {
+    fn module_file(&self, leaf: &str, _: Option<PythonAbi>, _: Arch) -> String {
         format!("{leaf}.abi3.so")
     }
 }

@@ -12,6 +12,7 @@
 //! and `torch_cuda` (its CUDA stream functions), with `--as-needed`: never
 //! c10 or libtorch's C++ API, whose symbols change between releases.
 
+use crate::wheel::Arch;
 use crate::plan::binding::FlavourPlan;
 use crate::plan::binding::torch_library::LIMITED_API;
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
@@ -64,7 +65,7 @@ impl FlavourPlan for TorchStable {
         args
     }
 
-    fn module_file(&self, leaf: &str, _: Option<PythonAbi>) -> String {
+    fn module_file(&self, leaf: &str, _: Option<PythonAbi>, _: Arch) -> String {
         format!("{leaf}.abi3.so")
     }
 

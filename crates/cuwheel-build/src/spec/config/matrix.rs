@@ -11,6 +11,7 @@
 //! cuda = ["12.6", "13.0", "13.2"]            # optional: only cells serving these CUDAs
 //! exclude = [{ torch = "2.7", python = "3.14" }]
 //! nvcc = { cu126 = "12.4" }                  # optional: the toolkit of the cu126 cells
+//! platforms = ["x86_64", "aarch64"]          # optional: aarch64 cells too (cross-built)
 //!
 //! [tool.cuwheel.matrix.python-headers."3.12"] # headers no Debian suite carries
 //! file = "python3.12-headers.tar"             # supplied with --archives DIR, or:
@@ -31,7 +32,9 @@ use crate::spec::document::{Field, Located, Reader, Table};
 use crate::spec::matrix::Cell;
 use crate::spec::python::PythonAbi;
 use crate::spec::selector::TorchSelector;
+use crate::spec::target::Platform;
 use crate::spec::version::{CudaVersion, InvalidValue, TorchVersion};
+use crate::wheel::Arch;
 
 /// `[tool.cuwheel.matrix]`.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +51,16 @@ pub struct MatrixConfig {
     pub nvcc: BTreeMap<CudaVersion, Located<CudaVersion>>,
     /// Python headers from archives, for Pythons no Debian suite carries.
     pub python_headers: BTreeMap<PythonAbi, Located<HeaderArchive>>,
+    /// The architectures to build cells for, in the config's order: x86_64
+    /// unless `platforms` says otherwise. aarch64 cells are cross-built.
+    pub platforms: Vec<Located<Arch>>,
+}
+
+impl MatrixConfig {
+    /// Whether some cell of the matrix may be for `arch`.
+    pub fn builds_for(&self, arch: Arch) -> bool {
+        self.platforms.iter().any(|platform| platform.value == arch)
+    }
 }
 
 /// One `exclude` entry: removes every cell that matches all the keys it gives
@@ -61,6 +74,7 @@ pub struct Exclude {
     pub python: Option<PythonAbi>,
     pub torch: Option<TorchVersion>,
     pub binding: Option<BindingFlavour>,
+    pub platform: Option<Arch>,
 }
 
 impl Exclude {
@@ -73,6 +87,7 @@ impl Exclude {
                 .torch
                 .is_none_or(|torch| !stable && torch == cell.torch)
             && self.binding.is_none_or(|binding| binding == cell.flavour)
+            && self.platform.is_none_or(|platform| platform == cell.arch)
     }
 }
 
@@ -91,6 +106,9 @@ impl fmt::Display for Exclude {
         }
         if let Some(binding) = self.binding {
             keys.push(format!("binding = \"{binding}\""));
+        }
+        if let Some(platform) = self.platform {
+            keys.push(format!("platform = \"{platform}\""));
         }
         write!(f, "{{ {} }}", keys.join(", "))
     }
@@ -111,15 +129,16 @@ pub struct HeaderArchive {
 /// Archive formats busybox unpacks in the sandbox.
 pub const ARCHIVE_SUFFIXES: [&str; 5] = [".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz"];
 
-pub(super) const MATRIX_KEYS: [&str; 6] = [
+pub(super) const MATRIX_KEYS: [&str; 7] = [
     "torch",
     "python",
     "cuda",
     "exclude",
     "nvcc",
     "python-headers",
+    "platforms",
 ];
-pub(super) const EXCLUDE_KEYS: [&str; 4] = ["cuda", "python", "torch", "binding"];
+pub(super) const EXCLUDE_KEYS: [&str; 5] = ["cuda", "python", "torch", "binding", "platform"];
 const ARCHIVE_KEYS: [&str; 3] = ["file", "url", "sha256"];
 
 impl Reader<'_> {
@@ -183,10 +202,33 @@ impl Reader<'_> {
             None => Some(BTreeMap::new()),
             Some(field) => self.header_archives(&field, python.as_deref()),
         };
-        let exclude = match (matrix.get("exclude"), &torch, &python, &cuda) {
-            (None, _, _, _) => Some(Vec::new()),
-            (Some(field), Some(torch), Some(python), Some(cuda)) => {
-                self.excludes(&field, torch, python, cuda)
+        let platforms = match matrix.get("platforms") {
+            None => Some(vec![Located {
+                value: Arch::X86_64,
+                at: self.location(&matrix.span, &matrix.key),
+            }]),
+            Some(field) => self
+                .list(
+                    &field,
+                    "[\"x86_64\", \"aarch64\"]",
+                    true,
+                    str::parse::<Platform>,
+                    |a, b| a == b,
+                )
+                .map(|items| {
+                    items
+                        .into_iter()
+                        .map(|item| Located {
+                            value: item.value.0,
+                            at: item.at,
+                        })
+                        .collect()
+                }),
+        };
+        let exclude = match (matrix.get("exclude"), &torch, &python, &cuda, &platforms) {
+            (None, _, _, _, _) => Some(Vec::new()),
+            (Some(field), Some(torch), Some(python), Some(cuda), Some(platforms)) => {
+                self.excludes(&field, torch, python, cuda, platforms)
             }
             _ => None,
         };
@@ -197,6 +239,7 @@ impl Reader<'_> {
             exclude: exclude?,
             nvcc: nvcc?,
             python_headers: python_headers?,
+            platforms: platforms?,
         })
     }
 
@@ -382,6 +425,7 @@ impl Reader<'_> {
         torch: &[Located<TorchSelector>],
         python: &[PythonAbi],
         cuda: &[Located<CudaVersion>],
+        platforms: &[Located<Arch>],
     ) -> Option<Vec<Located<Exclude>>> {
         const EXAMPLE: &str = "[{ torch = \"2.7\", python = \"3.14\" }]";
         let entries = self.array(field, EXAMPLE)?;
@@ -399,7 +443,7 @@ impl Reader<'_> {
                 self.report(
                     entry,
                     "the entry names no key, so it would remove every cell",
-                    "give at least one of cuda, python, torch, binding",
+                    "give at least one of cuda, python, torch, binding, platform",
                 );
                 complete = false;
                 continue;
@@ -439,6 +483,19 @@ impl Reader<'_> {
                     &torch_shown.join(", "),
                 ),
                 binding: self.exclude_key(&table, "binding", "\"pybind11\"", |_| true, ""),
+                platform: self
+                    .exclude_key(
+                        &table,
+                        "platform",
+                        "\"aarch64\"",
+                        |value: &Platform| platforms.iter().any(|p| p.value == value.0),
+                        &platforms
+                            .iter()
+                            .map(|p| format!("\"{}\"", p.value))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    )
+                    .map(|platform| platform.0),
             };
             if self.problems.len() != before {
                 complete = false;

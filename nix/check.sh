@@ -11,6 +11,10 @@ for d in $cplusplus; do xcplusplus="$xcplusplus -Xcompiler $d"; done
 cp "$kernel" aten_scale.cu
 cp "$binding" binding.cpp
 torch_flags="-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=cuwheel_check -D_GLIBCXX_USE_CXX11_ABI=1"
+# A cross gcc (it has target/): its crt objects' local symbols would name the root's store path in
+# FILE symbols; the cells' links leave local symbols out too (crates/cuwheel-build/src/plan/link.rs).
+cross=""
+if [ -e "$gcc/target" ]; then cross="-Wl,--discard-all"; fi
 "$cuda/bin/nvcc" -ccbin "$gcc/bin/g++" $std $xcplusplus -O2 \
   -Xcompiler -fPIC \
   -Xcompiler "-ffile-prefix-map=$torchHeaders=torch/include" \
@@ -21,7 +25,7 @@ torch_flags="-DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=cuwheel_chec
   $torch_flags \
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
   -c aten_scale.cu -o aten_scale.o
-"$gcc/bin/g++" -shared -o libcuwheel_check.so aten_scale.o -Wl,--no-undefined \
+"$gcc/bin/g++" -shared -o libcuwheel_check.so aten_scale.o -Wl,--no-undefined $cross \
   -L"$torchLibs/lib" -lc10 -lc10_cuda -ltorch_cpu -ltorch_cuda -ltorch \
   -L"$cuda/lib64" -lcudart
 
@@ -41,7 +45,7 @@ for py in $pythons; do
       "-ffile-prefix-map=$torchHeaders=torch/include" "-ffile-prefix-map=$py=python" \
       -isystem "$torchHeaders" -isystem "$torchHeaders/torch/csrc/api/include" -isystem "$inc" \
       $torch_flags
-    "$gcc/bin/g++" -shared -o "cuwheel_check.python$v.so" binding.o aten_scale.o \
+    "$gcc/bin/g++" -shared -o "cuwheel_check.python$v.so" binding.o aten_scale.o $cross \
       -L"$torchLibs/lib" -lc10 -lc10_cuda -ltorch_cpu -ltorch_cuda -ltorch -ltorch_python \
       -L"$cuda/lib64" -lcudart
   fi

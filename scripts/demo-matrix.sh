@@ -73,7 +73,7 @@ for _ in $(seq 50); do
 done
 
 echo
-echo "pip's choice for a glibc 2.28 platform (\`pip download --platform manylinux_2_28_x86_64\`, the cell's own index):"
+echo "pip's choice for a glibc 2.28 platform of the wheel's architecture (\`pip download --platform manylinux_2_28_<arch>\`, the cell's own index):"
 echo
 failed=0
 for i in "${!cells[@]}"; do
@@ -90,13 +90,17 @@ for i in "${!cells[@]}"; do
     *t) py="${tag:2:1}.${tag:3}"; abi_args=(--abi "$abi") ;;
     *) py="${tag:2:1}.${tag:3}" ;;
   esac
+  case "$name" in
+    *_aarch64.whl) arch=aarch64 ;;
+    *) arch=x86_64 ;;
+  esac
   dest="$work/pick-$cell"
   if "$python" -m pip download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
       --only-binary=:all: --implementation cp --python-version "$py" "${abi_args[@]}" \
-      --platform manylinux_2_28_x86_64 --dest "$dest" \
+      --platform "manylinux_2_28_$arch" --dest "$dest" \
       --index-url "http://127.0.0.1:$port/$variant/" "demo-ext==$version" 2>"$work/pip.err" \
       && [ -f "$dest/$name" ]; then
-    echo "- $cell (Python $py, $variant/): picked \`$name\`"
+    echo "- $cell (Python $py, $arch, $variant/): picked \`$name\`"
   else
     echo "- $cell (Python $py, $variant/): NOT picked: $(tail -1 "$work/pip.err")"
     failed=1

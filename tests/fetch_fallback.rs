@@ -534,6 +534,7 @@ fn old_lock() -> Lock {
             Toolchain::Gcc {
                 suite: "bookworm".into(),
                 gcc: "12".into(),
+                target: None,
                 artifacts: BTreeSet::new(),
             },
         ),

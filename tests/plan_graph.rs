@@ -129,6 +129,8 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     for set in [
         "cuda125-torch27",
         "cuda125-torch29",
+        // The aarch64 cells' (torch 2.11): their cross toolkit's own set.
+        "cuda130-aarch64",
         "cuda130-torch211",
         "cuda130-torch214",
         "cuda132",
@@ -149,22 +151,26 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     for (name, node) in &plan.nodes {
         assert_eq!(&node.name, name);
     }
-    assert_eq!(plan.cells.len(), 25);
-    // Beside the 23 kernels, each cell has its own binding, link, wheel,
-    // audit and compatibility node; they share 9 symbol tables (5 torch
-    // releases, 3 CUDA toolkits, 1 sysroot); the 5 cells of the PyPI variant
-    // (torch 2.11's four Pythons and the stable wheel) add their PyPI wheel
-    // and audit.
-    assert_eq!(plan.nodes.len(), 23 + 25 * 5 + 9 + 5 * 2);
+    assert_eq!(plan.cells.len(), 29);
+    // Beside the 27 kernels, each cell has its own binding, link, wheel,
+    // audit and compatibility node; they share 12 symbol tables (5 x86_64
+    // torch releases, 3 CUDA toolkits and 1 sysroot, and aarch64's torch,
+    // CUDA runtime and sysroot); the 8 cells of the PyPI variant (torch
+    // 2.11's four Pythons and the stable wheel, and its three aarch64
+    // Pythons) add their PyPI wheel and audit.
+    assert_eq!(plan.nodes.len(), 27 + 29 * 5 + 12 + 8 * 2);
     let pypi = plan.pypi.as_ref().expect("the demo names a PyPI variant");
     assert_eq!(
         pypi.cells.keys().map(String::as_str).collect::<Vec<_>>(),
         [
             "cu13-stable",
             "cu130-py311-torch211",
+            "cu130-py311-torch211-aarch64",
             "cu130-py312-torch211",
             "cu130-py313-torch211",
-            "cu130-py314-torch211"
+            "cu130-py313-torch211-aarch64",
+            "cu130-py314-torch211",
+            "cu130-py314-torch211-aarch64"
         ]
     );
     for (cell, wheel) in &pypi.cells {
@@ -189,13 +195,16 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
         ("cu126-", "kernel-cuda125-torch27-"),
         ("cu128-", "kernel-cuda125-torch29-"),
         ("-torch211", "kernel-cuda130-torch211-"),
+        ("-torch211-aarch64", "kernel-cuda130-aarch64-"),
         ("-torch214", "kernel-cuda130-torch214-"),
         ("cu132-", "kernel-cuda132-"),
     ] {
         let sets: BTreeSet<&BTreeSet<String>> = plan
             .cells
             .iter()
-            .filter(|(cell, _)| cell.contains(cells))
+            .filter(|(cell, _)| {
+                cell.contains(cells) && cell.ends_with("-aarch64") == cells.ends_with("-aarch64")
+            })
             .map(|(_, cell)| &cell.kernels)
             .collect();
         assert_eq!(sets.len(), 1, "{cells}: {sets:?}");
@@ -213,12 +222,26 @@ fn the_demo_plans_one_kernel_object_per_tu_and_compiler_set() {
     assert_eq!(plan.cells["cu126-py313"].torch, "2.7.1");
     assert_eq!(
         plan.sharing().to_string(),
-        "23 compiles of 7 kernels with 5 compiler sets serve 25 wheels; a per-cell build would do 99"
+        "27 compiles of 7 kernels with 6 compiler sets serve 29 wheels; a per-cell build would do 115"
+    );
+    // An aarch64 cell's module is named for its platform, and its link
+    // leaves out the local symbols that would name the cross root.
+    let link = &plan.nodes["link-cu130-py313-torch211-aarch64"].script;
+    assert!(
+        link.contains("_C.cpython-313-aarch64-linux-gnu.so"),
+        "{link}"
+    );
+    assert!(link.contains("-Wl,--discard-all"), "{link}");
+    assert!(
+        !plan.nodes["link-cu130-py313-torch211"]
+            .script
+            .contains("--discard-all")
     );
     // Only CUDA 13.0's kernels carry the arch-specific sm_90a image
     // (`"13.0" = [...]` in the demo's cuda-archs table).
     for (node, sm90a) in [
         ("kernel-cuda130-torch211-tile_matmul", true),
+        ("kernel-cuda130-aarch64-tile_matmul", true),
         ("kernel-cuda130-torch214-axpby", true),
         ("kernel-cuda130-torch211-stable-row_norm", true),
         ("kernel-cuda132-tile_matmul", false),
@@ -625,7 +648,7 @@ fn a_source_outside_the_project_is_refused() {
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
     let text = plan_without_store(&demo_dir());
-    assert!(text.starts_with("cells (25):\n"), "{text}");
+    assert!(text.starts_with("cells (29):\n"), "{text}");
     assert!(
         text.contains(
             "  cu13-stable  demo_ext-0.1.0+cu13-cp39-abi3-manylinux_2_28_x86_64.whl  \
@@ -650,8 +673,8 @@ fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     );
     assert!(
         text.ends_with(
-            "23 compiles of 7 kernels with 5 compiler sets serve 25 wheels; a per-cell build \
-             would do 99\n"
+            "27 compiles of 7 kernels with 6 compiler sets serve 29 wheels; a per-cell build \
+             would do 115\n"
         ),
         "{text}"
     );

@@ -108,8 +108,9 @@ fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
 fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
     let flake = flake_copy();
     let (plan_before, before) = flake_drvs(flake.path());
-    // 4 kernels × 5 toolkits, and the stable flavour's own 3 (cu13-stable).
-    assert_eq!(before.len(), 23, "{before:?}");
+    // 4 kernels × 6 toolkits (CUDA 13.0's cross one for the aarch64
+    // cells among them), and the stable flavour's own 3 (cu13-stable).
+    assert_eq!(before.len(), 27, "{before:?}");
     let tu = flake
         .path()
         .join("examples/demo-ext/csrc/kernels/row_norm.cu");
@@ -131,6 +132,7 @@ fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
         [
             "kernel-cuda125-torch27-row_norm",
             "kernel-cuda125-torch29-row_norm",
+            "kernel-cuda130-aarch64-row_norm",
             "kernel-cuda130-torch211-row_norm",
             "kernel-cuda130-torch214-row_norm",
             "kernel-cuda132-row_norm",

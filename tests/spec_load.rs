@@ -208,6 +208,17 @@ fn the_shipped_demo_project_loads_with_the_same_cells() {
         .map(|c| c.to_string())
         .collect();
     let (text, files) = demo_with_stable(STABLE_ENTRY);
+    // The shipped demo's aarch64 cells: torch 2.11's, but for Python 3.12
+    // and torch-stable.
+    let aarch64 = "platforms = [\"x86_64\", \"aarch64\"]\nexclude = [{ torch = \"2.7\", python = \"3.14\" }, \
+                   { platform = \"aarch64\", torch = \"2.7\" }, { platform = \"aarch64\", torch = \"2.9\" }, \
+                   { platform = \"aarch64\", torch = \"2.14\" }, { platform = \"aarch64\", torch = \"2.15\" }, \
+                   { platform = \"aarch64\", python = \"3.12\" }, { platform = \"aarch64\", binding = \"torch-stable\" }]";
+    let text = text.replacen(
+        "exclude = [{ torch = \"2.7\", python = \"3.14\" }]",
+        aarch64,
+        1,
+    );
     let template = project(&text, &files);
     let template: Vec<String> = Spec::load(template.path())
         .unwrap()

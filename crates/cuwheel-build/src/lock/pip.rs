@@ -19,8 +19,8 @@ use serde::Deserialize;
 use super::net::NetLimits;
 use crate::process::checked_output;
 use crate::spec::{Baseline, PythonAbi, PythonVersion};
-use crate::wheel::{Arch, WheelFilename};
 use crate::wheel::pep503::normalize_name;
+use crate::wheel::{Arch, WheelFilename};
 
 /// One file pip's resolver chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -662,5 +662,21 @@ mod tests {
              --platform manylinux_2_17_x86_64"
         );
         assert!(download_args("not-a-wheel.tar.gz").is_err());
+    }
+
+    #[test]
+    fn an_aarch64_target_lists_every_tag_from_the_baseline_to_2_17() {
+        let baseline: Baseline = "manylinux_2_31".parse().unwrap();
+        let target = Target::manylinux_for(PythonVersion::new(3, 11), &baseline, Arch::Aarch64);
+        assert_eq!(target.platforms.len(), 31 - 17 + 1 + 1);
+        assert_eq!(target.platforms[0], "manylinux_2_31_aarch64");
+        assert_eq!(target.platforms[14], "manylinux_2_17_aarch64");
+        assert_eq!(target.platforms[15], "manylinux2014_aarch64");
+        assert!(target.platforms.iter().all(|p| p.ends_with("_aarch64")));
+        // x86_64's is as before.
+        assert_eq!(
+            Target::manylinux_for(PythonVersion::new(3, 11), &baseline, Arch::X86_64).platforms,
+            Target::manylinux(PythonVersion::new(3, 11), &baseline).platforms
+        );
     }
 }

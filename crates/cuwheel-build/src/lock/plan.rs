@@ -237,8 +237,7 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
         })
         .collect();
     for (torch, arch) in claimed {
-        if let std::collections::btree_map::Entry::Vacant(entry) =
-            torch_python.entry((torch, arch))
+        if let std::collections::btree_map::Entry::Vacant(entry) = torch_python.entry((torch, arch))
         {
             let release = &sources.facts.torch[&torch];
             let lowest = release
@@ -282,13 +281,8 @@ pub fn plan(cells: &[Cell], sources: &Sources<'_>) -> Result<Plan> {
             claims.clear();
         }
         let cuda = for_arch(format!("cuda{}", cell.nvcc.compact()), arch);
-        let cuda_request = cuda_request(
-            cell.nvcc,
-            &host_gcc,
-            python_of_torch.version,
-            arch,
-            sources,
-        )?;
+        let cuda_request =
+            cuda_request(cell.nvcc, &host_gcc, python_of_torch.version, arch, sources)?;
         let request = toolchains.entry(cuda.clone()).or_insert(cuda_request);
         if let Request::Cuda(cuda) = request {
             cuda.python = cuda.python.min(python_of_torch.version);

@@ -312,3 +312,98 @@ fn an_abi3_only_bundle_gets_headers_for_its_limited_api_binding() {
         .collect();
     assert_eq!(pythons, ["python313"]);
 }
+
+#[test]
+fn aarch64_cells_get_cross_toolchains_and_a_bundle_of_their_own() {
+    let spec = spec(
+        r#"torch = ["2.11"]
+python = ["3.13"]
+platforms = ["x86_64", "aarch64"]"#,
+    );
+    let facts = crate::spec::facts::with_aarch64(demo_facts(), &["2.11"]);
+    let plan = plan_of(&spec, &facts).unwrap();
+    assert_eq!(
+        plan.cells["cu130-py313-aarch64"],
+        CellToolchains {
+            bundle: "cu130-aarch64".into(),
+            cuda: "cuda130-aarch64".into(),
+            gcc: "gcc-bullseye-aarch64".into(),
+            python: Some("python313-aarch64".into()),
+            torch: "torch211-aarch64".into(),
+            claims: Default::default(),
+        }
+    );
+    assert_eq!(
+        plan.toolchains["gcc-bullseye-aarch64"],
+        Request::Gcc {
+            suite: "bullseye".into(),
+            gcc: 10,
+            target: Some(Arch::Aarch64),
+        }
+    );
+    let Request::Cuda(cuda) = &plan.toolchains["cuda130-aarch64"] else {
+        panic!("{:?}", plan.toolchains["cuda130-aarch64"]);
+    };
+    assert_eq!(cuda.arch, Arch::Aarch64);
+    // nvcc runs on the host gcc's glibc; the entry says whom it targets.
+    assert_eq!(cuda.fields["runtime"], "gcc-bullseye");
+    assert_eq!(cuda.fields[toolkits::TARGET_FIELD], "aarch64");
+    assert!(plan.users["gcc-bullseye"].contains("cu130-py313-aarch64"));
+    assert_eq!(
+        plan.toolchains["python313-aarch64"],
+        Request::PythonHeaders {
+            version: "3.13".parse().unwrap(),
+            suite: "trixie:arm64".into(),
+        }
+    );
+    let Request::Torch { wheel, .. } = &plan.toolchains["torch211-aarch64"] else {
+        panic!("not a torch request");
+    };
+    assert!(
+        wheel.file.ends_with("manylinux_2_28_aarch64.whl"),
+        "{}",
+        wheel.file
+    );
+    // The x86_64 cells are as before.
+    assert_eq!(plan.cells["cu130-py313"].cuda, "cuda130");
+    assert_eq!(
+        plan.suites(),
+        BTreeSet::from(["bullseye".into(), "trixie".into(), "trixie:arm64".into()])
+    );
+}
+
+#[test]
+fn an_aarch64_cell_needs_a_toolkit_with_an_aarch64_runtime() {
+    let spec = spec(
+        r#"torch = ["2.7"]
+python = ["3.13"]
+platforms = ["x86_64", "aarch64"]"#,
+    );
+    let facts = crate::spec::facts::with_aarch64(demo_facts(), &["2.7"]);
+    let err = format!("{:#}", plan_of(&spec, &facts).unwrap_err());
+    assert!(
+        err.contains("the aarch64 cells of nvcc 12.5 cannot be built"),
+        "{err}"
+    );
+    assert!(err.contains("here: CUDA 13.0, 13.2"), "{err}");
+    assert!(err.contains("platform = \"aarch64\""), "{err}");
+}
+
+#[test]
+fn an_archive_of_python_headers_serves_x86_64_only() {
+    let spec = spec(
+        r#"torch = ["2.11"]
+python = ["3.12"]
+platforms = ["x86_64", "aarch64"]
+
+[tool.cuwheel.matrix.python-headers."3.12"]
+file = "python3.12-headers.tar""#,
+    );
+    let facts = crate::spec::facts::with_aarch64(demo_facts(), &["2.11"]);
+    let err = format!("{:#}", plan_of(&spec, &facts).unwrap_err());
+    assert!(err.contains("Python 3.12's aarch64 headers"), "{err}");
+    assert!(
+        err.contains("{ python = \"3.12\", platform = \"aarch64\" }"),
+        "{err}"
+    );
+}

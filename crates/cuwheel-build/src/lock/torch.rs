@@ -25,8 +25,8 @@ use crate::spec::{
     ArchWheels, Baseline, Config, CudaVersion, PythonAbi, PythonVersion, TorchRelease,
     TorchSelector, TorchVersion, TorchWheel,
 };
-use crate::wheel::{Arch, WheelFilename};
 use crate::wheel::manylinux::{self, TagPolicy};
+use crate::wheel::{Arch, WheelFilename};
 
 /// The Python torch is resolved for when the matrix lists none (a project
 /// with torch-library bindings only): every torch from 2.6 on has cp312 wheels.
@@ -375,8 +375,13 @@ fn probe_aarch64(
 /// Whether an exclude of the config removes every `arch` cell of torch
 /// `minor` (with `python`: every one of that Python) whatever the facts
 /// are: one that names the platform, and of the other keys at most the
-/// torch and the Python.
-fn excluded_on(config: &Config, arch: Arch, minor: TorchVersion, python: Option<PythonAbi>) -> bool {
+/// torch and (for one Python's cells) the Python.
+fn excluded_on(
+    config: &Config,
+    arch: Arch,
+    minor: TorchVersion,
+    python: Option<PythonAbi>,
+) -> bool {
     config.matrix.exclude.iter().any(|exclude| {
         let e = &exclude.value;
         e.platform == Some(arch)
@@ -384,8 +389,8 @@ fn excluded_on(config: &Config, arch: Arch, minor: TorchVersion, python: Option<
             && e.binding.is_none()
             && e.torch.is_none_or(|torch| torch == minor)
             && match python {
-                None => e.torch.is_some() && e.python.is_none(),
-                Some(python) => e.python == Some(python),
+                None => e.python.is_none(),
+                Some(python) => e.python.is_none_or(|p| p == python),
             }
     })
 }
@@ -701,5 +706,68 @@ mod tests {
             compare_release("2.7.10", "2.7.9"),
             std::cmp::Ordering::Greater
         );
+    }
+
+    #[test]
+    fn aarch64_wheels_of_another_cuda_or_none_are_missing() {
+        let py = |v: &str| v.parse::<PythonAbi>().unwrap();
+        let cuda13 = wheel(
+            "torch-2.11.0-cp311-cp311-manylinux_2_28_aarch64.whl",
+            "2.11.0",
+            &["cuda-toolkit[cudart]==13.0.2; platform_system == \"Linux\""],
+        );
+        // A CPU build pins no CUDA runtime; a wheel of another CUDA does not
+        // serve the release's cells either.
+        let cpu = wheel(
+            "torch-2.11.0-cp313-cp313-manylinux_2_28_aarch64.whl",
+            "2.11.0",
+            &["filelock"],
+        );
+        let other = wheel(
+            "torch-2.11.0-cp314-cp314-manylinux_2_28_aarch64.whl",
+            "2.11.0",
+            &["cuda-toolkit[cudart]==13.2.2; platform_system == \"Linux\""],
+        );
+        let found = arch_wheels(
+            cuda("13.0"),
+            &BTreeMap::from([(py("3.11"), cuda13), (py("3.13"), cpu), (py("3.14"), other)]),
+            BTreeSet::from([py("3.12")]),
+        );
+        assert_eq!(found.platform.as_deref(), Some("manylinux_2_28_aarch64"));
+        assert_eq!(
+            found.wheels.keys().copied().collect::<Vec<_>>(),
+            [py("3.11")]
+        );
+        assert_eq!(
+            found.missing.iter().copied().collect::<Vec<_>>(),
+            [py("3.12"), py("3.13"), py("3.14")]
+        );
+        let none = arch_wheels(cuda("13.0"), &BTreeMap::new(), BTreeSet::from([py("3.11")]));
+        assert_eq!(none.platform, None);
+    }
+
+    #[test]
+    fn excludes_that_drop_every_aarch64_cell_spare_the_download() {
+        let config = crate::spec::matrix::test_config(
+            r#"torch = ["2.9", "2.11"]
+python = ["3.11", "3.12"]
+platforms = ["x86_64", "aarch64"]
+exclude = [
+  { platform = "aarch64", torch = "2.9" },
+  { platform = "aarch64", python = "3.12" },
+  { platform = "aarch64", torch = "2.11", binding = "pybind11" },
+]"#,
+            "pybind11 = [\"csrc/bindings.cpp\"]",
+        );
+        let minor = |v: &str| v.parse::<TorchVersion>().unwrap();
+        let py = |v: &str| v.parse::<PythonAbi>().unwrap();
+        let a = Arch::Aarch64;
+        assert!(excluded_on(&config, a, minor("2.9"), None));
+        assert!(excluded_on(&config, a, minor("2.9"), Some(py("3.11"))));
+        // An exclude with other keys than torch and Python may leave cells.
+        assert!(!excluded_on(&config, a, minor("2.11"), None));
+        assert!(!excluded_on(&config, a, minor("2.11"), Some(py("3.11"))));
+        assert!(excluded_on(&config, a, minor("2.11"), Some(py("3.12"))));
+        assert!(!excluded_on(&config, Arch::X86_64, minor("2.9"), None));
     }
 }

@@ -56,8 +56,11 @@ impl<'a> CellPlan<'a> {
                 .map_err(|_| bad(&locked.cuda, "CUDA"))?,
             _ => return Err(bad(&locked.cuda, "CUDA")),
         };
-        let gcc_major = match lock.toolchains.get(&locked.gcc) {
-            Some(Toolchain::Gcc { gcc, .. }) => gcc.parse().map_err(|_| bad(&locked.gcc, "gcc"))?,
+        let (gcc_major, cross) = match lock.toolchains.get(&locked.gcc) {
+            Some(Toolchain::Gcc { gcc, target, .. }) => (
+                gcc.parse().map_err(|_| bad(&locked.gcc, "gcc"))?,
+                target.filter(|arch| *arch != crate::wheel::Arch::X86_64),
+            ),
             _ => return Err(bad(&locked.gcc, "gcc")),
         };
         let standard = match lock.toolchains.get(&locked.torch) {
@@ -106,6 +109,7 @@ impl<'a> CellPlan<'a> {
                     standard,
                     gcc_major,
                 },
+                cross,
             },
             python,
             limited,

@@ -74,6 +74,7 @@ impl Compile<'_> {
     /// Whether nvcc runs with every path mapped (device line info asked).
     fn roots(&self) -> Roots {
         Roots {
+            cross: self.compilers.cross.is_some(),
             mapped: self.module.cuda
                 && self
                     .compilers
@@ -222,7 +223,10 @@ impl Compile<'_> {
 
     /// The `cxx_compile` shell function: g++ with every flag, `-c` last.
     pub fn cxx_function(&self) -> String {
-        let roots = Roots { mapped: false };
+        let roots = Roots {
+            mapped: false,
+            cross: self.compilers.cross.is_some(),
+        };
         let module = self.module;
         let mut flags: Vec<String> = vec!["-fPIC".into(), "-O2".into()];
         if !module

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use crate::plan::standard::CxxStandard;
 use crate::spec::CudaVersion;
 use crate::store::path::sanitize_name;
+use crate::wheel::Arch;
 
 /// The toolchains one compile sees.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,6 +25,9 @@ pub struct Compilers {
     /// The C++ standard torch's headers require, for that gcc (set by the
     /// torch and gcc, so it never tells sets apart by itself).
     pub cxx: CxxStandard,
+    /// The target of a cross gcc (`aarch64`); `None` for the host's. Set by
+    /// the gcc, so it never tells sets apart by itself either.
+    pub cross: Option<Arch>,
 }
 
 /// A CUDA toolkit of the lock.
@@ -93,6 +97,7 @@ mod tests {
                 standard: "c++17".into(),
                 gcc_major: 10,
             },
+            cross: None,
         }
     }
 

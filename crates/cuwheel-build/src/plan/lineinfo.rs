@@ -44,6 +44,9 @@ pub const PATHS_VAR: &str = "CUWHEEL_NVCC_PATHS";
 pub struct Roots {
     /// Every input at its fixed path (nvcc with device line info).
     pub mapped: bool,
+    /// The gcc is a cross compiler, whose programs Debian keeps in
+    /// `usr/lib/gcc-cross/` rather than `usr/lib/gcc/`.
+    pub cross: bool,
 }
 
 /// The fixed path of a toolchain variable.
@@ -99,9 +102,10 @@ impl Roots {
         } else {
             String::new()
         };
+        let libexec = if self.cross { "gcc-cross" } else { "gcc" };
         format!(
             "{PATHS_VAR}=\"{SRC}=$PWD {CUDA}=$cuda {TORCH}=$torchHeaders \
-             {GCC_SYSROOT}=$gcc/sysroot{python}\" GCC_EXEC_PREFIX={GCC_SYSROOT}/usr/lib/gcc/ "
+             {GCC_SYSROOT}=$gcc/sysroot{python}\" GCC_EXEC_PREFIX={GCC_SYSROOT}/usr/lib/{libexec}/ "
         )
     }
 
@@ -118,5 +122,36 @@ impl Roots {
         } else {
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapped_compile_finds_gccs_programs_where_its_debian_package_keeps_them() {
+        let host = Roots {
+            mapped: true,
+            cross: false,
+        };
+        let cross = Roots {
+            mapped: true,
+            cross: true,
+        };
+        assert!(
+            host.nvcc_environment(false)
+                .ends_with("GCC_EXEC_PREFIX=/cuwheel/gcc/sysroot/usr/lib/gcc/ ")
+        );
+        assert!(
+            cross
+                .nvcc_environment(false)
+                .ends_with("GCC_EXEC_PREFIX=/cuwheel/gcc/sysroot/usr/lib/gcc-cross/ ")
+        );
+        let unmapped = Roots {
+            mapped: false,
+            cross: true,
+        };
+        assert_eq!(unmapped.nvcc_environment(true), "");
     }
 }

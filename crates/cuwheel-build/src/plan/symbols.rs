@@ -291,15 +291,11 @@ fn torch_arch(lock: &Lock, toolchain: &str) -> Option<Arch> {
 
 /// The node writing the table of `toolchain`'s directory `dir` (of its
 /// libraries for `only`, when given).
-fn symbols_node(
-    toolchain: &str,
-    input: Input,
-    dir: &str,
-    what: &str,
-    only: Option<Arch>,
-) -> Node {
+fn symbols_node(toolchain: &str, input: Input, dir: &str, what: &str, only: Option<Arch>) -> Node {
     let name = format!("{NAME_PREFIX}{toolchain}");
-    let only = only.map(|arch| format!(" --arch {arch}")).unwrap_or_default();
+    let only = only
+        .map(|arch| format!(" --arch {arch}"))
+        .unwrap_or_default();
     let script = format!(
         "# {name}: the dynamic symbols of {what}, for the load check of the audits.\n\
          # Written by `cuwheel plan`.\n\

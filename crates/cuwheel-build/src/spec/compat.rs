@@ -474,9 +474,7 @@ impl CompatTable {
                 format!(
                     "torch {} ({}) has no {arch} wheel of CUDA {} for any of the matrix's \
                      Pythons",
-                    cell.torch,
-                    release.version,
-                    release.cuda,
+                    cell.torch, release.version, release.cuda,
                 ),
                 LOCK_FACTS.to_string(),
                 format!(

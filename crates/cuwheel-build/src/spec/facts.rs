@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::python::PythonAbi;
-use crate::wheel::Arch;
 use crate::spec::version::{CudaVersion, TorchVersion};
+use crate::wheel::Arch;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -222,6 +222,42 @@ pub(crate) fn fabricated(
         })
         .collect();
     MatrixFacts { torch, toolkits }
+}
+
+/// `facts` with aarch64 wheels for `torches` (a copy of each x86_64 wheel,
+/// tagged `manylinux_2_28_aarch64`) and none for its other torches, as a
+/// lock of a matrix with aarch64 cells records them.
+#[cfg(test)]
+pub(crate) fn with_aarch64(mut facts: MatrixFacts, torches: &[&str]) -> MatrixFacts {
+    for (torch, release) in facts.torch.iter_mut() {
+        let wheels: BTreeMap<PythonAbi, TorchWheel> =
+            if torches.contains(&torch.to_string().as_str()) {
+                release
+                    .wheels
+                    .iter()
+                    .map(|(python, wheel)| {
+                        let file = wheel.file.replace("x86_64", "aarch64");
+                        (
+                            *python,
+                            TorchWheel {
+                                file,
+                                ..wheel.clone()
+                            },
+                        )
+                    })
+                    .collect()
+            } else {
+                BTreeMap::new()
+            };
+        let mut missing = release.missing.clone();
+        missing.extend(release.wheels.keys().filter(|p| !wheels.contains_key(p)));
+        release.aarch64 = Some(ArchWheels {
+            platform: (!wheels.is_empty()).then(|| "manylinux_2_28_aarch64".to_string()),
+            wheels,
+            missing,
+        });
+    }
+    facts
 }
 
 #[cfg(test)]

@@ -605,7 +605,13 @@ fn stable_cells(
     }
     oldest
         .into_values()
-        .flat_map(|torch| config.matrix.platforms.iter().map(move |p| (torch, p.value)))
+        .flat_map(|torch| {
+            config
+                .matrix
+                .platforms
+                .iter()
+                .map(move |p| (torch, p.value))
+        })
         .map(|(torch, arch)| {
             let cuda = facts.torch[&torch].cuda;
             Cell {

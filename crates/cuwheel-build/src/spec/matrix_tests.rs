@@ -389,3 +389,66 @@ fn stable_cell_names_carry_the_cuda_major() {
     let err = "cu13-stabel".parse::<CellName>().unwrap_err();
     assert!(err.to_string().contains("cu13-stable"), "{err}");
 }
+
+#[test]
+fn aarch64_cells_are_named_apart_and_their_names_parse_back() {
+    let matrix = config(
+        r#"torch = ["2.11"]
+python = ["3.11", "3.12"]
+platforms = ["x86_64", "aarch64"]
+exclude = [{ platform = "aarch64", python = "3.12" }]"#,
+        BOTH,
+    );
+    let facts = crate::spec::facts::with_aarch64(index(), &["2.11"]);
+    let expansion = expand(&matrix, &facts);
+    assert_eq!(
+        names(&expansion),
+        [
+            "cu130-abi3",
+            "cu130-abi3-aarch64",
+            "cu130-py311",
+            "cu130-py311-aarch64",
+            "cu130-py312"
+        ]
+    );
+    for cell in &expansion.cells {
+        let name = cell.name();
+        assert_eq!(name.to_string().parse::<CellName>(), Ok(name));
+    }
+    let stable: CellName = "cu13-stable-aarch64".parse().unwrap();
+    assert!(stable.stable && stable.arch == Arch::Aarch64);
+    assert_eq!(stable.to_string(), "cu13-stable-aarch64");
+    let err = "cu130-py313-aarch64-aarch64"
+        .parse::<CellName>()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`aarch64` is not a torch label like torch211"),
+        "{err}"
+    );
+    // Without `platforms`, x86_64 only, as before.
+    let x86 = config("torch = [\"2.11\"]\npython = [\"3.11\"]", BOTH);
+    assert_eq!(names(&expand(&x86, &facts)), ["cu130-abi3", "cu130-py311"]);
+}
+
+#[test]
+fn a_stable_aarch64_cell_claims_only_the_torches_with_aarch64_wheels() {
+    let matrix = config(
+        "torch = [\"2.11\", \"2.14\"]\nplatforms = [\"x86_64\", \"aarch64\"]",
+        "torch-stable = [\"csrc/stable.cpp\"]",
+    );
+    let facts = crate::spec::facts::with_aarch64(index(), &["2.11"]);
+    let expansion = expand(&matrix, &facts);
+    assert_eq!(names(&expansion), ["cu13-stable", "cu13-stable-aarch64"]);
+    let claimed = |cell: &Cell| -> Vec<String> {
+        cell.claimed_torches(&facts)
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    };
+    assert_eq!(
+        claimed(&expansion.cells[0]),
+        ["2.11", "2.12", "2.13", "2.14", "2.15"]
+    );
+    assert_eq!(claimed(&expansion.cells[1]), ["2.11"]);
+}

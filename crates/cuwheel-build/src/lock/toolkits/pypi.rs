@@ -137,7 +137,11 @@ pub fn pin_components(
                 "pip's resolution of {requirement} for {} has no {package}: \
                  crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
                  metapackage no longer pins",
-                if std::ptr::eq(from, &resolved) { Arch::X86_64 } else { arch }
+                if std::ptr::eq(from, &resolved) {
+                    Arch::X86_64
+                } else {
+                    arch
+                }
             )
         })?;
         artifacts.insert(registries.pypi_artifact(wheel)?);

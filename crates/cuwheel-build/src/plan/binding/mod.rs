@@ -16,7 +16,6 @@ pub mod pybind11;
 pub mod torch_library;
 pub mod torch_stable;
 
-use crate::wheel::Arch;
 use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
@@ -24,6 +23,7 @@ use crate::plan::shell::{FIXED_OBSERVABLES, quote};
 use crate::plan::{Node, slash_path};
 use crate::spec::config::modules::is_cuda_source;
 use crate::spec::{BindingFlavour, CudaArch, Module, PythonAbi, TorchVersion};
+use crate::wheel::Arch;
 
 /// Every binding node's name starts with this.
 pub const NAME_PREFIX: &str = "binding-";

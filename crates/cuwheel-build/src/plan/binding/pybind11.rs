@@ -2,9 +2,9 @@
 //! only (`_C.cpython-313-x86_64-linux-gnu.so` in a `cp313-cp313` wheel),
 //! linked with `torch_python` as torch's `BuildExtension` links it.
 
-use crate::wheel::Arch;
 use crate::plan::binding::{FlavourPlan, build_extension_libraries};
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
+use crate::wheel::Arch;
 
 pub struct Pybind11;
 

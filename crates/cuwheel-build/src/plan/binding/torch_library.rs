@@ -7,9 +7,9 @@
 //! any other, and not linked with `torch_python`, which is built for one
 //! Python.
 
-use crate::wheel::Arch;
 use crate::plan::binding::{FlavourPlan, build_extension_libraries};
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
+use crate::wheel::Arch;
 
 /// The limited API version of abi3 bindings: Python 3.9, the `cp39` of
 /// their wheels' tag.

@@ -12,10 +12,10 @@
 //! and `torch_cuda` (its CUDA stream functions), with `--as-needed`: never
 //! c10 or libtorch's C++ API, whose symbols change between releases.
 
-use crate::wheel::Arch;
 use crate::plan::binding::FlavourPlan;
 use crate::plan::binding::torch_library::LIMITED_API;
 use crate::spec::{BindingFlavour, PythonAbi, TorchVersion};
+use crate::wheel::Arch;
 
 /// The stable-ABI defines, for a build against `torch`.
 pub fn stable_abi_defines(torch: TorchVersion) -> Vec<String> {

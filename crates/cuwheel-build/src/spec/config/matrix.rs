@@ -522,10 +522,16 @@ impl Reader<'_> {
         if allowed(&value) {
             return Some(value);
         }
+        // Each key's list in the matrix is named like it, but `platforms`.
+        let list = if name == "platform" {
+            "platforms"
+        } else {
+            name
+        };
         self.report(
             &field,
             format!(
-                "this exclude matches no cell: {value} is not in tool.cuwheel.matrix.{name} = [{listed}]"
+                "this exclude matches no cell: {value} is not in tool.cuwheel.matrix.{list} = [{listed}]"
             ),
             format!("use one of {listed}, or remove the entry"),
         );

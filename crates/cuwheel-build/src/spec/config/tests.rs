@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::matrix::{EXCLUDE_KEYS, MATRIX_KEYS};
 use super::*;
 use crate::spec::document::ConfigProblem;
+use crate::wheel::Arch;
 
 const DEMO: &str = r#"
 [project]
@@ -714,3 +715,42 @@ fn a_list_for_nvcc_13_names_the_renamed_arch() {
 
 #[path = "project_tests.rs"]
 mod project;
+
+#[test]
+fn platforms_name_architectures_and_an_exclude_may_name_one() {
+    let config = parse(&demo_with(
+        "torch = [\"2.11\", \"2.9\"]",
+        "torch = [\"2.11\", \"2.9\"]\nplatforms = [\"x86_64\", \"aarch64\"]",
+    ))
+    .unwrap();
+    let platforms: Vec<Arch> = config.matrix.platforms.iter().map(|p| p.value).collect();
+    assert_eq!(platforms, [Arch::X86_64, Arch::Aarch64]);
+    // Unnamed, x86_64 alone.
+    let plain = parse(DEMO).unwrap();
+    assert!(!plain.matrix.builds_for(Arch::Aarch64));
+    assert!(plain.matrix.builds_for(Arch::X86_64));
+
+    let problem = only_problem(&demo_with(
+        "torch = [\"2.11\", \"2.9\"]",
+        "torch = [\"2.11\", \"2.9\"]\nplatforms = [\"arm64\"]",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.platforms[0]");
+    assert!(
+        problem.problem.contains("`arm64` is not an architecture"),
+        "{problem:?}"
+    );
+    assert!(problem.fix.contains("\"aarch64\""), "{problem:?}");
+
+    // An exclude of a platform the matrix does not build matches nothing.
+    let problem = only_problem(&demo_with(
+        "{ cuda = \"13.0\", torch = \"2.9\" },",
+        "{ cuda = \"13.0\", torch = \"2.9\" },\n  { platform = \"aarch64\" },",
+    ));
+    assert_eq!(problem.at.key, "tool.cuwheel.matrix.exclude[1].platform");
+    assert!(
+        problem
+            .problem
+            .contains("aarch64 is not in tool.cuwheel.matrix.platforms = [\"x86_64\"]"),
+        "{problem:?}"
+    );
+}

@@ -8,7 +8,7 @@ In:  the repository this file lives in (its flake and examples/demo-ext) and the
 
 What one run does: a flake copy of the repository (bench/matrix.py's) whose every kernel and
 binding source gets a unique comment, so every kernel, binding, link, wheel and audit is a new
-derivation. Untimed: the toolchains and the driver (shared, already built). Timed, one after the
+derivation. Untimed: the toolchains, the driver and the plan (shared). Timed, one after the
 other: `nix build` of the x86_64 cells' `wheels.<cell>`, then of the aarch64 cells'. The x86_64
 cells go first, so neither build finds the other's objects: they share none (each platform has its
 own compiler set). Derivations built are counted by kind from Nix's `building '…drv'` lines.
@@ -63,17 +63,21 @@ def main() -> int:
         names = nix(["eval", "--json", f"{flake}.toolchains", "--apply", "builtins.attrNames"],
                     "listing the flake's toolchains").stdout
         toolchains = [f"{flake}.toolchains.{n}" for n in sorted(json.loads(names))]
-        nix(["build", "--no-link", *toolchains, f"{copy}#packages.{SYSTEM}.cuwheel"],
-            "building the toolchains and the driver")
+        # The plan too: its derivation reads the edited sources, and both
+        # platforms' builds need it (import from derivation).
+        nix(["build", "--no-link", *toolchains, f"{copy}#packages.{SYSTEM}.cuwheel",
+             f"{flake}.plan"], "building the toolchains, the driver and the plan")
         rows, wheels = [], []
         for platform, cells in PLATFORMS.items():
             measure, outs = build(flake, cells, f"building the {platform} cells")
             rows.append((platform, cells, measure))
             wheels.extend(outs)
-    header = ["platform", "cells", "wall", "CPU", "kernels", "bindings", "links", "audits"]
-    table = [[p, str(len(c)), f"{m.wall:.0f} s", f"{m.cpu:.0f} s", str(m.built.get("kernel", 0)),
-              str(m.built.get("binding", 0)), str(m.built.get("link", 0)),
-              str(m.built.get("audit", 0))] for p, c, m in rows]
+    header = ["platform", "cells", "wall", "CPU", "kernels", "bindings", "links", "wheels",
+              "audits", "other"]
+    kinds = ["kernel", "binding", "link", "wheel", "audit"]
+    table = [[p, str(len(c)), f"{m.wall:.0f} s", f"{m.cpu:.0f} s",
+              *[str(m.built.get(k, 0)) for k in kinds],
+              str(sum(n for k, n in m.built.items() if k not in kinds))] for p, c, m in rows]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     notes = [f"{when}; {info['model']}, {info['cores']} cores, {info['RAM']}, {info['nix']}",
              "cells: " + "; ".join(f"{p}: {', '.join(c)}" for p, c, _ in rows)]

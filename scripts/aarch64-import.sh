@@ -3,7 +3,7 @@
 # qemu-user on this x86_64 machine, with an aarch64 CPython from Debian and
 # the aarch64 torch (and its CUDA libraries) from PyPI, lists the torch ops
 # it registers, and checks that cuwheel's static load check agrees with the
-# import. docs/reports/aarch64-research.md records a run.
+# import. docs/reports/aarch64.md records a run.
 #
 #   bash scripts/aarch64-import.sh WHEEL...
 #

@@ -8,7 +8,7 @@
 //! wheel of the same cell, for an aarch64 platform.
 //!
 //! The import under qemu-user is `scripts/aarch64-import.sh` (4.4 GB of
-//! aarch64 torch and CUDA libraries): docs/reports/aarch64-research.md records it.
+//! aarch64 torch and CUDA libraries): docs/reports/aarch64.md records it.
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
 // The second tier: `cargo test --features integration` (tests/run.sh).

@@ -9,6 +9,9 @@
 //!   (paths, the build directory);
 //! - `--ptxas-options=-v`: ptxas' resource report.
 //!
+//! `-lineinfo` is also built for an aarch64 cell, whose cross gcc keeps its
+//! programs elsewhere (`usr/lib/gcc-cross/`) for the mapped compile to find.
+//!
 //! The second build runs seconds after the first, so a source staged with
 //! the build's clock, an unfixed time zone or path shows up as a difference.
 //! And where a build does differ — the same kernel with its staged source
@@ -34,6 +37,8 @@ use cuwheel::reproduce::localize::{Cause, localize, render};
 use cuwheel::reproduce::rebuild::not_deterministic;
 
 const CELL: &str = "cu130-py313-torch211";
+/// A cross-built cell of the demo.
+const AARCH64_CELL: &str = "cu130-py313-torch211-aarch64";
 
 /// The demo, copied into `dir` with SASS and PTX for one arch and these
 /// flags (its matrix unchanged: the tests build one cell's nodes).
@@ -53,7 +58,8 @@ fn demo_with_flags(dir: &Path, nvcc: &[&str], cxx: &[&str]) -> std::path::PathBu
 
 /// Builds `nodes` of `project`'s plan, then has Nix build them again and
 /// compare (`--check`); panics with Nix's message on any difference.
-fn build_twice(project: &Path, nodes: &[String]) {
+/// Returns the nodes' outputs.
+fn build_twice(project: &Path, nodes: &[String]) -> Vec<std::path::PathBuf> {
     let plan = write_plan(project);
     let parsed: Plan = serde_json::from_slice(&fs::read(&plan).unwrap()).unwrap();
     for node in nodes {
@@ -64,10 +70,15 @@ fn build_twice(project: &Path, nodes: &[String]) {
     let drvs = drvs_of(project, &plan, nodes);
     let mut args = vec!["--realise"];
     args.extend(drvs.iter().map(String::as_str));
-    nix_ok_with("nix-store", &args);
+    let built = nix_ok_with("nix-store", &args);
     let mut args = vec!["--realise", "--check"];
     args.extend(drvs.iter().map(String::as_str));
     nix_ok_with("nix-store", &args);
+    String::from_utf8(built.stdout)
+        .unwrap()
+        .lines()
+        .map(std::path::PathBuf::from)
+        .collect()
 }
 
 /// The `.drv` of each of `nodes` of the plan at `plan`.
@@ -85,8 +96,13 @@ fn drvs_of(project: &Path, plan: &Path, nodes: &[String]) -> Vec<String> {
 
 /// The cell's first kernel and, with `binding`, its binding.
 fn nodes_of(project: &Path, binding: bool) -> Vec<String> {
+    nodes_in(project, CELL, binding)
+}
+
+/// [`nodes_of`] of `cell`.
+fn nodes_in(project: &Path, cell: &str, binding: bool) -> Vec<String> {
     let plan: Plan = serde_json::from_slice(&fs::read(write_plan(project)).unwrap()).unwrap();
-    let cell = &plan.cells[CELL];
+    let cell = &plan.cells[cell];
     let mut nodes = vec![cell.kernels.first().unwrap().clone()];
     if binding {
         nodes.push(cell.bindings.first().unwrap().clone());
@@ -99,6 +115,28 @@ fn a_kernel_with_device_line_info_rebuilds_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let project = demo_with_flags(dir.path(), &["-lineinfo"], &["-O3"]);
     build_twice(&project, &nodes_of(&project, false));
+}
+
+#[test]
+fn an_aarch64_kernel_and_binding_with_device_line_info_rebuild_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = demo_with_flags(dir.path(), &["-lineinfo"], &["-O3"]);
+    let nodes = nodes_in(&project, AARCH64_CELL, true);
+    assert!(nodes[0].starts_with("kernel-cuda130-aarch64-"), "{nodes:?}");
+    let outputs = build_twice(&project, &nodes);
+    assert_eq!(outputs.len(), 2, "{outputs:?}");
+    // The line table names the mapped paths (the cross gcc's C++ headers
+    // found under the mapped sysroot), no store path.
+    let mut mapped = false;
+    for output in &outputs {
+        for entry in fs::read_dir(output).unwrap() {
+            let bytes = fs::read(entry.unwrap().path()).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains("/nix/store/"), "{}", output.display());
+            mapped |= text.contains("/cuwheel/src/");
+        }
+    }
+    assert!(mapped, "no mapped path in {outputs:?}");
 }
 
 #[test]

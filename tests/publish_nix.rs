@@ -1,12 +1,14 @@
 //! The demo's real wheels published by `nix run .#publish -- --cell …` and
 //! installed from the index over loopback (the CUDA 13 cells of torch 2.11
-//! and 2.15 and the stable-ABI cell: 11 of the demo's 25, so that a cold CI
-//! stays within its time; `scripts/demo-matrix.sh` builds and publishes any
-//! cells, all of them included): pip and uv pick the wheel of their
-//! interpreter, pip's resolver picks the abi3 wheel where no cp-specific one
-//! fits — for a glibc 2.28 platform (RHEL 8's), which the wheels' platform
-//! tag admits since it is torch's own `manylinux_2_28` — the installed files
-//! match RECORD, and a published wheel reproduces by its URL.
+//! and 2.15, the stable-ABI cell and torch 2.11's aarch64 abi3 cell: 12 of
+//! the demo's 29, so that a cold CI stays within its time;
+//! `scripts/demo-matrix.sh` builds and publishes any cells, all of them
+//! included): pip and uv pick the wheel of their interpreter, pip's resolver
+//! picks the abi3 wheel where no cp-specific one fits — for a glibc 2.28
+//! platform (RHEL 8's), which the wheels' platform tag admits since it is
+//! torch's own `manylinux_2_28` — and the aarch64 wheel for an aarch64
+//! platform from the same index; the installed files match RECORD, and a
+//! published wheel, of either platform, reproduces by its URL.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
@@ -26,8 +28,14 @@ use common::{
 };
 
 /// The one wheel pip downloads from `index` for a CPython `version` on a
-/// glibc 2.28 platform.
+/// glibc 2.28 x86_64 platform.
 fn pip_pick(env: &TestEnv, index: &str, version: &str, dest: &Path) -> String {
+    pip_pick_on(env, index, version, "x86_64", dest)
+}
+
+/// [`pip_pick`] on a glibc 2.28 platform of `arch`.
+fn pip_pick_on(env: &TestEnv, index: &str, version: &str, arch: &str, dest: &Path) -> String {
+    let platform = format!("manylinux_2_28_{arch}");
     run_ok(
         Command::new(env.python())
             .args([
@@ -40,7 +48,7 @@ fn pip_pick(env: &TestEnv, index: &str, version: &str, dest: &Path) -> String {
             ])
             .args(["--disable-pip-version-check", "--only-binary=:all:"])
             .args(["--python-version", version, "--implementation", "cp"])
-            .args(["--platform", "manylinux_2_28_x86_64", "--index-url", index])
+            .args(["--platform", &platform, "--index-url", index])
             .arg("--dest")
             .arg(dest)
             .arg("demo-ext"),
@@ -54,9 +62,13 @@ fn pip_pick(env: &TestEnv, index: &str, version: &str, dest: &Path) -> String {
 }
 
 /// The cells published here: every Python of torch 2.11 (cu130) and 2.15
-/// (cu132), and the stable-ABI cell.
+/// (cu132), the stable-ABI cell, and torch 2.11's aarch64 abi3 cell
+/// (tests/aarch64_nix.rs builds it).
 fn cells() -> Vec<String> {
-    let mut cells = vec!["cu13-stable".to_string()];
+    let mut cells = vec![
+        "cu13-stable".to_string(),
+        "cu130-abi3-torch211-aarch64".to_string(),
+    ];
     for python in ["abi3", "py311", "py312", "py313", "py314"] {
         cells.push(format!("cu130-{python}-torch211"));
         cells.push(format!("cu132-{python}"));
@@ -102,11 +114,12 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let published = text.lines().filter(|l| l.starts_with("published ")).count();
-    // 10 per-torch wheels and the stable-ABI one (its `+cu13` label puts it
-    // under cu13/).
-    assert_eq!(published, 11, "{text}");
+    // 10 per-torch wheels, the aarch64 one (under cu130/ beside the
+    // x86_64 ones) and the stable-ABI one (its `+cu13` label puts it under
+    // cu13/).
+    assert_eq!(published, 12, "{text}");
     assert!(
-        text.contains("11 wheels listed in the combined index and cu13/ cu130/ cu132/"),
+        text.contains("12 wheels listed in the combined index and cu13/ cu130/ cu132/"),
         "{text}"
     );
     // Again: nothing changes.
@@ -174,6 +187,16 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
             "Python {version}"
         );
     }
+    // The same index, for an aarch64 platform: the aarch64 abi3 wheel, for
+    // every Python (there is no aarch64 cp-specific one here).
+    for version in ["3.11", "3.13"] {
+        let dest = tmp.path().join(format!("pick-aarch64-{version}"));
+        let picked = pip_pick_on(&env, &cu130, version, "aarch64", &dest);
+        assert_eq!(
+            picked, "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_28_aarch64.whl",
+            "Python {version} on aarch64"
+        );
+    }
     // cu132/ serves torch 2.15's builds. (The stable-ABI
     // wheel under cu13/ is tagged manylinux_2_31: its module needs
     // libstdc++'s GLIBCXX_3.4.26, which a glibc 2.28 platform lacks.)
@@ -187,6 +210,15 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     // A published wheel, by its URL, is the one this checkout builds (the
     // rebuild check itself is tests/reproduce_nix.rs's).
     let name = "demo_ext-0.1.0%2Bpt211cu130-cp311-cp311-manylinux_2_28_x86_64.whl";
+    let out = run_ok(
+        Command::new(cuwheel_bin())
+            .args(["reproduce", "--no-check", "--project"])
+            .arg(repo().join("examples/demo-ext"))
+            .arg(server.url(name)),
+    );
+    let verdict = String::from_utf8(out.stdout).unwrap();
+    assert!(verdict.contains("identical: "), "{verdict}");
+    let name = "demo_ext-0.1.0%2Bpt211cu130-cp39-abi3-manylinux_2_28_aarch64.whl";
     let out = run_ok(
         Command::new(cuwheel_bin())
             .args(["reproduce", "--no-check", "--project"])

@@ -109,7 +109,10 @@ fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     let out = nix_ok(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("building the cells named: cu13-stable cu130-abi3-torch211 "),
+        stderr.contains(
+            "building the cells named: cu13-stable cu130-abi3-torch211-aarch64 \
+             cu130-abi3-torch211 "
+        ),
         "{stderr}"
     );
     let text = String::from_utf8(out.stdout).unwrap();

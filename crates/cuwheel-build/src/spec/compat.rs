@@ -478,9 +478,14 @@ impl CompatTable {
                 ),
                 LOCK_FACTS.to_string(),
                 format!(
-                    "exclude its {arch} cells with {{ torch = \"{}\"{exclude_platform} }} in \
+                    "exclude its {arch} cells with {{ {key}{exclude_platform} }} in \
                      tool.cuwheel.matrix.exclude",
-                    cell.torch
+                    // A torch key never matches a torch-stable cell.
+                    key = if cell.is_stable() {
+                        "binding = \"torch-stable\"".to_string()
+                    } else {
+                        format!("torch = \"{}\"", cell.torch)
+                    }
                 ),
             ));
         };

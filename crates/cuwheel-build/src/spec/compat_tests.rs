@@ -557,3 +557,66 @@ fn a_renamed_arch_is_named_by_its_new_name() {
     // Before 13.0 the old name stands.
     assert_eq!(table.renamed("12.9".parse().unwrap(), &arch("10.1")), None);
 }
+
+#[test]
+fn an_aarch64_cell_reads_its_architectures_wheels_and_names_the_platform_to_exclude() {
+    let facts = crate::spec::facts::with_aarch64(facts(), &["2.11"]);
+    let on_arm = |cell: Cell| Cell {
+        arch: crate::wheel::Arch::Aarch64,
+        ..cell
+    };
+    let cells = [
+        on_arm(cell("13.0", "13.0", Some("3.13"), "2.11")),
+        on_arm(cell("13.2", "13.2", Some("3.13"), "2.15")),
+        on_arm(cell("13.2", "13.2", None, "2.15")),
+        Cell {
+            flavour: crate::spec::BindingFlavour::TorchStable,
+            ..on_arm(cell("13.2", "13.2", None, "2.15"))
+        },
+    ];
+    let base = baseline("manylinux_2_31");
+    let archs = uniform(&["8.0"]);
+    let found = CompatTable::embedded()
+        .check(
+            &cells,
+            &Matrix {
+                facts: &facts,
+                baseline: &base,
+                archs: &archs,
+            },
+        )
+        .expect_err("torch 2.15 has no aarch64 wheel here");
+    let texts: Vec<String> = found.iter().map(|v| v.to_string()).collect();
+    assert_eq!(found.len(), 3, "{texts:#?}");
+    let all = texts.join("\n");
+    assert!(
+        all.contains(
+            "cell cu132-py313-aarch64: rule torch-python: torch 2.15 (2.15.1) has no wheel for \
+             Python 3.13 on aarch64"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "{ torch = \"2.15\", python = \"3.13\", platform = \"aarch64\" } in \
+             tool.cuwheel.matrix.exclude, or drop Python 3.13, or use a torch with Python 3.13 \
+             wheels on aarch64: 2.11"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains("has no aarch64 wheel of CUDA 13.2 for any of the matrix's Pythons"),
+        "{all}"
+    );
+    assert!(
+        all.contains("exclude its aarch64 cells with { torch = \"2.15\", platform = \"aarch64\" }"),
+        "{all}"
+    );
+    // A torch key never matches a stable cell: its fix names the binding.
+    assert!(
+        all.contains(
+            "exclude its aarch64 cells with { binding = \"torch-stable\", platform = \"aarch64\" }"
+        ),
+        "{all}"
+    );
+}

@@ -17,10 +17,9 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::flake::{installable, json, nix_ok};
+use common::flake::{build_cells, wheel_of};
 use common::{TestEnv, cuwheel_bin, run_ok};
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
@@ -30,40 +29,16 @@ const CELL: &str = "cu130-abi3-torch211-aarch64";
 /// The same binding for x86_64, which tests/wheels_nix.rs builds too.
 const X86_CELL: &str = "cu130-abi3-torch211";
 
-/// The result (wheel, audit.txt, audit.json) of each cell's `wheels.<cell>`.
-fn build(cells: &[&str]) -> Vec<PathBuf> {
-    let attrs: Vec<String> = cells
-        .iter()
-        .map(|c| installable(&format!("wheels.{c}")))
-        .collect();
-    let mut args = vec!["build", "--no-link", "--json"];
-    args.extend(attrs.iter().map(String::as_str));
-    json(&nix_ok(&args))
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| PathBuf::from(b["outputs"]["out"].as_str().unwrap()))
-        .collect()
-}
-
-fn wheel_in(result: &Path) -> PathBuf {
-    fs::read_dir(result)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "whl"))
-        .unwrap_or_else(|| panic!("{} holds no wheel", result.display()))
-}
-
 #[test]
 fn the_aarch64_cell_cross_builds_passes_its_audit_and_pip_picks_it_for_aarch64() {
-    let results = build(&[CELL, X86_CELL]);
-    let (arm, x86) = (wheel_in(&results[0]), wheel_in(&results[1]));
+    let results = build_cells(&[CELL, X86_CELL]);
+    let (arm, x86) = (wheel_of(&results[CELL]), wheel_of(&results[X86_CELL]));
     let name = arm.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(
         name,
         "demo_ext-0.1.0+pt211cu130-cp39-abi3-manylinux_2_28_aarch64.whl"
     );
-    let report = fs::read_to_string(results[0].join("audit.txt")).unwrap();
+    let report = fs::read_to_string(results[CELL].join("audit.txt")).unwrap();
     assert!(report.starts_with(&format!("{name}: PASSED")), "{report}");
     assert!(report.contains("torch 2.11.0: loads"), "{report}");
     // The cargo-built CLI's audit agrees.

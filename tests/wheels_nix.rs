@@ -21,11 +21,13 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::flake::{flake_copy, installable, json, nix, nix_ok, nix_ok_with};
+use common::flake::{
+    build_cells, flake_copy, installable, json, nix, nix_ok, nix_ok_with, wheel_of,
+};
 use common::{TestEnv, cuwheel_bin, run_ok};
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
@@ -38,44 +40,6 @@ const CELLS: [&str; 4] = [
     "cu130-py313-torch211",
     "cu130-abi3-torch211",
 ];
-
-/// Builds the flake's `wheels.<cell>` of each cell: each cell's result.
-fn build_cells(cells: &[&str]) -> BTreeMap<String, PathBuf> {
-    let attrs: Vec<String> = cells
-        .iter()
-        .map(|c| installable(&format!("wheels.{c}")))
-        .collect();
-    let mut args = vec!["build", "--no-link", "--json"];
-    args.extend(attrs.iter().map(String::as_str));
-    let results: BTreeMap<String, PathBuf> = json(&nix_ok(&args))
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            let out = PathBuf::from(b["outputs"]["out"].as_str().unwrap());
-            let name = out.file_name().unwrap().to_string_lossy().into_owned();
-            let cell = name
-                .split_once("-audit-")
-                .expect("an audit node's output")
-                .1;
-            (cell.to_string(), out)
-        })
-        .collect();
-    assert_eq!(results.len(), cells.len(), "{results:?}");
-    results
-}
-
-/// The one wheel of a cell's result, which also holds the audit report.
-fn wheel_of(result: &Path) -> PathBuf {
-    let mut names: Vec<String> = fs::read_dir(result)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names.len(), 3, "{}: {names:?}", result.display());
-    assert_eq!(names[..2], ["audit.json", "audit.txt"], "{names:?}");
-    result.join(&names[2])
-}
 
 /// Derivation names (`link-cu130-py313`) in Nix's "building '…drv'" lines
 /// or in its dry-run list.

@@ -163,3 +163,41 @@ pub fn project_flake(project: &str) -> tempfile::TempDir {
     }
     dir
 }
+
+/// Builds the flake's `wheels.<cell>` of each cell: each cell's result.
+pub fn build_cells(cells: &[&str]) -> std::collections::BTreeMap<String, std::path::PathBuf> {
+    let attrs: Vec<String> = cells
+        .iter()
+        .map(|c| installable(&format!("wheels.{c}")))
+        .collect();
+    let mut args = vec!["build", "--no-link", "--json"];
+    args.extend(attrs.iter().map(String::as_str));
+    let results: std::collections::BTreeMap<String, std::path::PathBuf> = json(&nix_ok(&args))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let out = std::path::PathBuf::from(b["outputs"]["out"].as_str().unwrap());
+            let name = out.file_name().unwrap().to_string_lossy().into_owned();
+            let cell = name
+                .split_once("-audit-")
+                .expect("an audit node's output")
+                .1;
+            (cell.to_string(), out)
+        })
+        .collect();
+    assert_eq!(results.len(), cells.len(), "{results:?}");
+    results
+}
+
+/// The one wheel of a cell's result, which also holds the audit report.
+pub fn wheel_of(result: &Path) -> std::path::PathBuf {
+    let mut names: Vec<String> = std::fs::read_dir(result)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{}: {names:?}", result.display());
+    assert_eq!(names[..2], ["audit.json", "audit.txt"], "{names:?}");
+    result.join(&names[2])
+}

@@ -128,20 +128,15 @@ pub fn pin_components(
     };
     let mut artifacts = BTreeSet::new();
     for package in &data.packages {
-        let from = match &target {
-            Some(target) if package == TARGET_RUNTIME => target,
-            _ => &resolved,
+        let (from, on) = match &target {
+            Some(target) if package == TARGET_RUNTIME => (target, arch),
+            _ => (&resolved, Arch::X86_64),
         };
         let wheel = from.iter().find(|w| &w.name == package).with_context(|| {
             format!(
-                "pip's resolution of {requirement} for {} has no {package}: \
+                "pip's resolution of {requirement} for {on} has no {package}: \
                  crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
-                 metapackage no longer pins",
-                if std::ptr::eq(from, &resolved) {
-                    Arch::X86_64
-                } else {
-                    arch
-                }
+                 metapackage no longer pins"
             )
         })?;
         artifacts.insert(registries.pypi_artifact(wheel)?);

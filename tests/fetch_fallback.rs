@@ -287,6 +287,17 @@ impl World {
         write_suite(&main, "forky", NOW, &with(&[&ZLIB_OLD], &[]), &sign);
         let bookworm_now = with(&[&BUSYBOX_NEW], &bookworm_kept);
         write_suite(&main, "bookworm", NOW, &bookworm_now, &sign);
+        // A mirror whose bookworm index no apt can read: its InRelease is
+        // not a signed file, and there is no Release to fall back on.
+        let broken = root.join("broken");
+        write_suite(&broken, "bookworm", NOW, &bookworm_now, &sign);
+        let broken_dists = broken.join("dists/bookworm");
+        fs::write(
+            broken_dists.join("InRelease"),
+            "not a signed Release file\n",
+        )
+        .unwrap();
+        fs::remove_file(broken_dists.join("Release")).unwrap();
         let security = root.join("debian-security");
         write_suite(
             &security,
@@ -919,6 +930,76 @@ fn fetch_names_every_file_no_source_has_and_the_command_that_repins() {
     assert!(listing.contains(&artifact_entry(&lock, &libc6)));
     assert!(!listing.contains(&artifact_entry(&lock, &zlib)));
     assert!(!listing.contains(&artifact_entry(&lock, &ghost_name)));
+}
+
+#[test]
+fn an_index_apt_cannot_read_is_said_so_and_never_called_a_vanished_package() {
+    let world = World::get();
+    let mut lock = old_lock();
+    // A bookworm pin that no archive here has: were bookworm's index read,
+    // it would be "no longer in Debian bookworm" and a re-pin (exit 3).
+    let libc6 = world.deb(&BOOKWORM_KEPT[3]).store_name();
+    let mut pin = lock.artifacts[&libc6].clone();
+    if let Source::Debian { version, .. } = &mut pin.source {
+        *version = "2.36-9+deb12u1".into();
+    }
+    pin.file = "libc6_2.36-9+deb12u1_amd64.deb".into();
+    let name = store_name(&pin.file);
+    lock.artifacts.insert(name.clone(), pin);
+    lock.toolchains
+        .get_mut("gcc-bookworm")
+        .unwrap()
+        .artifacts_mut()
+        .insert(name.clone());
+    let (project, cache) = project(&lock);
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::new(cuwheel_bin())
+        .args(["fetch", "--no-driver", "--project"])
+        .arg(project.path())
+        .arg("--store")
+        .arg(store.path())
+        .env("XDG_CACHE_HOME", cache.path())
+        .env("CUWHEEL_DEBIAN_MIRROR", world.url("debian"))
+        .env("CUWHEEL_DEBIAN_MIRROR_BOOKWORM", world.url("broken"))
+        .env(
+            "CUWHEEL_DEBIAN_SECURITY_MIRROR",
+            world.url("debian-security"),
+        )
+        .env(
+            "CUWHEEL_DEBIAN_SNAPSHOT",
+            world.url("snapshot/archive/debian"),
+        )
+        .env("CUWHEEL_DEBIAN_KEYRING", &world.keyring)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    // A failure to report, not a re-pin: exit 1, and nothing on stdout.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(text(&out.stdout), "", "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("  {name}: ")))
+        .unwrap_or_else(|| panic!("no line for {name}:\n{stderr}"));
+    assert!(
+        line.starts_with(&format!(
+            "  {name}: libc6 2.36-9+deb12u1: Debian bookworm's index could \
+             not be read: E: "
+        )),
+        "{line}"
+    );
+    assert!(!line.contains("no longer in"), "{line}");
+    // apt's first error line, not its whole output.
+    let reason = line.split("could not be read: ").nth(1).unwrap();
+    assert!(
+        !reason.contains("Ign:") && !reason.contains("Get:"),
+        "{line}"
+    );
+    assert!(
+        stderr.contains(
+            "fetch: cannot read Debian bookworm's index; its files go to the fallbacks: E: "
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

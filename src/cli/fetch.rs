@@ -45,7 +45,7 @@ pub struct FetchArgs {
     /// How many downloads run at once
     #[arg(long, default_value_t = 4)]
     jobs: usize,
-    /// The Python interpreter whose pip downloads wheels [default: python3]
+    /// The Python interpreter whose pip downloads wheels [default: a venv cuwheel makes in its cache]
     #[arg(long)]
     python: Option<PathBuf>,
     /// Fetch only what this cell (and the driver) needs; repeat for several [default: every cell]

@@ -44,7 +44,7 @@ pub struct InitArgs {
     /// The archs to build kernels for, replacing what init infers (repeatable or comma-separated, like 8.0,9.0+PTX)
     #[arg(long, value_name = "ARCH")]
     cuda_archs: Vec<String>,
-    /// The Python interpreter whose pip lists torch releases and `cuwheel lock` uses [default: python3]
+    /// The Python interpreter whose pip lists torch releases and `cuwheel lock` uses [default: a venv cuwheel makes in its cache]
     #[arg(long, value_name = "PATH")]
     pip_python: Option<PathBuf>,
     /// Also write a CI workflow for this service (`github`:

@@ -19,7 +19,7 @@ pub struct LockArgs {
     /// The project directory (holding pyproject.toml)
     #[arg(long, default_value = ".")]
     project: PathBuf,
-    /// The Python interpreter whose pip resolves and downloads PyPI wheels [default: python3]
+    /// The Python interpreter whose pip resolves and downloads PyPI wheels [default: a venv cuwheel makes in its cache]
     #[arg(long)]
     python: Option<PathBuf>,
     /// Re-pin only the Debian packages their suite no longer carries (what `cuwheel fetch` exits 3 for): re-read their suites and resolve again only the toolchains that lost a pin; every other pin stays byte-identical. Prints one line per version change on stdout

@@ -39,7 +39,8 @@ pub(super) struct Lost<'a> {
     pub path: &'a StorePath,
     pub artifact: &'a Artifact,
     /// Why its own suite did not serve it: `None` when the suite's index no
-    /// longer lists it, else the error reading that index.
+    /// longer lists it, else why (an index apt could not read, quoting apt's
+    /// first error line; or a file the index lists that was not served).
     pub unreadable: Option<String>,
     /// Where else it was looked for.
     pub tried: Vec<String>,
@@ -83,13 +84,7 @@ fn pinned_suite(artifact: &Artifact) -> &str {
 
 /// apt's own words for why an index could not be read: its first `E:` line.
 fn apt_reason(error: &anyhow::Error) -> String {
-    let text = format!("{error:#}");
-    text.lines()
-        .find(|line| line.starts_with("E:"))
-        .or_else(|| text.lines().last())
-        .unwrap_or("")
-        .trim()
-        .to_owned()
+    apt::first_error(&format!("{error:#}"))
 }
 
 /// Tries the other suites, then the snapshot archive, for `lost`; returns

@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result, bail};
 
 use crate::cache::{Substituter, unsigned};
-use crate::lock::apt::{self, AptSuite, Gone};
+use crate::lock::apt::{self, AptSuite, Gone, Listing};
 use crate::lock::cache::{Cache, Clients, Expected};
 use crate::lock::format::{Artifact, Lock, Source, store_name};
 use crate::lock::pip::Pip;
@@ -259,7 +259,9 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
         match (result, &wanted.what) {
             (Ok(_), _) => summary.added += 1,
             (Err(error), Kind::Artifact(name)) if error.downcast_ref::<Gone>().is_some() => {
-                lost.push(lost_artifact(lock, name, &wanted.path, None));
+                let gone = error.downcast_ref::<Gone>().expect("a Gone error");
+                let why = (gone.listing != Listing::NotListed).then(|| gone.why());
+                lost.push(lost_artifact(lock, name, &wanted.path, why));
             }
             (Err(error), _) => failures.push((Session::label(wanted), error)),
         }
@@ -391,7 +393,7 @@ fn verdict(
     for item in &lost {
         let file = VanishedFile::of(item);
         let why = match &item.unreadable {
-            Some(error) => format!("Debian {}'s index could not be read: {error}", file.suite),
+            Some(why) => why.clone(),
             None => format!("no longer in Debian {}", file.suite),
         };
         let tried = match item.tried.is_empty() {
@@ -580,11 +582,13 @@ fn prepare_clients(
                     clients.apt.insert(suite, apt);
                 }
                 Err(error) => {
+                    let reason = apt::first_error(&format!("{error:#}"));
                     eprintln!(
                         "fetch: cannot read Debian {suite}'s index; its files go to the \
-                         fallbacks: {error:#}"
+                         fallbacks: {reason}"
                     );
-                    unreadable.insert(suite, format!("{error:#}"));
+                    let why = format!("Debian {suite}'s index could not be read: {reason}");
+                    unreadable.insert(suite, why);
                 }
             }
         }

@@ -92,7 +92,7 @@ impl Session<'_> {
                 let note = match &result {
                     Ok(note) => note.clone(),
                     Err(error) => match error.downcast_ref::<Gone>() {
-                        Some(gone) => format!("not in Debian {} any more", gone.suite),
+                        Some(gone) => gone.why(),
                         None => "FAILED".to_owned(),
                     },
                 };

@@ -14,13 +14,13 @@
 //! the lock again, so two publishes never hold a lock at once.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use cuwheel_build::file_lock::{FileLock, flock};
 
 /// The lock file inside the index directory.
 pub const LOCK_FILE: &str = ".lock";
@@ -100,29 +100,21 @@ pub fn lock(dir: &Path, on_wait: &mut dyn FnMut(&Waiting)) -> Result<IndexLock> 
     let mut told = false;
     for _ in 0..RETRIES {
         created_dir |= create_dir(dir)?;
-        let file = match open(&path) {
+        let file = match FileLock::open(&path) {
             Ok(file) => file,
             // Removed with its directory by a refused first publish.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "cannot open the lock file {}; it must be a regular file that cuwheel \
-                         publish can write (a symlink there is refused)",
-                        path.display()
-                    )
-                });
+            Err(e)
+                if e.root_cause()
+                    .downcast_ref::<io::Error>()
+                    .is_some_and(|e| e.kind() == io::ErrorKind::NotFound) =>
+            {
+                continue;
             }
+            Err(e) => return Err(e),
         };
         let metadata = file
             .metadata()
             .with_context(|| format!("cannot read {}", path.display()))?;
-        if !metadata.is_file() {
-            bail!(
-                "{} is not a regular file; remove it so cuwheel publish can lock the index",
-                path.display()
-            );
-        }
         if !flock(&file, libc::LOCK_EX | libc::LOCK_NB, &path)? {
             if !told {
                 told = true;
@@ -161,36 +153,6 @@ fn create_dir(dir: &Path) -> Result<bool> {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
         Err(e) => Err(e).with_context(|| format!("cannot create {}", dir.display())),
-    }
-}
-
-/// Opens or creates the lock file; O_NOFOLLOW: a symlink planted as
-/// `.lock` is refused, not followed.
-fn open(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-}
-
-/// `flock(2)`; false when `LOCK_NB` was given and another holds the lock.
-fn flock(file: &File, operation: libc::c_int, path: &Path) -> Result<bool> {
-    loop {
-        // SAFETY: flock only reads the descriptor, which `file` keeps open.
-        let status = unsafe { libc::flock(file.as_raw_fd(), operation) };
-        if status == 0 {
-            return Ok(true);
-        }
-        let error = io::Error::last_os_error();
-        match error.kind() {
-            io::ErrorKind::Interrupted => continue,
-            io::ErrorKind::WouldBlock => return Ok(false),
-            _ => return Err(error).with_context(|| format!("cannot lock {}", path.display())),
-        }
     }
 }
 

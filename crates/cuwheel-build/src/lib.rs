@@ -19,6 +19,7 @@
 pub mod audit;
 pub mod build;
 pub mod cli;
+pub mod file_lock;
 pub mod flake;
 pub mod json;
 pub mod lock;

@@ -18,6 +18,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::debian::Index;
+use crate::file_lock::{FileLock, Mode};
 use crate::process::checked_output;
 
 /// The keys that sign Debian's archive; apt checks every index against them.
@@ -205,6 +206,8 @@ pub struct AptSuite {
     /// Debian's name of the architecture whose packages it reads (`amd64`).
     arch: String,
     root: PathBuf,
+    /// A snapshot: its Release files are expired by design.
+    frozen: bool,
 }
 
 /// The architecture of packages a suite key reads when it names none.
@@ -227,18 +230,67 @@ pub fn split_suite_key(key: &str) -> (&str, &str) {
     key.split_once(':').unwrap_or((key, HOST_ARCH))
 }
 
-/// A pinned version that the suite's index no longer lists.
+/// A pinned version that the suite did not serve, and why ([`Listing`]).
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "Debian {suite} no longer carries {package} {version}: Debian drops superseded versions \
-     from its mirrors ({detail})"
-)]
+#[error("{}", self.describe())]
 pub struct Gone {
     pub suite: String,
     pub package: String,
     pub version: String,
     /// What apt said.
     pub detail: String,
+    /// What the suite's index says of the version.
+    pub listing: Listing,
+}
+
+/// What a suite's index, read again after a failed download, says of a
+/// version: only [`Listing::NotListed`] means Debian dropped it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listing {
+    /// The index was read and lacks the version.
+    NotListed,
+    /// The index could not be read: apt's first error line.
+    Unreadable(String),
+    /// The index lists the version, but the mirror did not serve the file.
+    ListedNotServed,
+}
+
+impl Gone {
+    /// Why the suite did not serve the file, in a few words.
+    pub fn why(&self) -> String {
+        match &self.listing {
+            Listing::NotListed => format!("not in Debian {} any more", self.suite),
+            Listing::Unreadable(reason) => {
+                format!("Debian {}'s index could not be read: {reason}", self.suite)
+            }
+            Listing::ListedNotServed => format!(
+                "Debian {}'s index lists it, but the mirror did not serve it: {}",
+                self.suite, self.detail
+            ),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.listing {
+            Listing::NotListed => format!(
+                "Debian {} no longer carries {} {}: Debian drops superseded versions from its \
+                 mirrors ({})",
+                self.suite, self.package, self.version, self.detail
+            ),
+            _ => format!("{} {}: {}", self.package, self.version, self.why()),
+        }
+    }
+}
+
+/// apt's own words for what went wrong: its first `E:` line, else the last
+/// line it printed.
+pub fn first_error(text: &str) -> String {
+    text.lines()
+        .find(|line| line.trim_start().starts_with("E:"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .trim()
+        .to_owned()
 }
 
 impl AptSuite {
@@ -301,6 +353,7 @@ impl AptSuite {
             name: suite.to_owned(),
             arch: arch.to_owned(),
             root,
+            frozen,
         })
     }
 
@@ -327,16 +380,41 @@ impl AptSuite {
         ] {
             cmd.arg("-o").arg(format!("{key}={value}"));
         }
+        // A snapshot's Release files are expired by design (their
+        // signature is still checked, and every file pinned by sha256):
+        // said for the whole command as well as on its sources line.
+        if self.frozen {
+            cmd.args(["-o", "Acquire::Check-Valid-Until=false"]);
+        }
         // Connect and stall timeouts, and a bounded number of tries.
         cmd.args(super::net::NetLimits::current().apt_args());
         cmd
     }
 
-    /// `apt-get update`: fetches and checks the suite's signed indexes.
+    /// Holds this suite's state against other cuwheel processes and
+    /// threads: `update` writes it exclusively; readers share it. apt's own
+    /// locking is off (its lock files are the system's), and two apt
+    /// processes rebuilding one `pkgcache.bin` break each other (`Problem
+    /// renaming the file …srcpkgcache.bin`).
+    fn lock(&self, mode: Mode) -> Result<FileLock> {
+        FileLock::acquire(&self.root.join("cuwheel.lock"), mode)
+    }
+
+    /// `apt-get update`: fetches and checks the suite's signed indexes, and
+    /// builds apt's package cache once, so that readers only read it.
     pub fn update(&self) -> Result<()> {
+        let _lock = self.lock(Mode::Exclusive)?;
         let mut cmd = self.command("apt-get");
         cmd.args(["-q", "update"]);
         run(cmd, &format!("apt-get update for Debian {}", self.suite))
+            .and_then(|_| {
+                let mut cmd = self.command("apt-cache");
+                cmd.arg("gencaches");
+                run(
+                    cmd,
+                    &format!("apt-cache gencaches for Debian {}", self.suite),
+                )
+            })
             .map(drop)
             .map_err(|error| {
                 if !mirror_unreachable(&format!("{error:#}")) {
@@ -382,6 +460,7 @@ impl AptSuite {
 
     /// The packages of the suite whose name `wanted` accepts.
     pub fn index_of(&self, wanted: impl Fn(&str) -> bool) -> Result<Index> {
+        let _lock = self.lock(Mode::Shared)?;
         let mut cmd = self.command("apt-cache");
         cmd.arg("dumpavail");
         let text = run(
@@ -438,9 +517,11 @@ impl AptSuite {
             .with_context(|| format!("{}: the Date field", release.display()))
     }
 
-    /// `apt-get download package=version` into `dir`; a version the index
-    /// does not list is a [`Gone`] error.
+    /// `apt-get download package=version` into `dir`; a version the suite
+    /// did not serve is a [`Gone`] error that says whether its index, read
+    /// again, lists it.
     pub fn download(&self, package: &str, version: &str, dir: &Path) -> Result<()> {
+        let _lock = self.lock(Mode::Shared)?;
         let mut cmd = self.command("apt-get");
         cmd.args(["-q", "download"])
             .arg(format!("{package}={version}"))
@@ -455,16 +536,53 @@ impl AptSuite {
                 suite: self.suite.clone(),
                 package: package.to_owned(),
                 version: version.to_owned(),
-                detail: format!("{error:#}")
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned(),
+                detail: first_error(&format!("{error:#}")),
+                listing: self.listing(package, version),
             }
             .into()),
             Err(error) => Err(error),
         }
+    }
+
+    /// Whether the suite's index lists `package` `version`
+    /// (`apt-cache show`), with the lock already held.
+    fn listing(&self, package: &str, version: &str) -> Listing {
+        let mut cmd = self.command("apt-cache");
+        cmd.args(["-q", "show", "--no-all-versions"])
+            .arg(format!("{package}={version}"));
+        let output = match cmd.output() {
+            Ok(output) => output,
+            Err(error) => return Listing::Unreadable(format!("cannot run apt-cache: {error}")),
+        };
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        listing_of(output.status.success(), &output.stdout, &stderr)
+    }
+}
+
+/// Reads `apt-cache show P=V`'s answer: printed stanza, "not found" (and no
+/// other error), or an index apt could not read.
+fn listing_of(success: bool, stdout: &[u8], stderr: &str) -> Listing {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("E:"))
+        .collect();
+    let not_found = |line: &&str| {
+        [
+            "was not found",
+            "No packages found",
+            "Unable to locate package",
+        ]
+        .iter()
+        .any(|needle| line.contains(needle))
+    };
+    if success && errors.is_empty() && stdout.starts_with(b"Package:") {
+        Listing::ListedNotServed
+    } else if errors.iter().all(not_found) && (!errors.is_empty() || success) {
+        // apt-cache prints nothing, successfully, for a known package's
+        // unknown version, and "No packages found" for an unknown package.
+        Listing::NotListed
+    } else {
+        Listing::Unreadable(first_error(stderr))
     }
 }
 
@@ -500,6 +618,40 @@ fn run(mut cmd: Command, what: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_download_is_judged_by_the_index() {
+        assert_eq!(
+            listing_of(true, b"Package: zlib1g\nVersion: 1:1.2.13\n", ""),
+            Listing::ListedNotServed
+        );
+        assert_eq!(
+            listing_of(false, b"", "E: Version '9' for 'zlib1g' was not found\n"),
+            Listing::NotListed
+        );
+        assert_eq!(
+            listing_of(false, b"", "E: No packages found\n"),
+            Listing::NotListed
+        );
+        assert_eq!(listing_of(true, b"", ""), Listing::NotListed);
+        assert_eq!(
+            listing_of(false, b"", "E: Could not open file x - open (2)\n"),
+            Listing::Unreadable("E: Could not open file x - open (2)".into())
+        );
+        // A cache apt could not write is not a missing package.
+        let broken = "W: some warning\nE: Problem renaming the file /c/srcpkgcache.bin.Ab to \
+                      /c/srcpkgcache.bin - rename (2: No such file or directory)\nE: Version '9' \
+                      for 'zlib1g' was not found\n";
+        assert_eq!(
+            listing_of(false, b"", broken),
+            Listing::Unreadable(
+                "E: Problem renaming the file /c/srcpkgcache.bin.Ab to /c/srcpkgcache.bin - \
+                 rename (2: No such file or directory)"
+                    .into()
+            )
+        );
+        assert_eq!(first_error("Err:1 x\n  expired\n"), "expired");
+    }
 
     #[test]
     fn unreachable_mirrors_are_told_from_answers() {

@@ -30,6 +30,7 @@ pub mod format;
 pub mod net;
 pub mod pins;
 pub mod pip;
+mod pip_venv;
 pub mod plan;
 pub mod preflight;
 pub mod refresh;

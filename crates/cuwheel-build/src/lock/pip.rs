@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -270,29 +271,53 @@ pub fn download_args(file: &str) -> Result<Vec<String>> {
 /// How to run pip: `python -m pip`.
 #[derive(Debug, Clone)]
 pub struct Pip {
-    python: PathBuf,
+    /// The interpreter named (`--python`); `None`: cuwheel's own venv.
+    given: Option<PathBuf>,
+    /// cuwheel's venv, made on first use ([`super::pip_venv`]), or why not.
+    managed: Arc<OnceLock<std::result::Result<PathBuf, String>>>,
 }
 
 impl Pip {
-    /// `python` or, when none is given, `python3` from PATH.
+    /// `python`'s pip or, when none is given, the pip of a venv cuwheel
+    /// makes once in its cache (never a system pip).
     pub fn new(python: Option<&Path>) -> Pip {
         Pip {
-            python: python.map_or_else(|| PathBuf::from("python3"), Path::to_path_buf),
+            given: python.map(Path::to_path_buf),
+            managed: Arc::default(),
+        }
+    }
+
+    /// The interpreter that runs pip.
+    pub fn python(&self) -> Result<PathBuf> {
+        if let Some(python) = &self.given {
+            return Ok(python.clone());
+        }
+        self.managed
+            .get_or_init(|| super::pip_venv::managed_python().map_err(|e| format!("{e:#}")))
+            .clone()
+            .map_err(anyhow::Error::msg)
+    }
+
+    /// The interpreter's name for messages.
+    fn shown(&self) -> String {
+        match &self.given {
+            Some(python) => python.display().to_string(),
+            None => "cuwheel's pip venv".to_owned(),
         }
     }
 
     /// `python -m pip` with cuwheel's network limits, logging everything
     /// to `log` (pip's debug log, read only to tell an unreachable index
     /// from one without the release).
-    fn command(&self, log: &Path) -> Command {
-        let mut cmd = Command::new(&self.python);
+    fn command(&self, log: &Path) -> Result<Command> {
+        let mut cmd = Command::new(self.python()?);
         cmd.args(["-m", "pip"])
             .args(NetLimits::current().pip_args())
             .arg("--log")
             .arg(log)
             .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
             .env("PIP_NO_INPUT", "1");
-        cmd
+        Ok(cmd)
     }
 
     /// What pip would install for `requirement` on `target`, dependencies
@@ -333,7 +358,7 @@ impl Pip {
         let dir = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
         let report = dir.path().join("report.json");
         let log = dir.path().join("pip.log");
-        let mut cmd = self.command(&log);
+        let mut cmd = self.command(&log)?;
         cmd.args([
             "install",
             "--dry-run",
@@ -376,13 +401,13 @@ impl Pip {
     pub fn index_versions(&self, package: &str, target: &Target) -> Result<Vec<String>> {
         let dir = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
         let log = dir.path().join("pip.log");
-        let mut cmd = self.command(&log);
+        let mut cmd = self.command(&log)?;
         cmd.args(["index", "versions", package]).args(target.args());
         let output = cmd.output().with_context(|| {
             format!(
                 "cannot run {} -m pip index versions: install Python 3 with pip 21.2 or later, \
                  or name an interpreter that has it with --python",
-                self.python.display()
+                self.shown()
             )
         })?;
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -410,7 +435,7 @@ impl Pip {
     pub fn download(&self, name: &str, version: &str, file: &str, dir: &Path) -> Result<PathBuf> {
         let logs = tempfile::tempdir().context("cannot create a temporary directory for pip")?;
         let log = logs.path().join("pip.log");
-        let mut cmd = self.command(&log);
+        let mut cmd = self.command(&log)?;
         cmd.args(["download", "--no-deps", "-q", "-d"])
             .arg(dir)
             .args(download_args(file)?)
@@ -453,7 +478,7 @@ impl Pip {
         format!(
             "cannot run {} -m pip for {what}: install Python 3 with pip 22.2 or later, or \
              name an interpreter that has it with --python",
-            self.python.display()
+            self.shown()
         )
     }
 }

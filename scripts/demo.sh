@@ -3,8 +3,8 @@
 # fetch the demo extension's (examples/demo-ext) pinned artifacts, print its
 # plan, and build its cu130-py313-torch211 wheel in the Nix sandbox — toolchains,
 # kernel objects, binding, link, wheel and audit — into result/.
-# Installs Nix (Debian's nix-bin) and Python's venv if they are missing,
-# saying so first. Safe to run again: every step skips what is done.
+# Installs what it needs and the machine lacks (a C compiler, CA
+# certificates, git, Python's venv, Nix: Debian's nix-bin), saying so first. Safe to run again: every step skips what is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -13,18 +13,35 @@ command -v cargo >/dev/null || {
   echo "demo: cargo is missing; install Rust >= 1.85 (e.g. rustup) and run again" >&2
   exit 1
 }
+# What cargo and cuwheel run and a bare Debian lacks, installed in one go,
+# saying so (root, or sudo): a C compiler and libc's headers (gcc,
+# libc6-dev: cargo links every Rust binary with `cc`, and some crates
+# compile C), CA certificates (cargo and pip reach their registries over
+# TLS), git (Nix reads this checkout as a git repository) and Python's venv
+# module (python3-venv: pip runs from a venv, since Debian's python3 has
+# none). Installed rather than asked for: the README's commands are the
+# whole setup, as for Nix below.
+missing=()
+if ! command -v cc >/dev/null || ! printf 'int main(void) { return 0; }\n' |
+  cc -x c - -o /dev/null 2>/dev/null; then
+  missing+=(gcc libc6-dev)
+fi
+[ -s /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+[ ! -e .git ] || command -v git >/dev/null || missing+=(git)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "demo: installing what the build needs and this machine lacks: ${missing[*]} (apt-get; needs root)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 # Nix itself, its build users and a sandboxed nix.conf (scripts/setup-nix.sh
 # says what it does; it skips every step that is done).
 if ! command -v nix-store >/dev/null || ! getent group nixbld >/dev/null \
   || [ ! -s "${NIX_CONF_DIR:-/etc/nix}/nix.conf" ]; then
   echo "demo: Nix, its build users or its nix.conf are missing; running scripts/setup-nix.sh (needs root)"
   bash scripts/setup-nix.sh
-fi
-if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-  echo "demo: python3-venv is missing; installing it with apt-get (needs root)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends python3-venv
 fi
 
 # pip resolves and downloads the PyPI artifacts; Debian's python3 has no pip

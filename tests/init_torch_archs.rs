@@ -80,3 +80,68 @@ fn the_archs_of_the_gpu_at_hand_are_read_from_torchs_wheel() {
     );
     assert!(!stderr.contains("tool.cuwheel.cuda-archs:"), "{stderr}");
 }
+
+/// Without `--torch`, init asks pip for the newest torch minors. On a
+/// Debian or Ubuntu python3 there is no pip (and `python3-pip` is not
+/// installed): init must use the venv cuwheel makes in its cache, never
+/// `python3 -m pip`. Here `python3` on PATH is a venv made without pip.
+#[test]
+fn init_without_torch_lists_torch_through_its_own_venv_where_python3_has_no_pip() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("bare");
+    common::run_ok(
+        Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&bare),
+    );
+    let path = format!(
+        "{}:{}",
+        bare.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    // The precondition: this PATH's python3 has no pip.
+    let pip = Command::new("python3")
+        .args(["-m", "pip", "--version"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(!pip.status.success(), "python3 on PATH has a pip");
+
+    let root = dir.path().join("ext");
+    fs::create_dir_all(root.join("csrc")).unwrap();
+    fs::write(
+        root.join("setup.py"),
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\
+         setup(name='ext', version='0.1.0', ext_modules=[CUDAExtension('ext._C', ['csrc/b.cpp'])])\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("csrc/b.cpp"),
+        "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let out = Command::new(cuwheel_bin())
+        .args(["init", "--dry-run", "--cuwheel", "path:/opt/cuwheel"])
+        .args(["--python", "3.13", "--cuda", "13.0"])
+        .arg(&root)
+        .env("PATH", &path)
+        .env("XDG_CACHE_HOME", &cache)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cuwheel: making a Python venv for pip in ")
+            && stderr.contains("(once; cuwheel does not use a system pip)"),
+        "{stderr}"
+    );
+    assert!(cache.join("cuwheel/pip-venv/bin/python").is_file());
+    // The matrix names torch minors pip listed (two, newest first).
+    let torch = stdout
+        .lines()
+        .find(|l| l.starts_with("torch = ["))
+        .unwrap_or_else(|| panic!("no torch line in:\n{stdout}\n{stderr}"));
+    assert!(torch.contains("\"2."), "{torch}");
+}

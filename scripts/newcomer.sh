@@ -20,7 +20,8 @@
 #   proxies, hard-linked), as rustup would install it;
 # - how this machine reaches the registries: apt's sources and configuration
 #   (enabled `.list`/`.sources` files, apt.conf.d, keyrings), pip's
-#   (/etc/pip.conf, PIP_* variables), the CA bundle they name, and DNS.
+#   (/etc/pip.conf, PIP_* variables), the CA bundle they name with the local
+#   CAs it is made from and the variables that name it, and DNS.
 #
 # The root is entered with `unshare --mount --fork` and `pivot_root`, not
 # chroot: chroot forbids the user namespaces Nix's sandbox needs. Its Nix
@@ -94,8 +95,12 @@ for dir in apt.conf.d auth.conf.d keyrings trusted.gpg.d; do
   [ -d "/etc/apt/$dir" ] && cp -a "/etc/apt/$dir/." "$root/etc/apt/$dir/"
 done
 [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
-mkdir -p "$root/etc/ssl/certs"
+# The CA bundle, and the local CAs it is made from (installing
+# ca-certificates in the root regenerates the bundle from those).
+mkdir -p "$root/etc/ssl/certs" "$root/usr/local/share/ca-certificates"
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+[ -d /usr/local/share/ca-certificates ] &&
+  cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 
 # The Rust toolchain, as rustup lays it out.
@@ -113,10 +118,14 @@ git clone -q --no-local "$repo" "$root/root/cuwheel"
 git -C "$root/root/cuwheel" checkout -q "$(git rev-parse HEAD)"
 say "the checkout is $(git rev-parse --short HEAD)"
 
-# Every PIP_* variable of this environment, passed on.
+# Every PIP_* variable of this environment, and those naming the CA bundle
+# (curl's, cargo's, git's, Nix's, Python's), passed on.
 pip_env=()
 while IFS='=' read -r name value; do
-  [[ $name == PIP_* ]] && pip_env+=("$name=$value")
+  case "$name" in
+    PIP_* | SSL_CERT_FILE | SSL_CERT_DIR | CURL_CA_BUNDLE | GIT_SSL_CAINFO | NIX_SSL_CERT_FILE | REQUESTS_CA_BUNDLE)
+      pip_env+=("$name=$value") ;;
+  esac
 done < <(env)
 
 # Runs `bash CMD` in the root's checkout, as root, with a clean environment.

@@ -4,7 +4,12 @@
 //! the server gets no request); a server that accepts and never answers
 //! fails the download within `--stall-timeout`, with a message that says so
 //! and how to raise it; and no form of password (`pa/ss`, `p#ss?w0rd`, an
-//! upper-case scheme) appears in any output.
+//! upper-case scheme, `%`, `@` or `:` inside it, leading or trailing
+//! spaces, any scheme) appears in any output. `cuwheel upload
+//! --repository-url` refuses every URL carrying a user or password before
+//! twine starts, and a twine that records its argv and environment shows
+//! the password reaching it only through `TWINE_PASSWORD`, never its
+//! command line.
 
 mod common;
 
@@ -181,17 +186,62 @@ fn no_form_of_password_is_printed_by_reproduce() {
             format!("http://alice:pa/ss@{host}/x.whl"),
             vec!["alice", "pa/ss", "ss@"],
             format!(
-                "reproduce: downloading http://***@{host}/x.whl\nerror: the download of \
-                 http://***@{host}/x.whl failed (curl exit status 3):\n"
+                "error: the URL http://***@{host}/x.whl is not a valid URL (invalid port number); a user or password in it must have its \
+                 `/`, `?`, `#` and `@` percent-encoded (%2F, %3F, %23, %40)\n"
             ),
-            Some(3),
+            None,
         ),
         (
             format!("http://alice:p#ss?w0rd@{host}/x.whl"),
             vec!["alice", "p#ss", "w0rd"],
             format!(
-                "reproduce: downloading http://***@{host}/x.whl\nerror: http://***@{host}/x.whl \
-                 names no file: give the URL of the .whl itself\n"
+                "error: the URL http://***@{host}/x.whl is not a valid URL (invalid port number); a user or password in it must have its \
+                 `/`, `?`, `#` and `@` percent-encoded (%2F, %3F, %23, %40)\n"
+            ),
+            None,
+        ),
+        // A password holding a percent-encoded `/`, an `@`, a `:` or a `%`:
+        // a valid URL, whose user information reaches curl only on its
+        // standard input.
+        (
+            format!("http://alice:pa%2Fss-pct@{host}/x.whl"),
+            vec!["alice", "pa%2Fss-pct", "ss-pct"],
+            format!(
+                "reproduce: downloading http://***@{host}/x.whl\nerror: the download of \
+                 http://***@{host}/x.whl failed (curl exit status 7):\n"
+            ),
+            Some(7),
+        ),
+        (
+            // curl itself refuses the bare `%` (exit 3); its message is scrubbed.
+            format!("http://alice:p@ss:w%rd-at@{host}/x.whl"),
+            vec!["alice", "p@ss", "w%rd-at"],
+            format!(
+                "reproduce: downloading http://***@{host}/x.whl\nerror: the download of \
+                 http://***@{host}/x.whl failed (curl exit status 3):\n"
+            ),
+            Some(3),
+        ),
+        // Leading and trailing spaces: refused, not trimmed, and not taken
+        // for a path (whose message would quote it whole).
+        (
+            format!(" https://alice:lead-secret@{host}/x.whl"),
+            vec!["alice", "lead-secret"],
+            format!(
+                "error: the URL ***@{host}/x.whl holds a space (U+0020) at character 1, which \
+                 no URL holds unencoded (a newline there would start a new curl option): copy \
+                 the URL again without it, or percent-encode it (%20)\n"
+            ),
+            None,
+        ),
+        (
+            format!("https://alice:trail-secret@{host}/x.whl "),
+            vec!["alice", "trail-secret"],
+            format!(
+                "error: the URL https://***@{host}/x.whl  holds a space (U+0020) at character \
+                 {}, which no URL holds unencoded (a newline there would start a new curl \
+                 option): copy the URL again without it, or percent-encode it (%20)\n",
+                34 + host.len()
             ),
             None,
         ),
@@ -303,6 +353,36 @@ fn no_form_of_password_is_printed_by_publish_base_url() {
             at,
         ),
         (
+            "http://user:pa%2Fss%40w%3Ad-pct@example.test/",
+            "ss%40w%3Ad-pct",
+            "http://***@example.test/",
+            at,
+        ),
+        (
+            "ftp://user:ftp-seven@example.test/",
+            "ftp-seven",
+            "ftp://***@example.test/",
+            "the scheme `ftp` is not http, https or file",
+        ),
+        (
+            " https://user:lead-eight@example.test/",
+            "lead-eight",
+            "***@example.test/",
+            "it has no scheme",
+        ),
+        (
+            "https://user:trail-nine@example.test/ ",
+            "trail-nine",
+            "https://***@example.test/ ",
+            at,
+        ),
+        (
+            "https://example.test:99999/whl",
+            "no-secret-here",
+            "https://example.test:99999/whl",
+            "it is not a valid URL (invalid port number)",
+        ),
+        (
             "user:no-scheme-five@example.test/whl",
             "no-scheme-five",
             "***@example.test/whl",
@@ -336,4 +416,162 @@ fn no_form_of_password_is_printed_by_publish_base_url() {
         assert!(!stderr.contains(secret), "{stderr}");
         assert!(!index.exists(), "nothing was written");
     }
+}
+
+/// A fake twine that writes its arguments, one a line, to `argv` and its
+/// `TWINE_PASSWORD` to `env`, and succeeds.
+fn recording_twine(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let fake = dir.join("twine");
+    let argv = dir.join("argv");
+    let env = dir.join("env");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > '{}'\nprintf '%s' \"$TWINE_PASSWORD\" > '{}'\n",
+            argv.display(),
+            env.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (fake, argv, env)
+}
+
+fn upload(fake: &Path, url: &str, wheel: &Path) -> Output {
+    common::bounded(60, cuwheel_bin().to_str().unwrap())
+        .arg("upload")
+        .args(["--repository-url", url, "--twine"])
+        .arg(fake)
+        .arg(wheel)
+        .env("TWINE_USERNAME", "alice")
+        .env("TWINE_PASSWORD", "env-Secret-0")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn upload_refuses_every_url_with_credentials_and_never_passes_one_to_twine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = common::tiny_wheel(&tmp.path().join("w"), false);
+    let (fake, argv, env) = recording_twine(tmp.path());
+    let carries = |shown: &str| {
+        format!(
+            "error: --repository-url {shown} carries credentials (user@ or user:password@ before \
+             the host), which would show in process lists and logs; give the URL without them \
+             and set TWINE_USERNAME and TWINE_PASSWORD instead\n"
+        )
+    };
+    let space = |shown: &str, at: usize| {
+        format!(
+            "error: --repository-url: the URL {shown} holds a space (U+0020) at character {at}, \
+             which no URL holds unencoded (a newline there would start a new curl option): copy \
+             the URL again without it, or percent-encode it (%20)\n"
+        )
+    };
+    let invalid = |shown: &str, why: &str| {
+        format!(
+            "error: --repository-url {shown} is not a valid URL ({why}); a user or password in \
+             it must have its `/`, `?`, `#` and `@` percent-encoded (%2F, %3F, %23, %40)\n"
+        )
+    };
+    // (URL, the secret, the exact message)
+    let cases = [
+        (
+            "ftp://alice:PW-ftp@host/",
+            "PW-ftp",
+            carries("ftp://***@host/"),
+        ),
+        (
+            "http://alice:pa%2FssPW@host/",
+            "ssPW",
+            carries("http://***@host/"),
+        ),
+        (
+            "https://alice:p@ss-at@host/",
+            "ss-at",
+            carries("https://***@host/"),
+        ),
+        (
+            "https://alice:p:ss-colon@host/",
+            "ss-colon",
+            carries("https://***@host/"),
+        ),
+        (
+            "https://alice:p%ss-pct@host/",
+            "ss-pct",
+            carries("https://***@host/"),
+        ),
+        (
+            "HTTPS://alice:PW-upper@host/",
+            "PW-upper",
+            carries("HTTPS://***@host/"),
+        ),
+        (
+            "https://token-only@host/",
+            "token-only",
+            carries("https://***@host/"),
+        ),
+        (
+            "sftp://alice:PW-sftp@host:22/",
+            "PW-sftp",
+            carries("sftp://***@host:22/"),
+        ),
+        (
+            "http://alice:pa/ssPW@host/",
+            "ssPW",
+            invalid("http://***@host/", "invalid port number"),
+        ),
+        (
+            "http://alice:p#ss?w0rd@host/",
+            "w0rd",
+            invalid("http://***@host/", "invalid port number"),
+        ),
+        (
+            " ftp://alice:PW-lead@host/",
+            "PW-lead",
+            space("***@host/", 1),
+        ),
+        (
+            "https://alice:PW-trail@host/ ",
+            "PW-trail",
+            space("https://***@host/ ", 29),
+        ),
+        (
+            "ftp://host/",
+            "no-secret-here",
+            "error: --repository-url ftp://host/ is not an http:// or https:// URL; give the \
+             index's upload URL\n"
+                .to_string(),
+        ),
+    ];
+    for (url, secret, message) in cases {
+        let out = upload(&fake, url, &wheel);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{url:?}: {stderr}");
+        assert_eq!(
+            (stdout.as_str(), stderr.as_str()),
+            ("", message.as_str()),
+            "{url:?}"
+        );
+        assert!(!stderr.contains(secret), "{url:?}");
+        assert!(!argv.exists(), "{url:?}: twine was started");
+    }
+    // Without credentials in the URL, twine starts; the password reaches it
+    // in its environment only, never on its command line (what process
+    // lists show).
+    let out = upload(&fake, "http://127.0.0.1:9/legacy/", &wheel);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("env-Secret-0") && !stderr.contains("env-Secret-0"));
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert_eq!(
+        args,
+        format!(
+            "{}\nupload\n--non-interactive\n--disable-progress-bar\n--repository-url\n\
+             http://127.0.0.1:9/legacy/\n{}\n",
+            fake.display(),
+            wheel.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), "env-Secret-0");
 }

@@ -1,13 +1,17 @@
 //! What `cuwheel init` leaves in the user's repository, run as the user
 //! runs it: the license expression inferred from the LICENSE file's text
 //! (the standard texts in tests/fixtures/licenses/) and checked against the
-//! classifiers, the matrix its flags name, the files' modes, and the
+//! classifiers; hostile LICENSE files (two texts in one, Apache-2.0 without
+//! its appendix, a symlink to /etc/shadow, binary, over 1 MiB, a FIFO),
+//! each named in the report and never listed silently; the matrix its flags name, the files' modes, and the
 //! staging of what it wrote in a git repository.
 //!
 //! Every run passes `--torch`, `--python`, `--cuda` and `--cuda-archs`, and
 //! names an interpreter that does not exist for pip: a lookup of the
 //! package index would fail the run, so these tests also prove that the
 //! flags alone make the matrix.
+
+mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -300,4 +304,119 @@ fn without_git_init_prints_the_command() {
         )),
         "{err}"
     );
+}
+
+/// `project` with its LICENSE replaced by `make(root)`; init's stderr and
+/// the pyproject.toml it wrote.
+fn init_with_license(make: impl Fn(&Path)) -> (String, toml::Table) {
+    let (_dir, root) = project(&[], None);
+    make(&root);
+    let out = common::bounded(120, env!("CARGO_BIN_EXE_cuwheel"))
+        .args(["init", "--no-lock", "--cuwheel", "path:/opt/cuwheel"])
+        .args(["--torch", "2.11", "--python", "3.13", "--cuda", "13.0"])
+        .args([
+            "--cuda-archs",
+            "8.0",
+            "--pip-python",
+            "/nonexistent/python3",
+        ])
+        .arg(&root)
+        .env_remove("CUWHEEL_FLAKE")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    (err, pyproject(&root))
+}
+
+#[test]
+fn concatenated_license_texts_are_all_named() {
+    let (err, doc) = init_with_license(|root| {
+        let both = format!("{}\n\n{}", license_text("MIT"), license_text("Apache-2.0"));
+        fs::write(root.join("LICENSE"), both).unwrap();
+    });
+    assert!(doc["project"].get("license").is_none(), "{doc}");
+    assert_eq!(strings(&doc["project"]["license-files"]), ["LICENSE"]);
+    assert!(
+        err.contains(
+            "project.license: no license could be inferred: LICENSE holds several licenses' \
+             texts (MIT, Apache-2.0); whether they apply together (AND) or as a choice (OR) \
+             cannot be inferred; no License classifier names one\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn apache_terms_without_the_appendix_are_apache() {
+    let (err, doc) = init_with_license(|root| {
+        let full = license_text("Apache-2.0");
+        let end = full.find("END OF TERMS AND CONDITIONS").unwrap();
+        fs::write(root.join("LICENSE"), &full[..end + 27]).unwrap();
+    });
+    assert_eq!(
+        doc["project"]["license"].as_str(),
+        Some("Apache-2.0"),
+        "{err}"
+    );
+    assert!(!err.contains("Pixar"), "{err}");
+}
+
+#[test]
+fn a_license_file_that_cannot_be_trusted_is_neither_read_nor_listed() {
+    let over_cap = "MIT License\n".repeat((1 << 20) / 12 + 1);
+    type Make = Box<dyn Fn(&Path)>;
+    let cases: Vec<(Make, String)> = vec![
+        (
+            Box::new(|root: &Path| {
+                std::os::unix::fs::symlink("/etc/shadow", root.join("LICENSE")).unwrap()
+            }),
+            "LICENSE is a symbolic link to /etc/shadow, out of the project".to_string(),
+        ),
+        (
+            Box::new(|root: &Path| {
+                fs::write(root.join("LICENSE"), b"\x7fELF\x02\x01\x01\0\0\0\xff\xfe").unwrap()
+            }),
+            "LICENSE is binary (not UTF-8 text)".to_string(),
+        ),
+        (
+            Box::new(move |root: &Path| fs::write(root.join("LICENSE"), &over_cap).unwrap()),
+            format!(
+                "LICENSE is {} bytes, over the 1048576 bytes (1 MiB) a license file may be",
+                ((1 << 20) / 12 + 1) * 12
+            ),
+        ),
+        (
+            Box::new(|root: &Path| {
+                let made = Command::new("mkfifo")
+                    .arg(root.join("LICENSE"))
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }),
+            "LICENSE is a FIFO (named pipe), not a regular file".to_string(),
+        ),
+    ];
+    for (make, why) in cases {
+        let (err, doc) = init_with_license(make);
+        assert!(
+            doc["project"].get("license-files").is_none(),
+            "{why}: {doc}"
+        );
+        assert!(doc["project"].get("license").is_none(), "{why}: {doc}");
+        assert!(
+            err.contains(&format!(
+                "project.license-files: {why}: it was neither read nor listed in license-files\n"
+            )),
+            "{why}:\n{err}"
+        );
+        assert!(
+            err.contains(
+                "project.license: no license could be inferred: LICENSE could not be read (see \
+                 project.license-files); no License classifier names one\n"
+            ),
+            "{why}:\n{err}"
+        );
+        assert!(!err.contains("there is no LICENSE"), "{why}:\n{err}");
+    }
 }

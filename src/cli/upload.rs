@@ -6,7 +6,9 @@
 //!
 //! Credentials never pass through cuwheel's arguments: twine reads them
 //! from `TWINE_USERNAME`/`TWINE_PASSWORD` (or a keyring, or PyPI's trusted
-//! publishing in CI), and a repository URL carrying a password is refused.
+//! publishing in CI), and a repository URL carrying a user or password —
+//! as the `url` crate parses it, whatever the scheme — is refused, showing
+//! the URL with its user information replaced by `***@`.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -17,7 +19,7 @@ use clap::Args;
 use cuwheel::audit::PypiRules;
 use cuwheel::publish::pypi::check_for_pypi;
 use cuwheel::spec::config::PYPI_MAX_FILE_SIZE;
-use cuwheel::url::is_http;
+use cuwheel::url::{Url, has_credentials, parse, redact};
 
 use super::output::stdout_line;
 
@@ -50,29 +52,19 @@ pub struct UploadArgs {
 }
 
 pub fn run(args: UploadArgs) -> Result<ExitCode> {
-    if let Some(url) = &args.repository_url {
-        if !is_http(url) {
-            bail!(
-                "--repository-url {url:?} is not an http:// or https:// URL; give the index's upload URL"
-            );
-        }
-        let authority = url.split("://").nth(1).unwrap_or_default();
-        let authority = authority.split('/').next().unwrap_or_default();
-        if authority.contains('@') {
-            bail!(
-                "--repository-url carries credentials (user@ or user:password@ before the host), \
-                 which would show in process lists and logs; give the URL without them and set \
-                 TWINE_USERNAME and TWINE_PASSWORD instead"
-            );
-        }
-    }
+    // Parsed by a URL parser before anything else; every message shows it
+    // redacted, and one carrying a user or password is refused, so none
+    // reaches twine's command line (where process lists show it).
+    let repository = match &args.repository_url {
+        Some(text) => Some(repository_url(text)?),
+        None => None,
+    };
     let rules = PypiRules {
         max_file_size: args.max_file_size.unwrap_or(PYPI_MAX_FILE_SIZE),
     };
-    let target = args
-        .repository_url
-        .clone()
-        .unwrap_or_else(|| "PyPI".to_string());
+    let target = repository
+        .as_ref()
+        .map_or_else(|| "PyPI".to_string(), |url| redact(url.as_str()));
     check_for_pypi(&args.wheels, rules, &format!("upload to {target}"))?;
     stdout_line(&format!(
         "{} wheel{} passed PyPI's rules; uploading with {}",
@@ -82,8 +74,8 @@ pub fn run(args: UploadArgs) -> Result<ExitCode> {
     ))?;
     let mut twine = Command::new(&args.twine);
     twine.args(["upload", "--non-interactive", "--disable-progress-bar"]);
-    if let Some(url) = &args.repository_url {
-        twine.args(["--repository-url", url]);
+    if let Some(url) = &repository {
+        twine.args(["--repository-url", url.as_str()]);
     }
     twine.args(&args.wheels);
     let status = twine.status().with_context(|| {
@@ -102,4 +94,24 @@ pub fn run(args: UploadArgs) -> Result<ExitCode> {
     }
     stdout_line(&format!("uploaded to {target}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--repository-url`, parsed ([`parse`]): an `http://` or `https://` URL
+/// without user or password.
+fn repository_url(text: &str) -> Result<Url> {
+    let url = parse("--repository-url", text).map_err(anyhow::Error::msg)?;
+    let shown = redact(text);
+    if has_credentials(&url) {
+        bail!(
+            "--repository-url {shown} carries credentials (user@ or user:password@ before the \
+             host), which would show in process lists and logs; give the URL without them and \
+             set TWINE_USERNAME and TWINE_PASSWORD instead"
+        );
+    }
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!(
+            "--repository-url {shown} is not an http:// or https:// URL; give the index's upload URL"
+        );
+    }
+    Ok(url)
 }

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::safe_io::write_atomically;
+use crate::safe_io::{replaceable, write_atomically};
 
 /// The workflow, the same for every project at a repository's root.
 pub const GITHUB_WORKFLOW: &str = include_str!("github-workflow.yml");
@@ -35,22 +35,51 @@ pub enum Written {
     Unchanged,
 }
 
-/// Writes [`GITHUB_WORKFLOW`] to [`WORKFLOW_PATH`] under `root`.
+/// Writes [`GITHUB_WORKFLOW`] to [`WORKFLOW_PATH`] under `root`, only
+/// inside `root`: `.github` and `.github/workflows` must be real
+/// directories (a symlink is refused, never followed out of the project),
+/// and an existing workflow is read only when it is a regular file (a FIFO
+/// or a device is refused before a byte is read); the new text lands by a
+/// temporary file renamed in the same directory.
 pub fn write_github_workflow(root: &Path, force: bool) -> Result<Written> {
     let path = root.join(WORKFLOW_PATH);
-    let written = match fs::read_to_string(&path) {
-        Ok(old) if old == GITHUB_WORKFLOW => return Ok(Written::Unchanged),
-        Ok(_) if !force => bail!(
-            "{} exists with other text; cuwheel leaves it as it is: move it away, or pass \
-             --force to replace it",
-            path.display()
-        ),
-        Ok(_) => Written::Replaced,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Written::New,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    let mut dir = root.to_path_buf();
+    for part in [".github", "workflows"] {
+        dir.push(part);
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(meta) => bail!(
+                "refusing to write {}: {} is {}, not a directory of the project, and cuwheel \
+                 writes only inside the project; remove it (or make it a directory) and run \
+                 `cuwheel init --ci github` again",
+                path.display(),
+                dir.display(),
+                crate::safe_io::kind(meta.file_type())
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", dir.display())),
+        }
+    }
+    // Judged before it is opened: a symlink, FIFO or device is refused.
+    replaceable(&path)?;
+    let written = if path.exists() {
+        let old = crate::safe_io::read_regular(&path)?;
+        if old == GITHUB_WORKFLOW.as_bytes() {
+            return Ok(Written::Unchanged);
+        }
+        if !force {
+            bail!(
+                "{} exists with other text; cuwheel leaves it as it is: move it away, or pass \
+                 --force to replace it",
+                path.display()
+            );
+        }
+        Written::Replaced
+    } else {
+        Written::New
     };
-    let dir = path.parent().expect("the workflow path has a directory");
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_atomically(&path, GITHUB_WORKFLOW.as_bytes())?;
     Ok(written)
 }

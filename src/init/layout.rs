@@ -101,7 +101,6 @@ pub fn from_tree(root: &Path) -> Result<Inferred> {
         "add nvcc-flags, cxx-flags, defines and cuda-archs if the build needs them",
     );
     version(root, &packages, &mut inferred);
-    super::metadata::license_files(root, &mut inferred);
     super::metadata::decide_license(root, None, "the source tree", &mut inferred);
     Ok(inferred)
 }

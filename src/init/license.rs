@@ -15,11 +15,14 @@
 
 use std::sync::OnceLock;
 
-use spdx::detection::scan::Scanner;
-use spdx::detection::{Store, TextData};
+use spdx::detection::{LicenseType, Store, TextData};
 
 /// A file whose best match scores lower than this is not identified.
 const CONFIDENCE: f32 = 0.8;
+
+/// Two licenses whose scores are closer than this are a near tie: which
+/// one the file is, is reported, not decided.
+const NEAR_TIE: f32 = 0.01;
 
 /// What init writes and reports about the license.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -43,46 +46,145 @@ pub struct LicenseFile<'a> {
 pub enum Identified {
     /// One SPDX license, with the detector's score.
     License(String, f32),
-    /// Several licenses one after another (a file that bundles them).
+    /// Several licenses one after another (a file that bundles them), in
+    /// the order the file has them.
     Several(Vec<String>),
+    /// Two licenses match almost equally (within [`NEAR_TIE`]): the best
+    /// and the runner-up, with their scores.
+    NearTie((String, f32), (String, f32)),
     /// None above [`CONFIDENCE`]; the best guess and its score, if any.
     Unknown(Option<(String, f32)>),
 }
 
-/// The SPDX license list's texts, loaded once (a fraction of a second).
+/// The SPDX license list's texts, loaded once (a fraction of a second),
+/// with [`terms_only`] variants added.
 fn store() -> Option<&'static Store> {
     static STORE: OnceLock<Option<Store>> = OnceLock::new();
-    STORE.get_or_init(|| Store::load_inline().ok()).as_ref()
+    STORE
+        .get_or_init(|| {
+            let mut store = Store::load_inline().ok()?;
+            terms_only(&mut store);
+            Some(store)
+        })
+        .as_ref()
 }
 
-/// Identifies a license file's text.
+/// Adds, for each license whose text goes on after "END OF TERMS AND
+/// CONDITIONS" (an appendix on how to apply it: Apache-2.0, the GPLs), its
+/// text up to that line as an alternate: many projects ship the terms
+/// alone, which otherwise match a license derived from the same terms
+/// better (Apache-2.0's terms alone scored 98% as Pixar).
+fn terms_only(store: &mut Store) {
+    let mut variants = Vec::new();
+    for (name, entry) in store.iter() {
+        let lines = entry.original.lines();
+        let end = lines.iter().position(|line| {
+            line.to_ascii_lowercase()
+                .contains("end of terms and conditions")
+        });
+        if let Some(end) = end.filter(|end| end + 1 < lines.len()) {
+            variants.push((name.clone(), entry.original.with_view(0, end + 1)));
+        }
+    }
+    for (name, data) in variants {
+        let _ = store.add_variant(&name, LicenseType::Alternate, data);
+    }
+}
+
+/// Each license's best score (over its text and alternates) for `data`,
+/// the two highest, best first.
+fn top_two<'s>(store: &'s Store, data: &TextData) -> Vec<(&'s str, f32)> {
+    let mut ranked: Vec<(&str, f32)> = store
+        .iter()
+        .map(|(name, entry)| {
+            let score = std::iter::once(&entry.original)
+                .chain(&entry.alternates)
+                .map(|text| text.match_score(data))
+                .filter(|score| !score.is_nan())
+                .fold(0.0, f32::max);
+            (name.as_str(), score)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    ranked.truncate(2);
+    ranked
+}
+
+/// The shortest run of lines scanned for a license of its own (in
+/// normalized characters; the shortest SPDX texts, 0BSD and ISC, are about
+/// twice as long), so a copyright line left over is not matched.
+const SHORTEST: usize = 300;
+
+/// The licenses `data` holds, in the file's order, with their scores: the
+/// detector's elimination scan (the best match's lines found, then the runs
+/// of lines before and after it scanned again). The crate's own `Scanner`
+/// blanks the lines found and then fails to bound a second match after
+/// them (MIT's text before Apache-2.0's was never found), so the runs are
+/// scanned as views of their own.
+fn contained<'s>(store: &'s Store, data: &TextData) -> Vec<(&'s str, f32)> {
+    let mut found: Vec<(usize, &str, f32)> = Vec::new();
+    let mut runs = vec![data.lines_view()];
+    while let Some((start, end)) = runs.pop() {
+        let view = data.with_view(start, end);
+        if view.lines().iter().map(String::len).sum::<usize>() < SHORTEST || found.len() >= 10 {
+            continue;
+        }
+        let best = store.analyze(&view);
+        let (bounded, score) = view.optimize_bounds(best.data);
+        let (from, to) = bounded.lines_view();
+        if score < CONFIDENCE || from >= to {
+            continue;
+        }
+        found.push((from, best.name, score));
+        runs.push((start, from));
+        runs.push((to, end));
+    }
+    found.sort_by_key(|(from, _, _)| *from);
+    found
+        .into_iter()
+        .map(|(_, name, score)| (name, score))
+        .collect()
+}
+
+/// Identifies a license file's text: every license it holds
+/// ([`contained`]), and for one, whether another matches it almost as
+/// well.
 pub fn identify(text: &str) -> Identified {
     let Some(store) = store() else {
         return Identified::Unknown(None);
     };
     let data = TextData::new(text);
-    let best = store.analyze(&data);
-    if best.score >= CONFIDENCE {
-        return Identified::License(best.name.to_string(), best.score);
-    }
-    let scanner = Scanner::new(store)
-        .confidence_threshold(CONFIDENCE)
-        .optimize(true);
-    let scanned = scanner.scan(&data);
-    if let Some(license) = scanned.license {
-        return Identified::License(license.name.to_string(), scanned.score);
-    }
+    let found = contained(store, &data);
     let mut names: Vec<String> = Vec::new();
-    for contained in &scanned.containing {
-        if !names.iter().any(|n| n == contained.license.name) {
-            names.push(contained.license.name.to_string());
+    for (name, _) in &found {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
         }
     }
-    match names.len() {
-        0 => Identified::Unknown((best.score > 0.0).then(|| (best.name.to_string(), best.score))),
-        1 => Identified::License(names.remove(0), scanned.score),
-        _ => Identified::Several(names),
+    if names.len() > 1 {
+        return Identified::Several(names);
     }
+    let ranked = top_two(store, &data);
+    let Some(&(best, score)) = ranked.first() else {
+        return Identified::Unknown(None);
+    };
+    if score < CONFIDENCE {
+        // One license among other words (a preamble, a header).
+        if let [name] = names.as_slice() {
+            let score = found.first().map_or(0.0, |(_, score)| *score);
+            return Identified::License(name.clone(), score);
+        }
+        return Identified::Unknown((score > 0.0).then(|| (best.to_string(), score)));
+    }
+    if let Some(&(second, second_score)) = ranked.get(1) {
+        if score - second_score < NEAR_TIE {
+            return Identified::NearTie(
+                (best.to_string(), score),
+                (second.to_string(), second_score),
+            );
+        }
+    }
+    Identified::License(best.to_string(), score)
 }
 
 /// Whether `text` is an SPDX expression of licenses on the SPDX list.
@@ -195,7 +297,14 @@ pub fn is_license_classifier(classifier: &str) -> bool {
 /// license files are identified as; else the classifier's when it names
 /// exactly one license. Each file's identification is checked against the
 /// classifiers.
-pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[String]) -> Decision {
+/// `refused` names the license files that were not read (the caller
+/// reports why), so the report never says there is none.
+pub fn decide(
+    given: Option<&str>,
+    files: &[LicenseFile<'_>],
+    refused: &[&str],
+    classifiers: &[String],
+) -> Decision {
     let mut decision = Decision::default();
     let key = "project.license".to_string();
     let license_classifiers: Vec<&String> = classifiers
@@ -227,9 +336,16 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
                 }
             }
             Identified::Several(ids) => unknown.push(format!(
-                "{} holds several licenses ({})",
+                "{} holds several licenses' texts ({}); whether they apply together (AND) or as \
+                 a choice (OR) cannot be inferred",
                 file.name,
                 ids.join(", ")
+            )),
+            Identified::NearTie((a, a_score), (b, b_score)) => unknown.push(format!(
+                "{} matches {a} ({:.1}%) and {b} ({:.1}%) almost equally, so neither was chosen",
+                file.name,
+                a_score * 100.0,
+                b_score * 100.0
             )),
             Identified::Unknown(best) => unknown.push(match best {
                 Some((id, score)) => format!(
@@ -302,8 +418,13 @@ pub fn decide(given: Option<&str>, files: &[LicenseFile<'_>], classifiers: &[Str
         return decision;
     }
     let mut why: Vec<String> = unknown;
-    if files.is_empty() {
+    if files.is_empty() && refused.is_empty() {
         why.push("there is no LICENSE, LICENCE or COPYING file at the root".into());
+    } else if files.is_empty() {
+        why.push(format!(
+            "{} could not be read (see project.license-files)",
+            refused.join(", ")
+        ));
     }
     match license_classifiers.as_slice() {
         [] => why.push("no License classifier names one".into()),
@@ -364,5 +485,101 @@ mod tests {
                 assert!(spdx::license_id(id).is_some(), "{id}");
             }
         }
+    }
+
+    fn fixture(id: &str) -> String {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/licenses/");
+        std::fs::read_to_string(format!("{dir}{id}")).unwrap()
+    }
+
+    /// Apache-2.0's terms without the appendix on how to apply them, as
+    /// many projects ship them.
+    pub(crate) fn apache_terms_only() -> String {
+        let full = fixture("Apache-2.0");
+        let end = full.find("END OF TERMS AND CONDITIONS").unwrap();
+        full[..end + "END OF TERMS AND CONDITIONS".len()].to_string() + "\n"
+    }
+
+    #[test]
+    fn every_license_of_a_file_is_found_in_its_order() {
+        let both = format!("{}\n\n{}", fixture("MIT"), fixture("Apache-2.0"));
+        assert_eq!(
+            identify(&both),
+            Identified::Several(vec!["MIT".into(), "Apache-2.0".into()])
+        );
+        let both = format!("{}\n\n{}", fixture("Apache-2.0"), fixture("BSD-3-Clause"));
+        assert_eq!(
+            identify(&both),
+            Identified::Several(vec!["Apache-2.0".into(), "BSD-3-Clause".into()])
+        );
+        let decision = decide(
+            None,
+            &[LicenseFile {
+                name: "LICENSE",
+                text: &format!("{}\n\n{}", fixture("MIT"), fixture("Apache-2.0")),
+            }],
+            &[],
+            &[],
+        );
+        assert_eq!(decision.expression, None);
+        assert_eq!(
+            decision.findings[0].1,
+            "no license could be inferred: LICENSE holds several licenses' texts (MIT, \
+             Apache-2.0); whether they apply together (AND) or as a choice (OR) cannot be \
+             inferred; no License classifier names one"
+        );
+    }
+
+    #[test]
+    fn apache_terms_without_the_appendix_are_apache() {
+        match identify(&apache_terms_only()) {
+            Identified::License(id, score) => {
+                assert_eq!(id, "Apache-2.0");
+                assert!(score > 0.99, "{score}");
+            }
+            other => panic!("{other:?}"),
+        }
+        for id in ["MIT", "BSD-3-Clause", "Apache-2.0"] {
+            assert!(
+                matches!(identify(&fixture(id)), Identified::License(ref found, _) if found == id),
+                "{id}: {:?}",
+                identify(&fixture(id))
+            );
+        }
+    }
+
+    #[test]
+    fn a_near_tie_is_reported_not_decided() {
+        // MIT with its attribution condition cut after five words is as
+        // near MIT (94.5%) as MIT-0 (94.8%), which has no such condition.
+        let mit = fixture("MIT");
+        let cut = mit.find("The above copyright notice").unwrap();
+        let end = mit.find("THE SOFTWARE IS PROVIDED").unwrap();
+        let text = format!(
+            "{}The above copyright notice and\n\n{}",
+            &mit[..cut],
+            &mit[end..]
+        );
+        let found = identify(&text);
+        let Identified::NearTie((a, a_score), (b, b_score)) = found else {
+            panic!("{found:?}");
+        };
+        assert!((a_score - b_score).abs() < NEAR_TIE, "{a} {b}");
+        let decision = decide(
+            None,
+            &[LicenseFile {
+                name: "LICENSE",
+                text: &text,
+            }],
+            &[],
+            &[],
+        );
+        assert_eq!(decision.expression, None);
+        assert_eq!((a.as_str(), b.as_str()), ("MIT-0", "MIT"));
+        assert_eq!(
+            decision.findings[0].1,
+            "no license could be inferred: LICENSE matches MIT-0 (94.8%) and MIT (94.5%) almost \
+             equally, so neither was chosen; no License classifier names one"
+        );
     }
 }

@@ -21,8 +21,6 @@ use super::python::{Evaluation, parse_module, value_why};
 use super::setup_cfg::SetupCfg;
 use crate::wheel::Version;
 
-/// Files shipped as license files when they sit at the root.
-const LICENSE_NAMES: [&str; 4] = ["LICENSE", "LICENCE", "COPYING", "NOTICE"];
 /// Readme files looked for when setup.py names none.
 const README_NAMES: [&str; 3] = ["README.md", "README.rst", "README.txt"];
 
@@ -460,27 +458,36 @@ fn license(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| cfg.get("license").map(str::to_string));
-    license_files(root, inferred);
     decide_license(root, given.as_deref(), &setup.at, inferred);
 }
 
-/// `project.license` by [`super::license::decide`] from `given` (setup()'s
-/// `license`), the root's license files and the classifiers; when one is
-/// written, the `License ::` classifiers are dropped (PEP 639 allows none
-/// beside an expression), saying so. `at` is where the report points.
+/// `license-files` and `project.license` by [`super::license::decide`]
+/// from `given` (setup()'s `license`), the root's license files (those
+/// [`super::license_files::read`] refuses are findings, neither read nor
+/// listed) and the classifiers; when one is written, the `License ::`
+/// classifiers are dropped (PEP 639 allows none beside an expression),
+/// saying so. `at` is where the report points.
 pub(super) fn decide_license(root: &Path, given: Option<&str>, at: &str, inferred: &mut Inferred) {
-    let texts: Vec<(String, String)> = inferred
-        .meta
-        .license_files
+    let read = super::license_files::read(root);
+    inferred.meta.license_files = read.names();
+    for (name, why) in &read.refused {
+        inferred.find(
+            "project.license-files",
+            format!("{name} {why}: it was neither read nor listed in license-files"),
+            format!(
+                "make {name} a regular text file of the project holding the license's text, \
+                 or remove it"
+            ),
+        );
+    }
+    let files: Vec<LicenseFile<'_>> = read
+        .texts
         .iter()
-        .filter(|name| !name.to_ascii_uppercase().starts_with("NOTICE"))
-        .filter_map(|name| Some((name.clone(), fs::read_to_string(root.join(name)).ok()?)))
-        .collect();
-    let files: Vec<LicenseFile<'_>> = texts
-        .iter()
+        .filter(|(name, _)| !name.to_ascii_uppercase().starts_with("NOTICE"))
         .map(|(name, text)| LicenseFile { name, text })
         .collect();
-    let decision = super::license::decide(given, &files, &inferred.meta.classifiers);
+    let refused: Vec<&str> = read.refused.iter().map(|(name, _)| name.as_str()).collect();
+    let decision = super::license::decide(given, &files, &refused, &inferred.meta.classifiers);
     for (key, problem, fix) in decision.findings {
         inferred.find(&key, problem, fix);
     }
@@ -509,16 +516,6 @@ pub(super) fn decide_license(root: &Path, given: Option<&str>, at: &str, inferre
             ),
         });
     }
-}
-
-/// `LICENSE*`, `COPYING*`, ... files at the root: shipped as license files.
-pub(super) fn license_files(root: &Path, inferred: &mut Inferred) {
-    inferred.meta.license_files = root_names(root, |name| {
-        LICENSE_NAMES
-            .iter()
-            .any(|l| name.to_ascii_uppercase().starts_with(l))
-            && root.join(name).is_file()
-    });
 }
 
 /// The sorted names of the root's entries that `keep` accepts.

@@ -22,6 +22,7 @@ pub mod flake;
 pub mod headers;
 pub mod layout;
 pub mod license;
+pub mod license_files;
 pub mod matrix;
 pub mod metadata;
 pub mod model;

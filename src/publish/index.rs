@@ -108,6 +108,15 @@ impl WheelLinks {
         if url.contains(['?', '#']) {
             return refuse("it has a query or fragment, after which a wheel's name cannot go");
         }
+        // The URL parser's word on the rest (a port out of range, a bad
+        // host); its messages never quote the input.
+        match crate::url::Url::parse(url) {
+            Err(e) => return refuse(&format!("it is not a valid URL ({e})")),
+            Ok(parsed) if crate::url::has_credentials(&parsed) => {
+                return refuse("it holds a user or password");
+            }
+            Ok(_) => {}
+        }
         let host = rest.split('/').next().unwrap_or_default();
         if scheme == "file" {
             if !rest.starts_with('/') {

@@ -154,16 +154,20 @@ pub fn reproduce(
     progress: &dyn Fn(&str),
 ) -> Result<Verdict> {
     let downloads = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let path = if crate::url::is_http(wheel) {
-        crate::url::check_chars(wheel)?;
+    // Text with a scheme (after any leading space, which a pasted URL may
+    // carry) is a URL, parsed before anything else; its user and password,
+    // if any, reach curl only on its standard input, never its command line.
+    let path = if crate::url::scheme(wheel.trim_start()).is_some() {
+        let url = crate::url::parse("the URL", wheel).map_err(anyhow::Error::msg)?;
+        if !matches!(url.scheme(), "http" | "https") {
+            bail!(
+                "{}: only http:// and https:// URLs are downloaded; download the wheel yourself \
+                 and pass its path",
+                crate::url::redact(wheel)
+            );
+        }
         progress(&format!("downloading {}", crate::url::redact(wheel)));
         download::download(wheel, downloads.path(), options.timeouts)?
-    } else if crate::url::scheme(wheel).is_some() {
-        bail!(
-            "{}: only http:// and https:// URLs are downloaded; download the wheel yourself and \
-             pass its path",
-            crate::url::redact(wheel)
-        );
     } else {
         PathBuf::from(wheel)
     };

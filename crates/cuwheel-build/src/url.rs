@@ -7,8 +7,19 @@
 //! and [`check_chars`]'s refusal of a URL holding whitespace or control
 //! characters, which could start a new option in a configuration language
 //! (curl's `--config`) or a new line in a log. Pure: no I/O.
+//!
+//! [`parse`] is the one door every URL from the command line goes through
+//! (`upload --repository-url`, `publish --base-url`, `reproduce URL`): it
+//! refuses white space and control characters (a leading or trailing space
+//! included: a pasted URL is not silently trimmed), then parses with the
+//! `url` crate (the WHATWG URL standard, as browsers and pip read URLs), so
+//! user information is found where a URL parser finds it, not by splitting
+//! at the first `/` or `@`. Every message shows the text [`redact`]ed.
 
 use std::fmt::Write as _;
+
+/// A parsed URL (the `url` crate's).
+pub use ::url::Url;
 
 /// The scheme of `text` (`https`, `HTTPS`, `file`…) when it starts with
 /// `scheme://`, in any letter case.
@@ -171,6 +182,38 @@ pub fn scrub(text: &str, url: &str) -> String {
         text = text.replace(secret, "***");
     }
     printable(&text)
+}
+
+/// Parses `text` (a URL the user gave, named `what` in messages, like
+/// `--repository-url`, or `the URL`) with the `url` crate, after [`check_chars`]; the
+/// error shows `text` only [`redact`]ed. An unencoded `/`, `?` or `#` in a
+/// password makes the text no valid URL (the authority ends there): the
+/// message then says how to write it.
+pub fn parse(what: &str, text: &str) -> Result<Url, String> {
+    check_chars(text).map_err(|e| match what {
+        "the URL" => e.to_string(),
+        what => format!("{what}: {e}"),
+    })?;
+    Url::parse(text).map_err(|e| {
+        let at = scheme(text)
+            .map_or(text, |s| &text[s.len() + 3..])
+            .contains('@');
+        format!(
+            "{what} {} is not a valid URL ({e}){}",
+            redact(text),
+            if at {
+                "; a user or password in it must have its `/`, `?`, `#` and `@` percent-encoded \
+                 (%2F, %3F, %23, %40)"
+            } else {
+                ""
+            }
+        )
+    })
+}
+
+/// Whether a parsed URL carries a user or a password.
+pub fn has_credentials(url: &Url) -> bool {
+    !url.username().is_empty() || url.password().is_some()
 }
 
 #[cfg(test)]
@@ -344,5 +387,49 @@ mod tests {
             ),
             "curl: (22) The requested URL returned error: 404"
         );
+    }
+
+    #[test]
+    fn parse_finds_credentials_as_a_url_parser_does_and_never_shows_them() {
+        for (text, secret) in [
+            ("http://alice:pa%2FssPW@host/", "pa%2FssPW"),
+            ("ftp://alice:PW-ftp@host/", "PW-ftp"),
+            ("http://alice:p@ss-at@host/", "ss-at"),
+            ("https://alice:p%40ss%3Aw@host:8443/x", "ss%3Aw"),
+            ("http://alice@host/", "alice"),
+        ] {
+            let url = parse("--x", text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(has_credentials(&url), "{text}");
+            assert!(!redact(url.as_str()).contains(secret), "{text}");
+        }
+        for (text, message) in [
+            (
+                "file://alice:PW-file@host/x",
+                "--x file://***@host/x is not a valid URL (invalid international domain name); a \
+                 user or password in it must have its `/`, `?`, `#` and `@` percent-encoded (%2F, \
+                 %3F, %23, %40)",
+            ),
+            (
+                "http://alice:pa/ssPW@host/",
+                "--x http://***@host/ is not a valid URL (invalid port number); a user or \
+                 password in it must have its `/`, `?`, `#` and `@` percent-encoded (%2F, %3F, \
+                 %23, %40)",
+            ),
+            (
+                " ftp://alice:PW@host/",
+                "--x: the URL ***@host/ holds a space (U+0020) at character 1, which no URL \
+                 holds unencoded (a newline there would start a new curl option): copy the URL \
+                 again without it, or percent-encode it (%20)",
+            ),
+            (
+                "https://alice:PW@host/ ",
+                "--x: the URL https://***@host/  holds a space (U+0020) at character 23, which \
+                 no URL holds unencoded (a newline there would start a new curl option): copy \
+                 the URL again without it, or percent-encode it (%20)",
+            ),
+        ] {
+            assert_eq!(parse("--x", text).unwrap_err(), message, "{text}");
+        }
+        assert!(!has_credentials(&parse("--x", "https://h/a.whl").unwrap()));
     }
 }

@@ -85,10 +85,14 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
     };
+    let substituter = args.cache.substituter()?;
+    if let Some(substituter) = &substituter {
+        nix.check_cache(&substituter.nix_options())?;
+    }
     let options = FetchOptions {
         jobs: args.jobs,
         python: args.python,
-        substituter: args.cache.substituter()?,
+        substituter,
         offline: args.offline,
         cells: args.cells,
         compat: args.compat,

@@ -427,7 +427,7 @@ fn from_binary_cache(
     let shown = crate::url::redact(url);
     let paths: Vec<StorePath> = missing.iter().map(|w| w.path.clone()).collect();
     let held: Vec<_> = nix
-        .path_infos(Some(url), &paths, false)
+        .path_infos(url, &paths)
         .with_context(|| format!("cannot read the binary cache {shown}"))?
         .into_iter()
         .filter(|info| info.valid)

@@ -132,18 +132,13 @@ pub fn export(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let closure: Vec<StorePath> = nix
-        .path_infos(None, &roots, true)?
-        .iter()
-        .map(|info| info.path.parse())
-        .collect::<Result<_, _>>()
-        .context("Nix reported something that is not a store path")?;
+    let closure: Vec<StorePath> = nix.closure(&roots)?;
 
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let url = file_url(
         &fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?,
     )?;
-    let before = nix.path_infos(Some(&url), &closure, false)?;
+    let before = nix.path_infos(&url, &closure)?;
     let had = before.iter().filter(|info| info.valid).count();
     eprintln!(
         "export: copying {} of {} store paths into {url}",
@@ -156,7 +151,7 @@ pub fn export(
     // Paths an earlier export wrote are skipped by the copy: sign them too.
     nix.sign(&url, &key_file, &closure)?;
 
-    let after = nix.path_infos(Some(&url), &closure, false)?;
+    let after = nix.path_infos(&url, &closure)?;
     if let Some(missing) = after.iter().find(|info| !info.valid) {
         bail!(
             "{} is not in {url} after the copy; run the export again",
@@ -279,17 +274,18 @@ fn cell_roots(nix: &Nix, flake: &str, cells: &[String]) -> Result<(Vec<StorePath
         .map(|d| d.parse())
         .collect::<Result<_, _>>()
         .context("Nix reported a derivation path that is not a store path")?;
-    let shown = nix.show_derivation(&drvs)?;
-    let own_drvs: BTreeSet<String> = drvs.iter().map(StorePath::to_absolute).collect();
-    let inputs: Vec<StorePath> = shown
-        .values()
-        .flat_map(|drv| drv.input_drvs.keys())
-        .filter(|input| !own_drvs.contains(*input))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .map(|input| input.parse())
-        .collect::<Result<_, _>>()
-        .context("Nix reported an input derivation that is not a store path")?;
+    let own_drvs: BTreeSet<&StorePath> = drvs.iter().collect();
+    let mut inputs = BTreeSet::new();
+    for drv in &drvs {
+        let parsed = nix.read_derivation(drv)?;
+        inputs.extend(
+            parsed
+                .input_drvs
+                .into_keys()
+                .filter(|input| !own_drvs.contains(input)),
+        );
+    }
+    let inputs: Vec<StorePath> = inputs.into_iter().collect();
     let kernels = inputs
         .iter()
         .filter(|drv| drv.name().starts_with(NAME_PREFIX))

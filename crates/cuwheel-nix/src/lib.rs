@@ -13,8 +13,12 @@ pub mod derivation;
 pub mod expr;
 pub mod hash;
 pub mod nar;
+pub mod narinfo;
 pub mod nix;
 pub mod path;
+pub mod path_info;
+pub mod setup;
+pub mod shown_command;
 
 pub use derivation::{Derivation, DerivationOutput};
 pub use hash::{Hash, HashAlgo};

@@ -1,9 +1,18 @@
-//! A thin, typed wrapper over the Nix 2.8 commands cuwheel calls: add a
-//! fixed-output file, instantiate, realise, build and evaluate flake outputs, query
-//! validity and path infos, show a derivation, and copy, sign and verify
-//! paths of a binary cache. In: store paths and files; out: store paths and
-//! parsed JSON, or a [`NixError`] that says what failed and what to do about
-//! it.
+//! A thin, typed wrapper over the Nix commands cuwheel calls (Nix 2.8 to
+//! the newest): add a fixed-output file, instantiate, realise, build and
+//! evaluate flake outputs, query validity and closures, read a derivation
+//! and a binary cache's path infos, and copy, sign and verify paths of a
+//! binary cache. In: store paths and files; out: store paths and parsed
+//! data, or a [`NixError`] that says what failed and what to do about it.
+//!
+//! Nix's own data is read in forms no release has changed: `.drv` files
+//! from the store (not `nix derivation show`), `nix-store --query` text,
+//! and a `file://` cache's `.narinfo` files; `nix path-info --json` only for
+//! other caches, in any shape a release printed ([`super::path_info`]).
+//! Before building or substituting, the Nix at hand is probed once
+//! ([`super::setup`]): too old, a daemon that would build unsandboxed, or
+//! one that ignores the cache settings of an untrusted user is refused with
+//! the `nix.conf` lines that fix it.
 //!
 //! Every call pins the settings the project depends on — a real sandbox
 //! that may not silently fall back to none, and no binary cache — so a
@@ -15,15 +24,23 @@
 //! offers each build to them first and uses local slots when they are busy.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use thiserror::Error;
 
+use super::derivation::Derivation;
+use super::narinfo::NarInfo;
 use super::path::{FileIngestion, StorePath};
+pub use super::path_info::PathInfo;
+use super::path_info::parse_path_info_json;
+use super::setup::{
+    self, CONFIG_SHOW_SINCE, JSON_FORMAT_SINCE, NixSetup, STORE_INFO_SINCE, Version, WantedCache,
+};
+use super::shown_command::{excerpt, shown_command};
 
 /// Settings passed to every Nix command (see the module doc for why).
 /// Commands that build nothing (`nix-store --add-fixed`, `path-info`)
@@ -49,12 +66,17 @@ pub enum NixError {
         stderr: String,
         hint: Hint,
     },
-    #[error("`{command}` printed something cuwheel cannot read ({problem}):\n{output}")]
+    #[error("`{command}` printed something cuwheel cannot read ({problem}):\n{}", excerpt(.output, 600))]
     BadOutput {
         command: String,
         problem: String,
         output: String,
     },
+    /// The Nix at hand cannot be used as it is set up (see [`setup`]).
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot read {path}: {problem}")]
+    Unreadable { path: String, problem: String },
 }
 
 /// What to do about a failure, when the failure is one we recognise.
@@ -116,49 +138,6 @@ fn hint_for(stderr: &str) -> Hint {
     )
 }
 
-/// One output of a derivation as `nix show-derivation` reports it.
-#[derive(Debug, Deserialize, PartialEq, Eq)]
-pub struct ShownOutput {
-    pub path: Option<String>,
-    #[serde(rename = "hashAlgo")]
-    pub hash_algo: Option<String>,
-    pub hash: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ShownDerivation {
-    pub outputs: BTreeMap<String, ShownOutput>,
-    /// Each input derivation's path and the outputs of it used.
-    #[serde(rename = "inputDrvs", default)]
-    pub input_drvs: BTreeMap<String, Vec<String>>,
-}
-
-/// One entry of `nix path-info --json --sigs`: what a store (local or a
-/// binary cache) knows about a path. `valid` is false for a path it lacks,
-/// and then nothing else is set.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PathInfo {
-    pub path: String,
-    #[serde(default = "valid_by_default")]
-    pub valid: bool,
-    #[serde(default)]
-    pub nar_hash: String,
-    #[serde(default)]
-    pub nar_size: u64,
-    #[serde(default)]
-    pub references: Vec<String>,
-    #[serde(default)]
-    pub signatures: Vec<String>,
-    pub ca: Option<String>,
-    /// The compressed size, in a binary cache.
-    pub download_size: Option<u64>,
-}
-
-fn valid_by_default() -> bool {
-    true
-}
-
 /// The Nix commands, run against the system store or a store rooted at a
 /// directory of the caller's (`--store DIR`, which needs no daemon and no
 /// root: used by tests and for builds in a second, independent store).
@@ -168,6 +147,8 @@ pub struct Nix {
     /// `--option` arguments after the pinned ones (a binary cache to
     /// substitute from), which they override.
     options: Vec<String>,
+    /// The probed setup, once per store and options (shared by clones).
+    setup: Arc<OnceLock<Result<NixSetup, String>>>,
 }
 
 impl Nix {
@@ -178,7 +159,7 @@ impl Nix {
     pub fn with_store_root(root: &Path) -> Nix {
         Nix {
             store: Some(root.to_owned()),
-            options: Vec::new(),
+            ..Nix::default()
         }
     }
 
@@ -187,6 +168,7 @@ impl Nix {
     /// passed after the pinned ones on every call.
     pub fn with_options(mut self, options: Vec<String>) -> Nix {
         self.options = options;
+        self.setup = Arc::default();
         self
     }
 
@@ -301,6 +283,7 @@ impl Nix {
 
     /// `nix-store --realise DRV...`: builds and returns the output paths.
     pub fn realise(&self, drvs: &[StorePath]) -> Result<Vec<StorePath>, NixError> {
+        self.preflight(true, wanted_cache(&self.options).as_ref())?;
         let mut cmd = self.command("nix-store");
         cmd.arg("--realise")
             .args(drvs.iter().map(StorePath::to_absolute));
@@ -339,15 +322,39 @@ impl Nix {
         self.run(cmd).map(drop)
     }
 
-    /// `nix show-derivation DRV...`, keyed by `.drv` path.
-    pub fn show_derivation(
-        &self,
-        drvs: &[StorePath],
-    ) -> Result<BTreeMap<String, ShownDerivation>, NixError> {
-        let mut cmd = self.command("nix");
-        cmd.arg("show-derivation")
-            .args(drvs.iter().map(StorePath::to_absolute));
-        self.json(cmd)
+    /// A `.drv` file of the store, parsed (the ATerm format every Nix
+    /// writes), not `nix derivation show`'s JSON, which changed shape.
+    pub fn read_derivation(&self, drv: &StorePath) -> Result<Derivation, NixError> {
+        let file = self.real_path(drv);
+        let unreadable = |problem: String| NixError::Unreadable {
+            path: file.display().to_string(),
+            problem,
+        };
+        let name = drv
+            .name()
+            .strip_suffix(".drv")
+            .ok_or_else(|| unreadable("not a .drv file".into()))?;
+        let bytes = std::fs::read(&file).map_err(|e| unreadable(e.to_string()))?;
+        Derivation::parse(&bytes, name).map_err(|e| unreadable(e.to_string()))
+    }
+
+    /// `nix-store --query --requisites PATH...`: the paths and everything
+    /// they refer to, directly or not.
+    pub fn closure(&self, paths: &[StorePath]) -> Result<Vec<StorePath>, NixError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = self.command("nix-store");
+        cmd.args(["--query", "--requisites"])
+            .args(paths.iter().map(StorePath::to_absolute));
+        self.store_paths(cmd)
+    }
+
+    /// `nix-store --query --outputs DRV`: the output paths of a derivation.
+    pub fn outputs(&self, drv: &StorePath) -> Result<Vec<StorePath>, NixError> {
+        let mut cmd = self.command("nix-store");
+        cmd.args(["--query", "--outputs"]).arg(drv.to_absolute());
+        self.store_paths(cmd)
     }
 }
 
@@ -355,6 +362,7 @@ impl Nix {
     /// `nix build --no-link --json INSTALLABLE...`: builds what is missing
     /// and returns every output path, in order.
     pub fn build(&self, installables: &[String]) -> Result<Vec<StorePath>, NixError> {
+        self.preflight(true, wanted_cache(&self.options).as_ref())?;
         let mut cmd = self.command("nix");
         cmd.args(["build", "--no-link", "--json"])
             .args(installables);
@@ -386,28 +394,43 @@ impl Nix {
         self.json(cmd)
     }
 
-    /// `nix path-info --json --sigs [-r] PATH...` on this store, or on the
-    /// store at `url` (a binary cache); a path the store lacks comes back
-    /// with `valid: false` (the closure of one cannot be asked for).
-    pub fn path_infos(
-        &self,
-        url: Option<&str>,
-        paths: &[StorePath],
-        closure: bool,
-    ) -> Result<Vec<PathInfo>, NixError> {
+    /// What the binary cache at `url` holds of `paths`, in their order; a
+    /// path it lacks comes back with `valid: false`. A `file://` cache's
+    /// `.narinfo` files are read directly; another cache through `nix
+    /// path-info --json` (whatever its shape, with `--json-format` where
+    /// this Nix has it).
+    pub fn path_infos(&self, url: &str, paths: &[StorePath]) -> Result<Vec<PathInfo>, NixError> {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
-        let mut cmd = match url {
-            Some(url) => self.command_on("nix", Some(url.as_ref())),
-            None => self.command("nix"),
-        };
+        if let Some(dir) = url.strip_prefix("file://") {
+            let dir = Path::new(dir.split_once('?').map_or(dir, |(dir, _)| dir));
+            return paths.iter().map(|path| narinfo_of(dir, path)).collect();
+        }
+        let version = self.setup().map_err(NixError::Refused)?.version;
+        let mut cmd = self.command_on("nix", Some(url.as_ref()));
         cmd.args(["path-info", "--json", "--sigs"]);
-        if closure {
-            cmd.arg("--recursive");
+        if version >= JSON_FORMAT_SINCE {
+            cmd.args(["--json-format", "1"]);
         }
         cmd.args(paths.iter().map(StorePath::to_absolute));
-        self.json(cmd)
+        let command = describe(&cmd);
+        let stdout = self.run(cmd)?;
+        let infos = parse_path_info_json(&stdout).map_err(|problem| NixError::BadOutput {
+            command,
+            problem,
+            output: stdout,
+        })?;
+        let by_path: BTreeMap<&str, &PathInfo> =
+            infos.iter().map(|i| (i.path.as_str(), i)).collect();
+        Ok(paths
+            .iter()
+            .map(|p| {
+                by_path
+                    .get(p.to_absolute().as_str())
+                    .map_or_else(|| PathInfo::missing(p), |i| (*i).clone())
+            })
+            .collect())
     }
 
     /// `nix copy --to URL PATH...`: the paths and their closure into the
@@ -428,6 +451,7 @@ impl Nix {
         options: &[String],
         paths: &[StorePath],
     ) -> Result<(), NixError> {
+        self.preflight(false, wanted_cache(options).as_ref())?;
         let mut cmd = self.command("nix");
         cmd.args(options)
             .args(["copy", "--from", url])
@@ -506,65 +530,140 @@ impl Nix {
     }
 }
 
+impl Nix {
+    /// The Nix at hand, probed once (see [`setup`]): `nix --version`, its
+    /// settings (`nix config show`, or `nix show-config` before 2.20), and
+    /// the settings the store ignores of cuwheel's options (`nix store info`,
+    /// or `nix store ping` before 2.19, with every option cuwheel passes: a
+    /// daemon warns of each it ignores).
+    pub fn setup(&self) -> Result<&NixSetup, String> {
+        self.setup
+            .get_or_init(|| self.probe().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn probe(&self) -> Result<NixSetup, NixError> {
+        let mut cmd = Command::new("nix");
+        cmd.arg("--version");
+        let line = self.run(cmd)?;
+        let version = Version::from_version_line(&line).ok_or_else(|| NixError::BadOutput {
+            command: "nix --version".into(),
+            problem: "no version number".into(),
+            output: line.clone(),
+        })?;
+        let mut cmd = Command::new("nix");
+        cmd.args(["--extra-experimental-features", "nix-command"]);
+        if version >= CONFIG_SHOW_SINCE {
+            cmd.args(["config", "show"]);
+        } else {
+            cmd.arg("show-config");
+        }
+        let settings = setup::parse_config(&self.run(cmd)?);
+        let mut cmd = self.command("nix");
+        cmd.args([
+            "store",
+            if version >= STORE_INFO_SINCE {
+                "info"
+            } else {
+                "ping"
+            },
+        ]);
+        let command = describe(&cmd);
+        let output = cmd.output().map_err(|source| NixError::NotInstalled {
+            program: "nix".into(),
+            source,
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        if !output.status.success() {
+            return Err(NixError::Failed {
+                command,
+                status: output.status.to_string(),
+                hint: hint_for(&stderr),
+                stderr,
+            });
+        }
+        Ok(NixSetup {
+            version,
+            settings,
+            ignored: setup::ignored_settings(&stderr),
+            user: std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "YOUR_USER".into()),
+        })
+    }
+
+    /// Refuses, before anything is copied, a binary cache this Nix would
+    /// not substitute from (a daemon ignoring an untrusted user's cache
+    /// settings), with the `nix.conf` lines that fix it.
+    pub fn check_cache(&self, cache_options: &[String]) -> Result<(), NixError> {
+        self.preflight(false, wanted_cache(cache_options).as_ref())
+    }
+
+    /// Refuses what this Nix cannot do as cuwheel needs it: build in a
+    /// sandbox (`building`), or substitute from `cache`.
+    fn preflight(&self, building: bool, cache: Option<&WantedCache>) -> Result<(), NixError> {
+        let setup = self.setup().map_err(NixError::Refused)?;
+        setup
+            .check(building, cache)
+            .map_err(|refusal| NixError::Refused(refusal.0))
+    }
+}
+
+/// The binary cache `--option substituters URL` and `--option
+/// trusted-public-keys KEY` in `options` ask for, if any.
+fn wanted_cache(options: &[String]) -> Option<WantedCache> {
+    let value = |name: &str| {
+        options
+            .windows(3)
+            .rfind(|w| w[0] == "--option" && w[1] == name)
+            .map(|w| w[2].clone())
+    };
+    let url = value("substituters").filter(|u| !u.is_empty())?;
+    Some(WantedCache {
+        url,
+        public_key: value("trusted-public-keys").unwrap_or_default(),
+    })
+}
+
+/// The `.narinfo` of `path` in the `file://` cache at `dir`.
+fn narinfo_of(dir: &Path, path: &StorePath) -> Result<PathInfo, NixError> {
+    let file = dir.join(format!("{}.narinfo", path.hash_part()));
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PathInfo::missing(path)),
+        Err(e) => {
+            return Err(NixError::Unreadable {
+                path: file.display().to_string(),
+                problem: e.to_string(),
+            });
+        }
+    };
+    let info = NarInfo::parse(&text).map_err(|e| NixError::Unreadable {
+        path: file.display().to_string(),
+        problem: e.to_string(),
+    })?;
+    if &info.store_path != path {
+        return Err(NixError::Unreadable {
+            path: file.display().to_string(),
+            problem: format!("it describes {}, not {path}", info.store_path),
+        });
+    }
+    Ok(PathInfo::from_narinfo(&info))
+}
+
 #[derive(Deserialize)]
 struct BuiltOutputs {
     outputs: BTreeMap<String, String>,
 }
 
 fn describe(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program().to_owned())
-        .chain(cmd.get_args().map(|a| {
-            let a = a.to_string_lossy();
-            OsString::from(if a.is_empty() || a.contains(' ') {
-                format!("'{a}'")
-            } else {
-                a.into_owned()
-            })
-        }))
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
+    shown_command(
+        &cmd.get_program().to_string_lossy(),
+        cmd.get_args().map(|a| a.to_string_lossy().into_owned()),
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failures_carry_advice() {
-        assert!(
-            hint_for("error: executing '/bin/false-never-run': No such file")
-                .to_string()
-                .contains("cuwheel fetch")
-        );
-        assert_eq!(hint_for("something else").to_string(), "");
-    }
-
-    #[test]
-    fn every_call_pins_the_sandbox_and_builds_in_parallel() {
-        for program in ["nix-store", "nix", "nix-instantiate"] {
-            let text = describe(&Nix::system().command(program));
-            assert!(
-                text.contains(
-                    "--option sandbox true --option sandbox-fallback false --option substituters '' \
-                     --option max-jobs auto"
-                ),
-                "{text}"
-            );
-        }
-    }
-
-    #[test]
-    fn flake_commands_do_not_warn_of_a_dirty_tree() {
-        let text = describe(&Nix::system().command("nix"));
-        assert!(text.contains("--option warn-dirty false"), "{text}");
-    }
-
-    #[test]
-    fn missing_program_says_how_to_install() {
-        let err = Nix::system()
-            .run(Command::new("nix-definitely-not-installed"))
-            .unwrap_err();
-        assert!(err.to_string().contains("apt-get install nix-bin"), "{err}");
-    }
-}
+#[path = "nix_tests.rs"]
+mod tests;

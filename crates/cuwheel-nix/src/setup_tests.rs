@@ -1,0 +1,116 @@
+//! The setup checks against what Nix 2.8, 2.26 and 2.34 really printed
+//! (recorded by `scripts/nix-probe.sh` and `scripts/nix-versions.sh`).
+
+use super::*;
+
+const UNTRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-untrusted.stderr");
+const TRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-trusted.stderr");
+
+fn setup(version: Version, config: &str, stderr: &str) -> NixSetup {
+    NixSetup {
+        version,
+        settings: parse_config(config),
+        ignored: ignored_settings(stderr),
+        user: "bob".into(),
+    }
+}
+
+#[test]
+fn versions_are_read_from_every_vendor_line() {
+    for (line, version) in [
+        ("nix (Nix) 2.8.0", Version(2, 8, 0)),
+        ("nix (Nix) 2.34.8\n", Version(2, 34, 8)),
+        ("nix (Lix, like Nix) 2.95.0", Version(2, 95, 0)),
+        ("nix (Determinate Nix 3.23.1) 2.35.3", Version(2, 35, 3)),
+        ("nix (Nix) 2.35pre20260101_abcdef", Version(2, 35, 0)),
+    ] {
+        assert_eq!(Version::from_version_line(line), Some(version), "{line}");
+    }
+    assert_eq!(Version::from_version_line("nix"), None);
+    for (dir, version) in [
+        ("2.8", include_str!("../tests/fixtures/nix-2.8/version.txt")),
+        (
+            "2.26",
+            include_str!("../tests/fixtures/nix-2.26/version.txt"),
+        ),
+        (
+            "2.34",
+            include_str!("../tests/fixtures/nix-2.34/version.txt"),
+        ),
+    ] {
+        let v = Version::from_version_line(version).unwrap();
+        assert_eq!(format!("{}.{}", v.0, v.1), dir);
+    }
+}
+
+#[test]
+fn the_recorded_configs_read_as_settings() {
+    for config in [
+        include_str!("../tests/fixtures/nix-2.8/config.txt"),
+        include_str!("../tests/fixtures/nix-2.26/config.txt"),
+        include_str!("../tests/fixtures/nix-2.34/config.txt"),
+    ] {
+        let settings = parse_config(config);
+        assert_eq!(settings["sandbox"], "true", "{config}");
+        assert_eq!(settings["build-users-group"], "nixbld", "{config}");
+        assert!(settings.contains_key("trusted-users"), "{config}");
+    }
+}
+
+#[test]
+fn an_untrusted_users_ignored_settings_are_read_from_the_daemons_warnings() {
+    assert_eq!(
+        ignored_settings(UNTRUSTED_2_26),
+        ["sandbox", "sandbox-fallback", "trusted-public-keys"]
+            .map(String::from)
+            .into()
+    );
+    assert!(ignored_settings(TRUSTED_2_26).is_empty());
+}
+
+#[test]
+fn a_daemon_without_its_sandbox_is_refused_with_the_fix() {
+    let off = setup(Version(2, 26, 3), "sandbox = false\n", UNTRUSTED_2_26);
+    assert!(!off.sandboxed());
+    let refusal = off.check(true, None).unwrap_err().to_string();
+    assert!(refusal.contains("sandbox = true"), "{refusal}");
+    assert!(refusal.contains("restart"), "{refusal}");
+    // Nothing is built by a command that only reads.
+    assert!(off.check(false, None).is_ok());
+    // The daemon's own sandbox, or cuwheel's option taken (trusted, or
+    // single-user root), is enough.
+    let on = setup(Version(2, 26, 3), "sandbox = true\n", UNTRUSTED_2_26);
+    assert!(on.check(true, None).is_ok());
+    let trusted = setup(Version(2, 26, 3), "sandbox = false\n", TRUSTED_2_26);
+    assert!(trusted.check(true, None).is_ok());
+}
+
+#[test]
+fn an_untrusted_user_asking_for_a_cache_gets_the_nix_conf_lines() {
+    let nix = setup(Version(2, 26, 3), "sandbox = true\n", UNTRUSTED_2_26);
+    let cache = WantedCache {
+        url: "file:///srv/cache".into(),
+        public_key: "demo-1:BwcH".into(),
+    };
+    let refusal = nix.check(false, Some(&cache)).unwrap_err().to_string();
+    for line in [
+        "\n    extra-trusted-substituters = file:///srv/cache\n",
+        "\n    extra-trusted-public-keys = demo-1:BwcH\n",
+        "\n    extra-trusted-users = bob",
+    ] {
+        assert!(refusal.contains(line), "{line:?} not in:\n{refusal}");
+    }
+    let trusted = setup(Version(2, 26, 3), "sandbox = true\n", TRUSTED_2_26);
+    assert!(trusted.check(false, Some(&cache)).is_ok());
+}
+
+#[test]
+fn a_nix_older_than_the_oldest_supported_is_refused_by_name() {
+    let old = setup(Version(2, 3, 16), "sandbox = true\n", "");
+    let refusal = old.check(false, None).unwrap_err().to_string();
+    assert!(
+        refusal.starts_with("this is Nix 2.3.16; cuwheel needs Nix 2.8.0 or newer"),
+        "{refusal}"
+    );
+    assert!(setup(OLDEST_SUPPORTED, "", "").check(true, None).is_ok());
+}

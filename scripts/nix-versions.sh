@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The test tier under other Nix versions than the host's: for each SUITE
+# given (trixie: Debian 13's nix-bin, Nix 2.26; sid: Debian unstable's
+# nix-bin, the newest), a Debian root made with debootstrap, its own Nix
+# store and its own build users, entered with `unshare --mount --fork` and
+# `pivot_root` (not chroot: inside a chroot the kernel refuses the user
+# namespaces Nix's sandbox creates). In it, as root (single-user) and as
+# two users it creates going through a nix-daemon it starts (one in
+# `trusted-users`, one not): the demo cell, a second Python reusing the
+# kernel objects, `cuwheel reproduce`, `cuwheel cache export` of one cell's
+# closure, `cuwheel fetch --substituter … --offline` into an empty store and
+# a byte-identical wheel, and `publish`. Then the daemon with its sandbox
+# off (a build must be refused, the fix named) and an untrusted user asking
+# for a cache (the nix.conf lines printed). The wheel's sha256 must be the
+# same in every root and mode: the script fails otherwise.
+#
+# Usage: sudo bash scripts/nix-versions.sh [--work DIR] [--only STEP] [--modes "M…"] SUITE...
+#   --work DIR   where the roots live (default target/nix-versions); a root
+#                and its store are kept between runs and reused when whole
+#                (a `.ready` marker), never assumed to exist.
+#   --only STEP  `root` (make the roots only), `probe` (record the outputs
+#                of the Nix commands cuwheel reads, as unit-test fixtures,
+#                into crates/cuwheel-nix/tests/fixtures/nix-VERSION), or
+#                `all` (the default).
+#   --modes "M…" which of root, trusted, untrusted (default: all three; the
+#                sandbox-off case runs after untrusted).
+# Results: a table on stdout and under WORK/results.tsv.
+#
+# How artifacts get into a root: `cuwheel fetch` inside it (the registries
+# are reached the way the host reaches them: its apt configuration, CA
+# certificates and pip configuration are copied in).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+work=target/nix-versions
+only=all
+modes="root trusted untrusted"
+suites=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --work) work=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) suites+=("$1"); shift ;;
+  esac
+done
+[ ${#suites[@]} -gt 0 ] || suites=(sid)
+[ "$(id -u)" = 0 ] || { echo "nix-versions: run as root (debootstrap, unshare, pivot_root)" >&2; exit 1; }
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+say() { echo "nix-versions: $*" >&2; }
+
+# The mirror the host's apt uses.
+mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+[ -n "$mirror" ] || mirror=$(awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+[ -n "$mirror" ] || { echo "nix-versions: cannot tell the host's Debian mirror from /etc/apt" >&2; exit 1; }
+
+# Build users per suite, at uids the host's Nix (30001+) does not use: Nix
+# kills every process of a build user's uid before and after a build, so two
+# stores sharing uids break each other's builds.
+uid_base() { case $1 in trixie) echo 41000 ;; sid) echo 42000 ;; *) echo 43000 ;; esac; }
+
+# Runs "$@" inside ROOT: a private mount namespace, the root bind-mounted on
+# itself, /proc, /dev and /sys, then pivot_root into it.
+in_root() {
+  local root=$1; shift
+  unshare --mount --fork /bin/sh -euc '
+    root=$1; shift
+    mount --make-rprivate /
+    mount --bind "$root" "$root"
+    cd "$root"
+    mount -t proc proc proc
+    mount --rbind /dev dev
+    mount --rbind /sys sys
+    mkdir -p oldroot
+    pivot_root . oldroot
+    umount -l /oldroot
+    cd /
+    exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+  ' sh "$root" "$@"
+}
+
+make_root() {
+  local suite=$1 root=$work/$1
+  if [ -e "$root/.ready" ]; then say "$suite: reusing the root at $root"; return; fi
+  rm -rf "$root"
+  say "$suite: debootstrap trixie into $root (minutes)"
+  debootstrap --variant=minbase --include=ca-certificates,python3,python3-venv,git,xz-utils,zstd,procps,passwd \
+    trixie "$root" "$mirror" > "$work/$suite-debootstrap.log" 2>&1 ||
+    { tail -20 "$work/$suite-debootstrap.log" >&2; exit 1; }
+  # How this machine reaches the registries: apt's and pip's configuration.
+  cp /etc/apt/apt.conf.d/99* "$root/etc/apt/apt.conf.d/" 2>/dev/null || true
+  [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  echo "deb $mirror trixie main" > "$root/etc/apt/sources.list"
+  if [ "$suite" = sid ]; then
+    echo "deb $mirror sid main" >> "$root/etc/apt/sources.list"
+  fi
+  local target=()
+  [ "$suite" = sid ] && target=(-t sid)
+  say "$suite: installing nix-bin"
+  in_root "$root" /bin/sh -ec "
+    apt-get -o Acquire::Check-Valid-Until=false update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
+      --no-install-recommends ${target[*]} nix-bin cargo
+  " > "$work/$suite-apt.log" 2>&1 || { tail -20 "$work/$suite-apt.log" >&2; exit 1; }
+  local base; base=$(uid_base "$suite")
+  in_root "$root" /bin/sh -ec "
+    getent group nixbld >/dev/null || groupadd -g $base nixbld
+    for i in \$(seq 1 8); do
+      id nixbld\$i >/dev/null 2>&1 || useradd -u \$(($base + i)) -g nixbld -G nixbld -M -N \
+        -d /var/empty -s /usr/sbin/nologin nixbld\$i
+    done
+    id alice >/dev/null 2>&1 || useradd -m -s /bin/bash alice
+    id bob >/dev/null 2>&1 || useradd -m -s /bin/bash bob
+    mkdir -p /etc/nix
+    cat > /etc/nix/nix.conf <<EOF
+build-users-group = nixbld
+sandbox = true
+experimental-features = nix-command flakes
+substituters =
+trusted-users = root alice
+EOF
+  " >> "$work/$suite-apt.log" 2>&1
+  touch "$root/.ready"
+  say "$suite: root ready: $(in_root "$root" nix --version)"
+}
+
+for suite in "${suites[@]}"; do make_root "$suite"; done
+[ "$only" = root ] && exit 0
+
+# The cuwheel binary the roots run: built here (Debian 12's glibc; it runs in
+# the newer roots).
+# CUWHEEL=PATH uses that binary instead.
+cuwheel_bin=${CUWHEEL:-$repo/target/debug/cuwheel}
+if [ "$only" != probe ] && [ -z "${CUWHEEL:-}" ]; then
+  cargo build --locked --quiet --bin cuwheel
+fi
+results=$work/results.tsv
+: > "$results"
+
+# The checkout (tracked and new files, not target/) into DIR of a root.
+copy_checkout() {
+  local root=$1 dir=$2 owner=$3
+  rm -rf "${root:?}$dir"; mkdir -p "$root$dir"
+  git -C "$repo" ls-files -co --exclude-standard -z | tar -C "$repo" --null -T - -cf - | tar -C "$root$dir" -xf -
+  in_root "$root" chown -R "$owner" "$dir"
+}
+
+# Environment for the tier inside a root: pip's settings that reach the
+# registry (the CA bundle is copied in; a host directory of wheels is not).
+pip_env=()
+for var in PIP_DEFAULT_TIMEOUT PIP_DISABLE_PIP_VERSION_CHECK PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST; do
+  [ -n "${!var:-}" ] && pip_env+=("$var=${!var}")
+done
+pip_env+=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
+if [ -d "${HOME:-/nonexistent}/.config/pip" ]; then have_user_pip=1; else have_user_pip=0; fi
+
+run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
+  local suite=$1 mode=$2 root=$work/$1 user home version
+  case $mode in root) user=root home=/root ;; trusted) user=alice home=/home/alice ;; *) user=bob home=/home/bob ;; esac
+  copy_checkout "$root" "$home/cuwheel" "$user"
+  [ "$have_user_pip" = 1 ] && mkdir -p "$root$home/.config" && cp -r "$HOME/.config/pip" "$root$home/.config/pip"
+  install -m 755 "$cuwheel_bin" "$root/usr/local/bin/cuwheel"
+  version=$(in_root "$root" nix --version | awk '{ print $NF }')
+  say "$suite: Nix $version, mode $mode (log: $work/$suite-$mode.log)"
+  local start=$SECONDS
+  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel)
+  if [ "$mode" = root ]; then
+    in_root "$root" "${tier[@]}"
+  else
+    in_root "$root" /bin/sh -c '
+      mkdir -p /nix/var/nix/daemon-socket
+      nix-daemon > /var/log/nix-daemon.log 2>&1 &
+      daemon=$!
+      sleep 2
+      user=$1; shift
+      su "$user" -c "NIX_REMOTE=daemon USER=$user $*"
+      kill $daemon' sh "$user" "${tier[*]}"
+  fi > "$work/$suite-$mode.log" 2>&1 || true
+  grep '^RESULT' "$work/$suite-$mode.log" | sed "s/^RESULT/$version\t$mode/" | tee -a "$results" >&2
+  printf '%s\t%s\telapsed\tok\t%ss\n' "$version" "$mode" "$((SECONDS - start))" | tee -a "$results" >&2
+}
+
+# The daemon with its sandbox off: a build must be refused, the fix named.
+sandbox_off() {
+  local suite=$1 root=$work/$1 version
+  version=$(in_root "$root" nix --version | awk '{ print $NF }')
+  in_root "$root" /bin/sh -c '
+    cp /etc/nix/nix.conf /etc/nix/nix.conf.on
+    sed -i "s/^sandbox = true/sandbox = false/" /etc/nix/nix.conf
+    nix-daemon > /var/log/nix-daemon-off.log 2>&1 &
+    daemon=$!
+    sleep 2
+    su bob -c "cd /home/bob/cuwheel && NIX_REMOTE=daemon USER=bob cuwheel reproduce --project examples/demo-ext target/result/*.whl"
+    status=$?
+    kill $daemon
+    mv /etc/nix/nix.conf.on /etc/nix/nix.conf
+    exit $status' > "$work/$suite-sandbox-off.log" 2>&1 && {
+    printf '%s\tsandbox-off\tbuild-refused\tFAIL\tit built\n' "$version" | tee -a "$results" >&2; return; }
+  if grep -q 'sandbox = true' "$work/$suite-sandbox-off.log"; then
+    printf '%s\tsandbox-off\tbuild-refused\tok\tthe fix named\n' "$version" | tee -a "$results" >&2
+  else
+    printf '%s\tsandbox-off\tbuild-refused\tFAIL\t%s\n' "$version" "$(tail -c 300 "$work/$suite-sandbox-off.log" | tr '\n\t' '  ')" | tee -a "$results" >&2
+  fi
+}
+
+for suite in "${suites[@]}"; do
+  root=$work/$suite
+  if [ "$only" = probe ] || [ "$only" = all ]; then
+    install -m 755 scripts/nix-probe.sh "$root/tmp/nix-probe.sh"
+    rm -rf "$root/tmp/fixtures"
+    in_root "$root" bash /tmp/nix-probe.sh /tmp/fixtures >&2
+    cp -r "$root"/tmp/fixtures/nix-* crates/cuwheel-nix/tests/fixtures/
+  fi
+  [ "$only" = probe ] && continue
+  for mode in $modes; do run_mode "$suite" "$mode"; done
+  case " $modes " in *" untrusted "*) sandbox_off "$suite" ;; esac
+done
+[ "$only" = probe ] && exit 0
+
+# The wheel's sha256 must be one across every version and mode.
+echo
+column -t -s $'\t' "$results"
+shas=$(awk -F'\t' '$3 == "wheel-sha256" { split($5, a, " "); print a[1] }' "$results" | sort -u)
+fails=$(awk -F'\t' '$4 == "FAIL"' "$results" | wc -l)
+if [ "$(printf '%s\n' "$shas" | grep -c .)" != 1 ]; then
+  echo "nix-versions: FAIL: the wheel differs across Nix versions or modes: $shas" >&2
+  exit 1
+fi
+[ "$fails" = 0 ] || { echo "nix-versions: FAIL: $fails steps failed (above)" >&2; exit 1; }
+echo "nix-versions: every step passed; the wheel's sha256 is $shas in every version and mode"

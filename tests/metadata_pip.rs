@@ -118,7 +118,7 @@ fn cases() -> Vec<Case> {
             pypi: false,
             audit: EXIT_FAILED,
             audit_says: finding(&format!(
-                "METADATA `Requires-Dist: {url}; extra == \"testing\"`: expected `;` and a \
+                "METADATA Requires-Dist `{url}; extra == \"testing\"`: expected `;` and a \
                  marker after the URL (and a space before `;`) (at byte 41); pip refuses to \
                  install the wheel"
             )),
@@ -150,7 +150,7 @@ fn cases() -> Vec<Case> {
             pypi: true,
             audit: EXIT_FAILED,
             audit_says: format!(
-                "[PyPI] METADATA `Requires-Dist: {url} ; extra == \"testing\"` is a direct \
+                "[PyPI] METADATA Requires-Dist `{url} ; extra == \"testing\"` is a direct \
                  reference, and PyPI refuses direct references"
             ),
             pip_installs: true,
@@ -163,7 +163,7 @@ fn cases() -> Vec<Case> {
             metadata: metadata("0.1.0", "Requires-Dist: numpy>=1.0.*\n"),
             pypi: false,
             audit: EXIT_FAILED,
-            audit_says: finding("METADATA `Requires-Dist: numpy>=1.0.*`: "),
+            audit_says: finding("METADATA Requires-Dist `numpy>=1.0.*`: "),
             pip_installs: false,
             pip_says: "has invalid metadata: .* suffix can only be used with `==` or `!=`",
             packaging_says: "'numpy>=1.0.*' is invalid for 'requires-dist'",
@@ -174,7 +174,7 @@ fn cases() -> Vec<Case> {
             metadata: metadata("0.1.0", "Requires-Dist: numpy=>1\n"),
             pypi: false,
             audit: EXIT_FAILED,
-            audit_says: finding("METADATA `Requires-Dist: numpy=>1`: "),
+            audit_says: finding("METADATA Requires-Dist `numpy=>1`: "),
             pip_installs: false,
             pip_says: "has invalid metadata",
             packaging_says: "'numpy=>1' is invalid for 'requires-dist'",
@@ -199,7 +199,7 @@ fn cases() -> Vec<Case> {
             metadata: metadata("0.1.0", "Provides-Extra: test suite\n"),
             pypi: false,
             audit: EXIT_FAILED,
-            audit_says: finding("METADATA `Provides-Extra: test suite`: not a valid extra name ("),
+            audit_says: finding("METADATA Provides-Extra `test suite`: not a valid extra name ("),
             // pip installs it without its dependencies, but no requirement
             // can name the extra, and PyPI's parser refuses it.
             pip_installs: true,
@@ -248,7 +248,7 @@ fn cases() -> Vec<Case> {
             metadata: metadata("0.1.0", "Requires-Python: >=3.9.*\n"),
             pypi: false,
             audit: EXIT_FAILED,
-            audit_says: finding("METADATA `Requires-Python: >=3.9.*`: "),
+            audit_says: finding("METADATA Requires-Python `>=3.9.*`: "),
             // pip warns and installs on any Python; PyPI refuses it.
             pip_installs: true,
             pip_says: "has an invalid Requires-Python: Invalid specifier: '>=3.9.*'",

@@ -34,7 +34,7 @@ impl std::fmt::Display for FieldProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "METADATA `{}: {}`: {}",
+            "METADATA {} `{}`: {}",
             self.field, self.value, self.reason
         )
     }
@@ -135,23 +135,23 @@ mod tests {
         assert_eq!(shown.len(), 4, "{shown:#?}");
         assert!(
             shown[0].starts_with(
-                "METADATA `Requires-Dist: pkg @ git+https://host.invalid/r@abc; extra == \"testing\"`: "
+                "METADATA Requires-Dist `pkg @ git+https://host.invalid/r@abc; extra == \"testing\"`: "
             ) && shown[0].contains("a space before `;`"),
             "{}",
             shown[0]
         );
         assert!(
-            shown[1].starts_with("METADATA `Requires-Dist: scipy>=1.0.*`"),
+            shown[1].starts_with("METADATA Requires-Dist `scipy>=1.0.*`"),
             "{}",
             shown[1]
         );
         assert!(
-            shown[2].starts_with("METADATA `Requires-Python: >=3.9.*`"),
+            shown[2].starts_with("METADATA Requires-Python `>=3.9.*`"),
             "{}",
             shown[2]
         );
         assert!(
-            shown[3].starts_with("METADATA `Provides-Extra: two words`"),
+            shown[3].starts_with("METADATA Provides-Extra `two words`"),
             "{}",
             shown[3]
         );

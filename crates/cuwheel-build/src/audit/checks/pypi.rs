@@ -98,7 +98,7 @@ impl AuditCheck for Pypi {
             out.finding(
                 None,
                 format!(
-                    "METADATA `Requires-Dist: {requirement}` is a direct reference, and PyPI \
+                    "METADATA Requires-Dist `{requirement}` is a direct reference, and PyPI \
                      refuses direct references"
                 ),
                 "upload the PyPI variant's wheel, which leaves direct references out; or \

@@ -138,9 +138,12 @@ module = "demo_ext._C"
 kernels = ["csrc/kernels/*.cu"]
 cuda-archs = ["9.0"]
 baseline = "manylinux_2_31"
+binding = "pybind11"
+bindings = ["csrc/bindings.cpp"]
 
 [tool.cuwheel.matrix]
 cuda = ["13.0"]
+python = ["3.13"]
 torch = ["2.11"]
 "#;
         let config = Config::parse(text, std::path::Path::new("pyproject.toml")).unwrap();

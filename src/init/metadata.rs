@@ -200,7 +200,10 @@ fn version_from_file(root: &Path, file: &str) -> Option<VersionSource> {
 
 fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferred) {
     let at = setup.at.clone();
-    let requirements =
+    // The torch requirements left out, said once however often they recur
+    // (install_requires, each extra, the sdist's record).
+    let mut torch_lines = std::collections::BTreeSet::new();
+    let mut requirements =
         |inferred: &mut Inferred, value: Option<&Value>, key: &str, cfg_key: &str| -> Vec<String> {
             // What setup.py computed from one requirements file is that
             // file's requirements.
@@ -256,14 +259,10 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
                     .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
                     .collect();
                 if name.eq_ignore_ascii_case("torch") {
-                    inferred.assumptions.push(super::python::Note {
-                        at: at.clone(),
-                        text: format!(
-                            "the requirement `{line}` is left out: cuwheel pins torch per wheel"
-                        ),
-                    });
+                    torch_lines.insert(line);
                     continue;
                 }
+                let line = super::requirements::space_before_marker(&line);
                 if !out.contains(&line) {
                     out.push(line);
                 }
@@ -363,6 +362,17 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
         }
     }
     inferred.meta.optional_dependencies = optional;
+    if !torch_lines.is_empty() {
+        let lines: Vec<String> = torch_lines.iter().map(|l| format!("`{l}`")).collect();
+        inferred.assumptions.push(super::python::Note {
+            at: at.clone(),
+            text: format!(
+                "torch is left out of the dependencies ({}): cuwheel pins torch per wheel",
+                lines.join(", ")
+            ),
+        });
+    }
+    super::requirements::direct_reference_note(&at, inferred);
 }
 
 /// The lines of a requirements file, with the files its `-r` lines name

@@ -29,6 +29,7 @@ pub mod model;
 pub mod pyproject;
 pub mod python;
 pub mod render;
+pub mod requirements;
 pub mod sdist_record;
 pub mod setup_cfg;
 pub mod stage;
@@ -444,7 +445,9 @@ impl Outcome {
                 out,
                 "init: assumed (setup.py was evaluated for a CUDA build host, no environment variables set):"
             );
-            for note in &inferred.assumptions {
+            // Each note once, however many evaluations or lists gave it.
+            let mut said = std::collections::BTreeSet::new();
+            for note in inferred.assumptions.iter().filter(|n| said.insert(*n)) {
                 let _ = writeln!(out, "  {}\n    {}", note.at, note.text);
             }
         }

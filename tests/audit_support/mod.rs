@@ -132,6 +132,22 @@ pub fn write_wheel_with_metadata(
 ) -> PathBuf {
     let stem = file_name.strip_suffix(".whl").expect("a .whl name");
     let parts: Vec<&str> = stem.split('-').collect();
+    let [name, version, ..] = parts[..] else {
+        panic!("{file_name}: expected name-version-python-abi-platform.whl");
+    };
+    let metadata = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}");
+    write_wheel_with_metadata_text(dir, file_name, members, &metadata)
+}
+
+/// [`write_wheel`] with `metadata` as the whole METADATA text.
+pub fn write_wheel_with_metadata_text(
+    dir: &Path,
+    file_name: &str,
+    members: &[(&str, Vec<u8>)],
+    metadata: &str,
+) -> PathBuf {
+    let stem = file_name.strip_suffix(".whl").expect("a .whl name");
+    let parts: Vec<&str> = stem.split('-').collect();
     let [name, version, python, abi, platform] = parts[..] else {
         panic!("{file_name}: expected name-version-python-abi-platform.whl");
     };
@@ -150,7 +166,7 @@ pub fn write_wheel_with_metadata(
         .collect();
     all.push((
         format!("{dist_info}/METADATA"),
-        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}").into_bytes(),
+        metadata.as_bytes().to_vec(),
     ));
     all.push((
         format!("{dist_info}/WHEEL"),

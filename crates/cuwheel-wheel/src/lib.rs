@@ -2,7 +2,8 @@
 //!
 //! One file per specification: [`pep503`] project names, [`pep440`] versions,
 //! [`tags`] compatibility tags, [`filename`] wheel file names, [`metadata`]
-//! METADATA and WHEEL, [`record`] RECORD; [`writer`] writes a wheel
+//! METADATA and WHEEL (and [`metadata_fields`] its fields as installers check
+//! them), [`record`] RECORD; [`writer`] writes a wheel
 //! deterministically and [`reader`] opens and verifies any wheel;
 //! [`member_path`] is the path rule both share; [`arch`] names the
 //! architectures; [`platform`] chooses the
@@ -15,6 +16,7 @@ pub mod known_tags;
 pub mod manylinux;
 pub mod member_path;
 pub mod metadata;
+pub mod metadata_fields;
 pub mod pep440;
 pub mod pep503;
 pub mod pep508;

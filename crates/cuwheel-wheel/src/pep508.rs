@@ -151,9 +151,26 @@ impl Requirement {
     /// The `Requires-Dist` value of this requirement in the optional
     /// dependencies of `extra` (a normalised extra name).
     pub fn for_extra(&self, extra: &str) -> String {
+        let (requirement, semicolon) = (&self.requirement, self.marker_separator());
         match &self.marker {
-            None => format!("{}; extra == \"{extra}\"", self.requirement),
-            Some(marker) => format!("{}; ({marker}) and extra == \"{extra}\"", self.requirement),
+            None => format!("{requirement}{semicolon}extra == \"{extra}\""),
+            Some(marker) => format!("{requirement}{semicolon}({marker}) and extra == \"{extra}\""),
+        }
+    }
+
+    /// Whether the requirement is a direct reference (`name @ URL`), which
+    /// no index but a per-project one may carry: PyPI refuses it.
+    pub fn is_direct_reference(&self) -> bool {
+        self.requirement.contains('@')
+    }
+
+    /// What goes before the marker: `; `, or ` ; ` after a URL, which
+    /// would otherwise take the `;` as its own (PEP 508 requires the space).
+    fn marker_separator(&self) -> &'static str {
+        if self.is_direct_reference() {
+            " ; "
+        } else {
+            "; "
         }
     }
 }
@@ -162,7 +179,7 @@ impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.requirement)?;
         if let Some(marker) = &self.marker {
-            write!(f, "; {marker}")?;
+            write!(f, "{}{marker}", self.marker_separator())?;
         }
         Ok(())
     }
@@ -384,6 +401,30 @@ mod tests {
             "scipy>=1; (python_version < \"3.12\" or os_name == \"nt\") and extra == \"full\""
         );
         assert_eq!(normalize_extra("Full_Set.x"), "full-set-x");
+    }
+
+    #[test]
+    fn a_direct_reference_keeps_a_space_before_its_marker() {
+        let url = Requirement::parse("pkg @ git+https://host.invalid/repo@abc").unwrap();
+        assert!(url.is_direct_reference());
+        let written = url.for_extra("testing");
+        assert_eq!(
+            written,
+            "pkg @ git+https://host.invalid/repo@abc ; extra == \"testing\""
+        );
+        Requirement::parse(&written).unwrap_or_else(|e| panic!("{e}"));
+        let marked =
+            Requirement::parse("pkg @ https://host.invalid/p.whl ; os_name == 'nt'").unwrap();
+        assert_eq!(
+            marked.to_string(),
+            "pkg @ https://host.invalid/p.whl ; os_name == 'nt'"
+        );
+        Requirement::parse(&marked.for_extra("x")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !Requirement::parse("numpy>=1")
+                .unwrap()
+                .is_direct_reference()
+        );
     }
 
     #[test]

@@ -1,14 +1,17 @@
 //! The METADATA of a cell's wheel, from `[project]`.
 //!
 //! In: the [`Config`] (its [`ProjectMetadata`]), the readme's text, the
-//! license files, and the cell (its version label and torch). Out: the
-//! [`CoreMetadata`] the wheel node's recipe carries — PEP 621's mapping of
-//! `[project]` to core metadata, PEP 639's license fields, and
-//! `Requires-Dist` led by the cell's torch pin.
+//! license files, the cell (its version label and torch), and whether the
+//! wheel is the PyPI variant's. Out: the [`CoreMetadata`] the wheel node's
+//! recipe carries — PEP 621's mapping of `[project]` to core metadata,
+//! PEP 639's license fields, and `Requires-Dist` led by the cell's torch
+//! pin. The PyPI variant's leaves out direct references (`pkg @ URL`),
+//! which PyPI refuses; the per-CUDA index's wheels keep them.
 
 use std::path::PathBuf;
 
 use crate::spec::{Cell, Config, Description, License, Person};
+use crate::wheel::pep508::Requirement;
 use crate::wheel::{CoreMetadata, Version};
 
 use super::slash_path;
@@ -20,6 +23,7 @@ pub fn core_metadata(
     license_files: &[PathBuf],
     cell: &Cell,
     version: Version,
+    for_pypi: bool,
 ) -> CoreMetadata {
     let project = &config.metadata;
     let mut metadata = CoreMetadata::new(config.name.clone(), version);
@@ -38,13 +42,21 @@ pub fn core_metadata(
     metadata.classifiers = project.classifiers.clone();
     metadata.requires_python = project.requires_python.clone();
     metadata.requires_dist = vec![cell.torch_requirement()];
-    metadata
-        .requires_dist
-        .extend(project.dependencies.iter().map(|r| r.to_string()));
+    let carried = |r: &&Requirement| !(for_pypi && r.is_direct_reference());
+    metadata.requires_dist.extend(
+        project
+            .dependencies
+            .iter()
+            .filter(carried)
+            .map(|r| r.to_string()),
+    );
     for (extra, requirements) in &project.optional_dependencies {
-        metadata
-            .requires_dist
-            .extend(requirements.iter().map(|r| r.for_extra(extra)));
+        metadata.requires_dist.extend(
+            requirements
+                .iter()
+                .filter(carried)
+                .map(|r| r.for_extra(extra)),
+        );
         metadata.provides_extra.push(extra.clone());
     }
     metadata.project_urls = project.urls.clone();
@@ -108,5 +120,55 @@ mod tests {
         assert_eq!(cell.torch_requirement(), "torch>=2.11,<2.12");
         cell.flavour = crate::spec::BindingFlavour::TorchStable;
         assert_eq!(cell.torch_requirement(), "torch>=2.11");
+    }
+
+    #[test]
+    fn the_pypi_variant_leaves_direct_references_out() {
+        let text = r#"
+[project]
+name = "demo-ext"
+version = "0.1.0"
+dependencies = ["numpy>=1.24", "helper @ https://host.invalid/helper-1.0.tar.gz"]
+
+[project.optional-dependencies]
+Testing = ["pkg @ git+https://host.invalid/repo@abc", "pytest>=8"]
+
+[tool.cuwheel]
+module = "demo_ext._C"
+kernels = ["csrc/kernels/*.cu"]
+cuda-archs = ["9.0"]
+baseline = "manylinux_2_31"
+binding = "pybind11"
+bindings = ["csrc/bindings.cpp"]
+
+[tool.cuwheel.matrix]
+cuda = ["13.0"]
+python = ["3.13"]
+torch = ["2.11"]
+"#;
+        let config = Config::parse(text, std::path::Path::new("pyproject.toml")).unwrap();
+        let cell = crate::spec::matrix::test_cell("13.0", None, "2.11");
+        let version = Version::parse("0.1.0").unwrap();
+        let index = core_metadata(&config, None, &[], &cell, version.clone(), false);
+        let tail = &index.requires_dist[1..];
+        assert_eq!(
+            tail,
+            [
+                "numpy>=1.24",
+                "helper @ https://host.invalid/helper-1.0.tar.gz",
+                "pkg @ git+https://host.invalid/repo@abc ; extra == \"testing\"",
+                "pytest>=8; extra == \"testing\"",
+            ]
+        );
+        assert_eq!(
+            crate::wheel::metadata_fields::installer_problems(&index),
+            vec![]
+        );
+        let pypi = core_metadata(&config, None, &[], &cell, version, true);
+        assert_eq!(
+            &pypi.requires_dist[1..],
+            ["numpy>=1.24", "pytest>=8; extra == \"testing\""]
+        );
+        assert_eq!(pypi.provides_extra, ["testing"]);
     }
 }

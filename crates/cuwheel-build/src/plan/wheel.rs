@@ -126,6 +126,7 @@ impl WheelAssembly {
                 &project.license_files,
                 cell,
                 version,
+                matches!(channel, Channel::Pypi { .. }),
             ),
             tag: cell.interpreter_abi(),
             platform: platform.clone(),

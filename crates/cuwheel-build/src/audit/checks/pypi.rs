@@ -7,12 +7,14 @@
 //! limit (PyPI's default is 100 MiB), a platform tag PyPI does not take
 //! (`linux_x86_64`), a long description PyPI would render as
 //! reStructuredText though it has no content type, or a content type PyPI
-//! does not know. reStructuredText itself is not rendered here: a note says
+//! does not know, or a direct reference among the `Requires-Dist`
+//! (`pkg @ git+https://…`), which PyPI refuses. reStructuredText itself is not rendered here: a note says
 //! to run `twine check`, which does.
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
 use crate::spec::config::pypi::show_size;
+use crate::wheel::metadata_fields::direct_references;
 
 /// What the PyPI check is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +93,19 @@ impl AuditCheck for Pypi {
                 );
                 break;
             }
+        }
+        for requirement in direct_references(ctx.wheel.metadata()) {
+            out.finding(
+                None,
+                format!(
+                    "METADATA Requires-Dist `{requirement}` is a direct reference, and PyPI \
+                     refuses direct references"
+                ),
+                "upload the PyPI variant's wheel, which leaves direct references out; or \
+                 publish that dependency to an index and require it by version \
+                 (`pkg>=1.0`) in [project]"
+                    .to_string(),
+            );
         }
         self.description(ctx, out);
     }

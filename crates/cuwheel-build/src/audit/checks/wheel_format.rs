@@ -1,9 +1,14 @@
 //! `wheel-format`: RECORD, WHEEL, METADATA and the file name must agree
-//! ([`crate::wheel::WheelFile::verify`], from what the scan saw).
+//! ([`crate::wheel::WheelFile::verify`], from what the scan saw), and
+//! METADATA's fields must parse as installers parse them
+//! ([`crate::wheel::metadata_fields`]: each `Requires-Dist`,
+//! `Requires-Python`, `Provides-Extra`; Name and Version are checked when
+//! the wheel is read).
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
 use crate::wheel::ProblemKind;
+use crate::wheel::metadata_fields::installer_problems;
 
 pub struct WheelFormat;
 
@@ -39,6 +44,14 @@ impl AuditCheck for WheelFormat {
                 "rebuild the wheel with a writer that keeps RECORD, WHEEL, METADATA and the file \
                  name consistent (cuwheel's does); never change members after RECORD is written"
                     .to_string(),
+            );
+        }
+        let metadata = format!("{}/METADATA", ctx.wheel.dist_info_dir());
+        for problem in installer_problems(ctx.wheel.metadata()) {
+            out.finding(
+                Some(&metadata),
+                problem.to_string(),
+                problem.fix.to_string(),
             );
         }
     }

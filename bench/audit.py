@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """`cuwheel audit` against `auditwheel show` on big official wheels, in one run on this machine:
 wall time, CPU time and peak memory (max RSS) of each, the platform tag each gives, and whether
-cuwheel's leak check raises anything. Prints one table; `--markdown FILE` writes it as Markdown too.
+cuwheel's leak check raises anything. Prints one table, with the goal (at least 5x auditwheel's
+speed in at most 256 MB on every torch wheel) met or not; `--markdown FILE` writes it as Markdown
+too.
 
 In:  the repository this file lives in (cuwheel is built with `cargo build --release`), pip's
      configured index for the wheels and for auditwheel (downloaded once into target/bench/,
@@ -31,13 +33,18 @@ WORK = REPO / "target" / "bench"
 AUDITWHEEL = "auditwheel==6.8.2"
 # What is audited: pip requirement, and the file-name prefix of the wheel it downloads.
 WHEELS = [
+    ("torch==2.7.1", "torch-2.7.1-"),
     ("torch==2.9.1", "torch-2.9.1-"),
     ("torch==2.11.0", "torch-2.11.0-"),
+    ("torch==2.14.1", "torch-2.14.1-"),
+    ("torch==2.15.0", "torch-2.15.0-"),
     ("nvidia-cublas==13.1.1.3", "nvidia_cublas-13.1.1.3-"),
-    ("numpy==2.1.3", "numpy-2.1.3-"),
 ]
+# The goal on the torch wheels.
+GOAL_SPEEDUP = 5.0
+GOAL_RSS_MB = 256
 PIP_TARGET = ["--only-binary=:all:", "--no-deps", "--implementation", "cp", "--python-version",
-              "3.11", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
+              "3.12", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
               "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64"]
 
 
@@ -143,6 +150,7 @@ def main() -> int:
     auditwheel = python.parent / "auditwheel"
 
     rows = []
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
     for requirement, prefix in WHEELS:
         if args.only and not any(prefix.startswith(o) or requirement.startswith(o) for o in args.only):
@@ -171,13 +179,21 @@ def main() -> int:
     total = time.monotonic() - started
 
     header = ["wheel", "MB", "cuwheel wall s", "CPU s", "max RSS MB", "auditwheel wall s", "CPU s",
-              "max RSS MB", "wall speedup", "tag (cuwheel / auditwheel)", "leak findings"]
+              "max RSS MB", "wall speedup", "goal", "tag (cuwheel / auditwheel)", "leak findings"]
     lines = []
+    missed = []
     for r in rows:
         o, t = r["ours"], r["theirs"]
+        speedup = t.wall / o.wall
+        goal = "-"
+        if r["wheel"].startswith("torch-"):
+            met = speedup >= GOAL_SPEEDUP and o.max_rss_mb <= GOAL_RSS_MB
+            goal = "met" if met else "MISSED"
+            if not met:
+                missed.append(r["wheel"])
         lines.append([r["wheel"], f"{r['size_mb']:.0f}", f"{o.wall:.1f}", f"{o.cpu:.1f}",
                       f"{o.max_rss_mb:.0f}", f"{t.wall:.1f}", f"{t.cpu:.1f}", f"{t.max_rss_mb:.0f}",
-                      f"{t.wall / o.wall:.1f}x", r["tags"] + ("" if r["agree"] else " DIFFER"),
+                      f"{speedup:.1f}x", goal, r["tags"] + ("" if r["agree"] else " DIFFER"),
                       str(r["leaks"])])
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
@@ -185,7 +201,9 @@ def main() -> int:
         print("  ".join(c.ljust(w) for c, w in zip(l, widths)))
     load = os.getloadavg()
     context = (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, load average "
-               f"{load[0]:.1f} at the end, {total:.0f} s for the run")
+               f"{load_before:.1f} at the start and {load[0]:.1f} at the end, {total:.0f} s for the "
+               f"run; goal (torch: >= {GOAL_SPEEDUP:.0f}x auditwheel's wall time, <= {GOAL_RSS_MB} MB): "
+               + ("met on every torch wheel" if not missed else f"missed on {', '.join(missed)}"))
     print(context)
     if args.markdown:
         md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -15,8 +15,9 @@ mod common;
 use std::path::Path;
 
 use audit_support::{
-    EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, assert_run, audit_json,
-    cuwheel_audit, gcc, nvcc, write_wheel,
+    EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, FATBIN_ARCH_SPECIFIC,
+    FATBIN_FLAGS, FatbinEntry, assert_run, audit_json, cuwheel_audit, fatbin_container, gcc, nvcc,
+    write_wheel,
 };
 use common::TestEnv;
 
@@ -447,36 +448,15 @@ fn help_says_what_each_exit_status_means_and_bad_usage_is_2() {
     assert_run(&run, 2, &["`sm_90` is not a CUDA architecture"]);
 }
 
-/// A fat-binary container as nvcc lays it out: one SASS entry per
-/// `(arch number, flags)`, each with an 8-byte payload.
-fn sass_container(entries: &[(u32, u64)]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for &(arch, flags) in entries {
-        let mut entry = vec![0u8; 64];
-        entry[0..2].copy_from_slice(&2u16.to_le_bytes()); // SASS (cubin)
-        entry[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
-        entry[4..8].copy_from_slice(&64u32.to_le_bytes());
-        entry[8..16].copy_from_slice(&8u64.to_le_bytes());
-        entry[28..32].copy_from_slice(&arch.to_le_bytes());
-        entry[40..48].copy_from_slice(&flags.to_le_bytes());
-        body.extend(entry);
-        body.extend([0xAB; 8]);
-    }
-    let mut out = Vec::new();
-    out.extend(0xBA55_ED50u32.to_le_bytes());
-    out.extend(1u16.to_le_bytes());
-    out.extend(16u16.to_le_bytes());
-    out.extend((body.len() as u64).to_le_bytes());
-    out.extend(body);
-    out
-}
-
 #[test]
 fn a_missing_arch_specific_image_is_named_as_such() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // sm_80 and sm_90a (the arch-specific flag 0x10_0000, as nvcc 13.0 sets it).
-    let section = sass_container(&[(80, 0x11), (90, 0x10_0011)]);
+    let section = fatbin_container(&[
+        FatbinEntry::sass(80, FATBIN_FLAGS),
+        FatbinEntry::sass(90, FATBIN_ARCH_SPECIFIC | FATBIN_FLAGS),
+    ]);
     let bytes: Vec<String> = section.iter().map(|b| format!("0x{b:02x}")).collect();
     let source = format!(
         "__attribute__((section(\".nv_fatbin\"), used, aligned(8)))\n\

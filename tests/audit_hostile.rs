@@ -11,11 +11,10 @@ mod common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 
 use audit_support::{
-    AuditRun, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, assert_run,
-    cuwheel_audit, gcc, write_wheel, write_wheel_with_metadata,
+    EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, assert_run, cuwheel_audit,
+    cuwheel_audit_limited, gcc, write_wheel, write_wheel_with_metadata,
 };
 
 /// Adds `members` to the zip at `wheel` without touching its RECORD.
@@ -57,21 +56,7 @@ fn member_paths_32000_directories_deep_audit_within_1_gib() {
     // The address space of the audit is capped at 1 GiB: storing every
     // ancestor directory of every member (4 × 32,000 × ~32 KB, 4 GB) cannot
     // fit: it aborted here before.
-    let out = Command::new("prlimit")
-        .arg(format!("--as={}", 1u64 << 30))
-        .arg(common::cuwheel_bin())
-        .arg("audit")
-        .arg(&wheel)
-        .output()
-        .expect("cannot run prlimit");
-    let run = AuditRun {
-        code: out
-            .status
-            .code()
-            .expect("cuwheel audit was killed by a signal"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let run = cuwheel_audit_limited(1 << 30, [&wheel]);
     assert_run(
         &run,
         EXIT_PASSED,

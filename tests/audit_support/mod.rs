@@ -240,3 +240,108 @@ where
     assert_eq!(reports.len(), 1, "one report expected: {}", run.stdout);
     (run.code, reports[0].clone())
 }
+
+/// Runs `cuwheel audit ARGS...` with its address space capped at
+/// `address_space` bytes (`prlimit --as`): an allocation past it fails, so
+/// the run shows whether memory stays bounded.
+pub fn cuwheel_audit_limited<I, S>(address_space: u64, args: I) -> AuditRun
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new("prlimit")
+        .arg(format!("--as={address_space}"))
+        .arg(common::cuwheel_bin())
+        .arg("audit")
+        .args(args)
+        .output()
+        .expect("cannot run prlimit");
+    AuditRun {
+        code: out
+            .status
+            .code()
+            .expect("cuwheel audit was killed by a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The fat-binary entry flags nvcc sets: 64-bit, Linux host; LZ4 or
+/// Zstandard compression; arch-specific (`sm_90a`).
+pub const FATBIN_FLAGS: u64 = 0x11;
+pub const FATBIN_LZ4: u64 = 0x2000;
+pub const FATBIN_ZSTD: u64 = 0x8000;
+pub const FATBIN_ARCH_SPECIFIC: u64 = 0x10_0000;
+
+/// One entry of a crafted fat-binary container.
+pub struct FatbinEntry {
+    /// 1 PTX, 2 SASS (cubin).
+    pub kind: u16,
+    /// 90 for sm_90.
+    pub arch: u32,
+    pub flags: u64,
+    /// As stored (compressed when `flags` say so).
+    pub payload: Vec<u8>,
+    /// The decompressed size the header claims.
+    pub claimed: u64,
+}
+
+impl FatbinEntry {
+    /// An uncompressed SASS image of `arch` with an 8-byte payload.
+    pub fn sass(arch: u32, flags: u64) -> FatbinEntry {
+        FatbinEntry {
+            kind: 2,
+            arch,
+            flags,
+            payload: vec![0xAB; 8],
+            claimed: 0,
+        }
+    }
+}
+
+/// A fat-binary container as nvcc lays it out (64-byte entry headers, each
+/// payload padded to 8 bytes).
+pub fn fatbin_container(entries: &[FatbinEntry]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for e in entries {
+        let mut payload = e.payload.clone();
+        payload.resize(payload.len().next_multiple_of(8), 0);
+        let mut header = vec![0u8; 64];
+        header[0..2].copy_from_slice(&e.kind.to_le_bytes());
+        header[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        header[4..8].copy_from_slice(&64u32.to_le_bytes());
+        header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        header[28..32].copy_from_slice(&e.arch.to_le_bytes());
+        header[40..48].copy_from_slice(&e.flags.to_le_bytes());
+        header[56..64].copy_from_slice(&e.claimed.to_le_bytes());
+        body.extend(header);
+        body.extend(payload);
+    }
+    let mut out = Vec::new();
+    out.extend(0xBA55_ED50u32.to_le_bytes());
+    out.extend(1u16.to_le_bytes());
+    out.extend(16u16.to_le_bytes());
+    out.extend((body.len() as u64).to_le_bytes());
+    out.extend(body);
+    out
+}
+
+/// The extension module [`EXTENSION_C`] built by gcc with `section` as its
+/// `.nv_fatbin` (included by the assembler, so a section of megabytes
+/// compiles as fast as one of bytes).
+pub fn extension_with_fatbin(dir: &Path, section: &[u8]) -> Vec<u8> {
+    let bin = dir.join("nv_fatbin.bin");
+    std::fs::write(&bin, section).unwrap();
+    let source = format!(
+        "__asm__(\".section .nv_fatbin,\\\"a\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.previous\");\n{EXTENSION_C}",
+        bin.display()
+    );
+    std::fs::read(gcc(
+        dir,
+        "fatbin_ext.so",
+        &source,
+        false,
+        &["-shared", "-fPIC"],
+    ))
+    .unwrap()
+}

@@ -40,6 +40,9 @@ pub struct AuditOptions {
     pub extra: ExtraInputs,
     /// PyPI's rules, checked only when given ([`super::checks::PypiRules`]).
     pub pypi: Option<super::checks::PypiRules>,
+    /// Deflate every fat-binary image for the size report's "deflated"
+    /// column (`--sizes`); without it the column is left out.
+    pub sizes: bool,
 }
 
 impl Default for AuditOptions {
@@ -51,6 +54,7 @@ impl Default for AuditOptions {
             runtime_provided: loader::runtime_provided().sonames(),
             extra: ExtraInputs::default(),
             pypi: None,
+            sizes: false,
         }
     }
 }
@@ -104,7 +108,7 @@ pub struct AuditContext<'a> {
     pub tags: Vec<Tag>,
     /// The platform parts of its tags.
     pub platforms: BTreeSet<String>,
-    /// The architecture it is for: its platform tags' ([`wheel_arch`]).
+    /// The architecture it is for: its ELF files' ([`wheel_arch`]).
     pub arch: Arch,
     /// Where RECORD, WHEEL, METADATA and the file name disagree.
     pub wheel_problems: Vec<WheelProblem>,
@@ -218,14 +222,33 @@ impl<'a> AuditContext<'a> {
     }
 }
 
-/// The architecture a wheel is for: the one its platform tags name (the
-/// first in sorted order, should they name two, which the `platform` check
-/// reports), else its first ELF file's, else x86_64.
+/// The architecture a wheel is for, judged from its ELF files, never from
+/// the order of its tags: the one machine they are all built for; should
+/// they mix machines, the one its platform tags name if they name exactly
+/// one of those, else the machine most of them are for (the earlier in
+/// sorted order: x86_64 before aarch64, on a tie). Without a readable ELF
+/// file: the first architecture its platform tags name in that order, else
+/// x86_64.
 pub fn wheel_arch(platforms: &BTreeSet<String>, elfs: &[ElfMember<'_>]) -> Arch {
-    platforms
+    let tagged: BTreeSet<Arch> = platforms
         .iter()
-        .find_map(|p| Arch::of_platform_tag(p))
-        .or_else(|| elfs.first().map(|e| e.facts.arch))
+        .filter_map(|p| Arch::of_platform_tag(p))
+        .collect();
+    let mut counts: BTreeMap<Arch, usize> = BTreeMap::new();
+    for elf in elfs {
+        *counts.entry(elf.facts.arch).or_default() += 1;
+    }
+    if counts.len() > 1 {
+        let named: Vec<&Arch> = counts.keys().filter(|a| tagged.contains(a)).collect();
+        if let [one] = named[..] {
+            return *one;
+        }
+    }
+    counts
+        .iter()
+        .max_by(|(a, x), (b, y)| x.cmp(y).then(b.cmp(a)))
+        .map(|(arch, _)| *arch)
+        .or_else(|| tagged.first().copied())
         .unwrap_or(Arch::X86_64)
 }
 
@@ -268,5 +291,56 @@ fn cuda_archs(wheel: &WheelFile, options: &AuditOptions) -> CudaArchs {
         expected,
         unreadable,
         overridden,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(arch: Arch) -> ElfFacts {
+        ElfFacts {
+            arch,
+            soname: None,
+            needed: vec![],
+            rpath: vec![],
+            runpath: vec![],
+            interpreter: None,
+            version_needs: vec![],
+            dynamic_symbols: vec![],
+            static_symbols: vec![],
+            x86_isa_needed: None,
+        }
+    }
+
+    fn arch_of(tags: &[&str], archs: &[Arch]) -> Arch {
+        let all: Vec<ElfFacts> = archs.iter().map(|a| facts(*a)).collect();
+        let elfs: Vec<ElfMember<'_>> = all
+            .iter()
+            .map(|facts| ElfMember {
+                name: "x.so",
+                facts,
+                fatbin: None,
+            })
+            .collect();
+        let platforms = tags.iter().map(|t| t.to_string()).collect();
+        wheel_arch(&platforms, &elfs)
+    }
+
+    #[test]
+    fn the_elf_files_decide_not_the_tag_order() {
+        let both = ["manylinux_2_17_aarch64", "manylinux_2_17_x86_64"];
+        assert_eq!(arch_of(&both, &[Arch::X86_64]), Arch::X86_64);
+        assert_eq!(arch_of(&both, &[Arch::Aarch64]), Arch::Aarch64);
+        assert_eq!(arch_of(&["linux_aarch64"], &[Arch::X86_64]), Arch::X86_64);
+        // mixed files: the one the tags name, else the majority
+        let mixed = [Arch::X86_64, Arch::X86_64, Arch::Aarch64];
+        assert_eq!(arch_of(&["linux_aarch64"], &mixed), Arch::Aarch64);
+        assert_eq!(arch_of(&both, &mixed), Arch::X86_64);
+        assert_eq!(arch_of(&[], &[Arch::Aarch64, Arch::X86_64]), Arch::X86_64);
+        // no ELF file: the tags
+        assert_eq!(arch_of(&both, &[]), Arch::X86_64);
+        assert_eq!(arch_of(&["linux_aarch64"], &[]), Arch::Aarch64);
+        assert_eq!(arch_of(&["any"], &[]), Arch::X86_64);
     }
 }

@@ -183,13 +183,52 @@ pub fn parse_at<'d, R: ReadRef<'d>>(
 }
 
 /// What one image of a fat binary weighs: its payload as stored in the
-/// section, and that payload deflated as the wheel writer deflates members
-/// (about what the image adds to the wheel's file size).
+/// section, and, when the audit was asked (`--sizes`), that payload deflated
+/// as the wheel writer deflates members (about what the image adds to the
+/// wheel's file size).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageBytes {
     pub image: FatbinImage,
     pub stored: u64,
-    pub deflated: u64,
+    pub deflated: Option<u64>,
+}
+
+/// One image of a fat binary and where its payload lies in the data the
+/// section was read from, as [`entries`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageEntry {
+    pub image: FatbinImage,
+    /// The payload's offset in the data, and its length.
+    pub payload_offset: u64,
+    pub payload_len: u64,
+    pub compression: Compression,
+    /// The payload's size once decompressed, as the entry header claims it.
+    pub uncompressed_size: u64,
+}
+
+/// Every image of the `.nv_fatbin` section at `offset`, `size` bytes long,
+/// of `data`, with where its payload lies; the payloads are not read.
+pub fn entries<'d, R: ReadRef<'d>>(
+    data: R,
+    offset: u64,
+    size: u64,
+) -> Result<Vec<ImageEntry>, FatbinError> {
+    let section = Section {
+        data,
+        offset,
+        len: usize::try_from(size).map_err(|_| error(0, "the section is too large"))?,
+    };
+    let mut entries = Vec::new();
+    walk(&section, &mut |entry: Entry| {
+        entries.push(ImageEntry {
+            image: entry.image,
+            payload_offset: offset + entry.payload.start as u64,
+            payload_len: entry.payload.len() as u64,
+            compression: entry.compression,
+            uncompressed_size: entry.uncompressed_size,
+        })
+    })?;
+    Ok(entries)
 }
 
 /// Calls `found` with every image of the `.nv_fatbin` section at `offset`,
@@ -218,17 +257,6 @@ pub fn for_each_member<'d, R: ReadRef<'d>>(
     Ok(())
 }
 
-impl ImageBytes {
-    /// What `member` weighs; `level` is the wheel writer's DEFLATE level.
-    pub fn of(member: &FatbinMember<'_>, level: u8) -> ImageBytes {
-        ImageBytes {
-            image: member.image.clone(),
-            stored: member.payload.len() as u64,
-            deflated: miniz_oxide::deflate::compress_to_vec(member.payload, level).len() as u64,
-        }
-    }
-}
-
 /// Calls `found` for each entry of each container of `section`, in file
 /// order; returns the number of containers.
 fn walk<'d, R: ReadRef<'d>>(
@@ -254,13 +282,8 @@ fn walk<'d, R: ReadRef<'d>>(
     Ok(containers)
 }
 
-/// How an image's payload is compressed (`--compress-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    None,
-    Lz4,
-    Zstd,
-}
+pub use super::images::Compression;
+use super::images::{MAX_IMAGE_BYTES, inflate_to_vec};
 
 /// One entry of a container: its image and where its payload is.
 struct Entry {
@@ -281,42 +304,20 @@ pub struct FatbinMember<'a> {
     pub uncompressed_size: u64,
 }
 
-/// The most bytes one image may decompress to: 1 GiB (the largest cubins
-/// of real extensions are tens of MiB).
-pub const MAX_DECOMPRESSED: u64 = 1 << 30;
-
 impl FatbinMember<'_> {
-    /// The payload, decompressed; `None` when its compression cannot be
-    /// read, or it claims more than [`MAX_DECOMPRESSED`] bytes (a hostile
-    /// header must not make the reader allocate what it says).
+    /// The payload, decompressed; `None` when it does not decompress to
+    /// exactly the size its header claims, or to more than
+    /// [`MAX_IMAGE_BYTES`]. Nothing is allocated from the header: the bytes
+    /// are gathered as they decompress ([`super::images`]).
     pub fn decompressed(&self) -> Option<Vec<u8>> {
-        if self.uncompressed_size > MAX_DECOMPRESSED {
-            return None;
-        }
-        let size = usize::try_from(self.uncompressed_size).ok()?;
         match self.compression {
             Compression::None => Some(self.payload.to_vec()),
-            Compression::Lz4 => {
-                // The stored payload is padded to 8 bytes after the LZ4 block.
-                lz4_flex::block::decompress(self.payload, size)
-                    .ok()
-                    .or_else(|| {
-                        (1..8).find_map(|pad| {
-                            let end = self.payload.len().checked_sub(pad)?;
-                            lz4_flex::block::decompress(&self.payload[..end], size).ok()
-                        })
-                    })
-            }
-            Compression::Zstd => {
-                // One frame, then the payload's padding.
-                let mut decoder = zstd::stream::read::Decoder::new(self.payload)
-                    .ok()?
-                    .single_frame();
-                let mut out = Vec::with_capacity(size);
-                let mut bounded = std::io::Read::take(&mut decoder, size as u64 + 1);
-                std::io::Read::read_to_end(&mut bounded, &mut out).ok()?;
-                (out.len() == size).then_some(out)
-            }
+            compression => inflate_to_vec(
+                compression,
+                self.payload,
+                self.uncompressed_size,
+                MAX_IMAGE_BYTES,
+            ),
         }
     }
 }

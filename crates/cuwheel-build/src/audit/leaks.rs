@@ -260,6 +260,53 @@ impl LeakScanner {
     }
 }
 
+/// A [`LeakScanner`] fed chunks of any size as they stream: it keeps the
+/// last [`KEEP`] bytes of each to judge the seam with the next.
+#[derive(Debug)]
+pub struct LeakStream {
+    scanner: LeakScanner,
+    /// The last bytes seen (at most [`KEEP`]), and where they start.
+    tail: Vec<u8>,
+    tail_offset: u64,
+}
+
+impl LeakStream {
+    pub fn new(kind: ScanKind) -> LeakStream {
+        LeakStream {
+            scanner: LeakScanner::new(kind),
+            tail: Vec::with_capacity(2 * KEEP),
+            tail_offset: 0,
+        }
+    }
+
+    /// Scans the next `new` bytes.
+    pub fn feed(&mut self, new: &[u8]) {
+        // The seam (the tail before and the chunk's first bytes), then the
+        // chunk where it lies: no chunk is copied.
+        let new_offset = self.tail_offset + self.tail.len() as u64;
+        let head = new.len().min(KEEP);
+        self.tail.extend_from_slice(&new[..head]);
+        self.scanner
+            .scan_window(&self.tail, self.tail_offset, false);
+        if new.len() > KEEP {
+            self.scanner.scan_window(new, new_offset, false);
+            self.tail.clear();
+            self.tail.extend_from_slice(&new[new.len() - KEEP..]);
+            self.tail_offset = new_offset + (new.len() - KEEP) as u64;
+        } else {
+            let drop = self.tail.len().saturating_sub(KEEP);
+            self.tail.drain(..drop);
+            self.tail_offset += drop as u64;
+        }
+    }
+
+    /// The scan's result once every byte was fed; `None` when nothing leaked.
+    pub fn finish(mut self) -> Option<LeakScan> {
+        self.scanner.scan_window(&self.tail, self.tail_offset, true);
+        self.scanner.finish()
+    }
+}
+
 /// `/nix/store/` then a 32-character Nix base32 hash and `-`.
 fn is_store_path(rest: &[u8]) -> bool {
     let hash_at = STORE_PATTERN.len();
@@ -389,6 +436,19 @@ mod tests {
         assert_eq!(ScanKind::of("pkg/mod.py"), ScanKind::Python);
         assert_eq!(ScanKind::of("pkg/_C.so"), ScanKind::Everything);
         assert_eq!(ScanKind::of("pkg/include/a.h"), ScanKind::Everything);
+    }
+
+    #[test]
+    fn a_stream_fed_any_chunks_finds_what_a_scan_finds() {
+        let data = format!("\0\x01RUNPATH={STORE}\0src: /build/source/a.c\0/build/x\0").repeat(3);
+        let whole = scan(data.as_bytes(), ScanKind::Everything, 1 << 20);
+        for chunk in [1, 5, 100, 1000] {
+            let mut stream = LeakStream::new(ScanKind::Everything);
+            for piece in data.as_bytes().chunks(chunk) {
+                stream.feed(piece);
+            }
+            assert_eq!(stream.finish(), whole, "chunks of {chunk}");
+        }
     }
 
     #[test]

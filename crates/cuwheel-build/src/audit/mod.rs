@@ -36,6 +36,7 @@ pub mod checks;
 pub mod context;
 pub mod elf;
 pub mod fatbin;
+pub mod images;
 pub mod leaks;
 pub mod load;
 pub mod loader;
@@ -69,7 +70,12 @@ pub fn audit_wheel(path: &Path, options: &AuditOptions) -> Result<AuditReport> {
 
 /// [`audit_wheel`] of a wheel already opened.
 pub fn audit_file(wheel: &WheelFile, options: &AuditOptions) -> Result<AuditReport> {
-    let members = scan::scan_members(wheel)?;
+    let members = scan::scan_members_with(
+        wheel,
+        scan::ScanOptions {
+            sizes: options.sizes,
+        },
+    )?;
     let digests: BTreeMap<String, MemberDigest> = members
         .iter()
         .map(|m| {

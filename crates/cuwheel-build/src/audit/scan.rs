@@ -8,23 +8,32 @@
 //! binary — or the [`WheelError`] of the first member (in archive order) that
 //! does not inflate.
 //!
+//! Every image nvcc compressed in an ELF member's fat binary is
+//! decompressed and scanned too ([`CompressedImage`]), whatever its header
+//! claims ([`images`]); with [`ScanOptions::sizes`], every image is deflated
+//! for the size report.
+//!
 //! Memory stays bounded whatever the wheel holds: a member streams through
 //! one buffer; an ELF member up to [`ELF_IN_MEMORY`] is kept whole to be
 //! parsed, a larger one is written to an unlinked temporary file and parsed
-//! from there, reading only its headers and tables (never its code or its
-//! fat binary's images). Members are scanned on up to [`MAX_WORKERS`]
-//! threads, the largest first.
+//! from there, reading only its headers and tables, then one compressed
+//! image payload at a time (never its code); a compressed image streams out
+//! of its decoder in bounded chunks. Members are scanned on up to
+//! [`MAX_WORKERS`] threads, the largest first.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use object::read::{ReadCache, ReadRef};
 
 use super::elf::{self, ElfError, ElfErrorKind, ElfFacts};
-use super::fatbin::{self, Compression, Fatbin, ImageBytes};
-use super::leaks::{self, LeakScan, LeakScanner, ScanKind};
+use super::fatbin::{self, Compression, Fatbin, ImageBytes, ImageEntry};
+use super::images::{self, ImageProblem, Inflated, deflated_size};
+use super::leaks::{LeakScan, LeakStream, ScanKind};
 use crate::wheel::writer::DEFLATE_LEVEL;
 use crate::wheel::zip::ZipEntry;
 use crate::wheel::{RecordHasher, WheelError, WheelFile};
@@ -66,13 +75,44 @@ pub struct ElfScan {
     /// What each image of that fat binary weighs; empty when it has none
     /// or it does not parse.
     pub fatbin_bytes: Vec<ImageBytes>,
-    /// Build-machine paths inside images nvcc compressed (`--compress-mode`),
-    /// which the scan of the member's bytes cannot see: per image name.
-    pub device_leaks: Vec<(String, LeakScan)>,
+    /// Every image nvcc compressed (`--compress-mode`), whose bytes the scan
+    /// of the member cannot see: what decompressing it gave.
+    pub images: Vec<CompressedImage>,
+}
+
+/// One compressed image of a fat binary, decompressed and scanned.
+#[derive(Debug)]
+pub struct CompressedImage {
+    /// nvcc's name for it: `sm_90`.
+    pub name: String,
+    pub compression: Compression,
+    /// Its payload's bytes as stored, and the size its header claims.
+    pub stored: u64,
+    pub claimed: u64,
+    /// How many bytes it gave, and what is wrong with it.
+    pub inflated: Inflated,
+    /// Build-machine paths in the bytes it gave.
+    pub leaks: Option<LeakScan>,
+}
+
+/// What the scan computes beyond what every check needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanOptions {
+    /// Deflate every image for the size report's "deflated" column
+    /// (`--sizes`): as costly as deflating the fat binaries once more.
+    pub sizes: bool,
 }
 
 /// Scans every member of `wheel`.
 pub fn scan_members(wheel: &WheelFile) -> Result<Vec<MemberScan>, WheelError> {
+    scan_members_with(wheel, ScanOptions::default())
+}
+
+/// [`scan_members`], computing what `options` asks for besides.
+pub fn scan_members_with(
+    wheel: &WheelFile,
+    options: ScanOptions,
+) -> Result<Vec<MemberScan>, WheelError> {
     let members: Vec<&ZipEntry> = wheel.members().collect();
     let mut order: Vec<usize> = (0..members.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(members[i].compressed_size));
@@ -92,7 +132,7 @@ pub fn scan_members(wheel: &WheelFile) -> Result<Vec<MemberScan>, WheelError> {
                     let Some(&i) = order.get(taken) else {
                         break;
                     };
-                    let result = scan_member(wheel, members[i], &mut buffer);
+                    let result = scan_member(wheel, members[i], &mut buffer, options);
                     *slots[i].lock().expect("no worker panics") = Some(result);
                 }
             });
@@ -120,8 +160,9 @@ fn scan_member(
     wheel: &WheelFile,
     entry: &ZipEntry,
     buffer: &mut [u8],
+    options: ScanOptions,
 ) -> Result<MemberScan, WheelError> {
-    let mut sink = Sink::new(wheel, entry);
+    let mut sink = Sink::new(wheel, entry, options);
     let mut reader = wheel.stream(entry);
     if entry.size < PIPELINE_MIN {
         loop {
@@ -176,45 +217,32 @@ fn scan_member(
 }
 
 /// Where a member's bytes go as they stream: the RECORD hasher, the leak
-/// scanner (through a window that keeps the last bytes of the chunk
-/// before), and, for an ELF candidate, memory or a temporary file.
+/// scanner, and, for an ELF candidate, memory or a temporary file.
 struct Sink<'a> {
     wheel: &'a WheelFile,
     entry: &'a ZipEntry,
+    options: ScanOptions,
     hasher: Option<RecordHasher>,
-    scanner: LeakScanner,
+    leaks: LeakStream,
     capture: Capture,
-    /// The last bytes seen (at most [`leaks::KEEP`]), and where they start.
-    tail: Vec<u8>,
-    tail_offset: u64,
     first: bool,
 }
 
 impl<'a> Sink<'a> {
-    fn new(wheel: &'a WheelFile, entry: &'a ZipEntry) -> Sink<'a> {
+    fn new(wheel: &'a WheelFile, entry: &'a ZipEntry, options: ScanOptions) -> Sink<'a> {
         Sink {
             wheel,
             entry,
+            options,
             hasher: wheel.record().hasher_for(&entry.name),
-            scanner: LeakScanner::new(ScanKind::of(&entry.name)),
+            leaks: LeakStream::new(ScanKind::of(&entry.name)),
             capture: Capture::None,
-            tail: Vec::with_capacity(2 * leaks::KEEP),
-            tail_offset: 0,
             first: true,
         }
     }
 
     fn temp_error(&self, error: std::io::Error) -> WheelError {
-        WheelError::Read {
-            path: self.wheel.path().to_path_buf(),
-            error: std::io::Error::new(
-                error.kind(),
-                format!(
-                    "cannot write a temporary copy of member `{}` to parse it: {error}",
-                    self.entry.name
-                ),
-            ),
-        }
+        temp_error(self.wheel, self.entry, error)
     }
 
     fn consume(&mut self, new: &[u8]) -> Result<(), WheelError> {
@@ -241,50 +269,89 @@ impl<'a> Sink<'a> {
                 }
             }
         }
-        // The seam (the tail before and the chunk's first bytes), then the
-        // chunk where it lies: no chunk is copied.
-        let new_offset = self.tail_offset + self.tail.len() as u64;
-        let head = new.len().min(leaks::KEEP);
-        self.tail.extend_from_slice(&new[..head]);
-        self.scanner
-            .scan_window(&self.tail, self.tail_offset, false);
-        if new.len() > leaks::KEEP {
-            self.scanner.scan_window(new, new_offset, false);
-            self.tail.clear();
-            self.tail.extend_from_slice(&new[new.len() - leaks::KEEP..]);
-            self.tail_offset = new_offset + (new.len() - leaks::KEEP) as u64;
-        } else {
-            let drop = self.tail.len().saturating_sub(leaks::KEEP);
-            self.tail.drain(..drop);
-            self.tail_offset += drop as u64;
-        }
+        self.leaks.feed(new);
         Ok(())
     }
 
-    fn finish(mut self) -> Result<MemberScan, WheelError> {
-        let name = self.entry.name.as_str();
-        self.scanner.scan_window(&self.tail, self.tail_offset, true);
+    fn finish(self) -> Result<MemberScan, WheelError> {
+        let (wheel, entry) = (self.wheel, self.entry);
+        let name = entry.name.as_str();
+        let sizes = self.options.sizes;
         let elf = match self.capture {
-            Capture::None if named_like_shared_object(name) => Some(parse_elf(name, &[][..])),
+            Capture::None if named_like_shared_object(name) => {
+                Some(parse_elf(name, &[][..], Payloads::Memory(&[]), sizes))
+            }
             Capture::None => None,
-            Capture::Memory(data) => Some(parse_elf(name, &data[..])),
+            Capture::Memory(data) => {
+                Some(parse_elf(name, &data[..], Payloads::Memory(&data), sizes))
+            }
             Capture::File(file) => {
+                let payloads = file.try_clone().map_err(|e| temp_error(wheel, entry, e))?;
                 let cache = ReadCache::new(file);
-                Some(parse_elf(name, &cache))
+                Some(parse_elf(name, &cache, Payloads::File(&payloads), sizes))
             }
         };
         Ok(MemberScan {
             name: name.to_string(),
-            size: self.entry.size,
-            unix_mode: self.entry.unix_mode,
+            size: entry.size,
+            unix_mode: entry.unix_mode,
             digest: self.hasher.map(RecordHasher::finish),
-            leaks: self.scanner.finish(),
+            leaks: self.leaks.finish(),
             elf,
         })
     }
 }
 
-fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfError> {
+fn temp_error(wheel: &WheelFile, entry: &ZipEntry, error: std::io::Error) -> WheelError {
+    WheelError::Read {
+        path: wheel.path().to_path_buf(),
+        error: std::io::Error::new(
+            error.kind(),
+            format!(
+                "cannot write a temporary copy of member `{}` to parse it: {error}",
+                entry.name
+            ),
+        ),
+    }
+}
+
+/// Where the payloads of a fat binary's images are read from: the ELF
+/// file's bytes in memory, or its temporary copy (read directly, one
+/// payload at a time, not through the parser's cache, which keeps every
+/// range it reads).
+#[derive(Clone, Copy)]
+enum Payloads<'a> {
+    Memory(&'a [u8]),
+    File(&'a File),
+}
+
+impl<'a> Payloads<'a> {
+    fn read(self, offset: u64, len: u64) -> std::io::Result<Cow<'a, [u8]>> {
+        let bad = || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end");
+        match self {
+            Payloads::Memory(data) => {
+                let start = usize::try_from(offset).map_err(|_| bad())?;
+                let end = usize::try_from(len)
+                    .ok()
+                    .and_then(|n| start.checked_add(n))
+                    .ok_or_else(bad)?;
+                data.get(start..end).map(Cow::Borrowed).ok_or_else(bad)
+            }
+            Payloads::File(file) => {
+                let mut buffer = vec![0u8; usize::try_from(len).map_err(|_| bad())?];
+                file.read_exact_at(&mut buffer, offset)?;
+                Ok(Cow::Owned(buffer))
+            }
+        }
+    }
+}
+
+fn parse_elf<'d, R: ReadRef<'d>>(
+    name: &str,
+    data: R,
+    payloads: Payloads<'_>,
+    sizes: bool,
+) -> Result<ElfScan, ElfError> {
     let facts = ElfFacts::parse_from(name, data)?;
     let range = elf::nv_fatbin_range(name, data);
     let fatbin = match &range {
@@ -300,27 +367,69 @@ fn parse_elf<'d, R: ReadRef<'d>>(name: &str, data: R) -> Result<ElfScan, ElfErro
         Err(error) => Some(Err(format!("is {}", error.kind))),
     };
     let mut fatbin_bytes = Vec::new();
-    let mut device_leaks = Vec::new();
+    let mut images = Vec::new();
     if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, range) {
         // The section parsed above, so the walk does not fail.
-        let _ = fatbin::for_each_member(data, offset, size, &mut |member| {
-            fatbin_bytes.push(ImageBytes::of(&member, DEFLATE_LEVEL as u8));
-            if member.compression == Compression::None {
-                return;
+        for entry in fatbin::entries(data, offset, size).unwrap_or_default() {
+            if entry.compression == Compression::None && !sizes {
+                fatbin_bytes.push(ImageBytes {
+                    image: entry.image,
+                    stored: entry.payload_len,
+                    deflated: None,
+                });
+                continue;
             }
-            let payload = member.decompressed();
-            let leaks = payload.and_then(|p| leaks::scan(&p, ScanKind::Everything, CHUNK));
-            if let Some(leaks) = leaks {
-                device_leaks.push((member.image.name(), leaks));
+            let payload = payloads.read(entry.payload_offset, entry.payload_len);
+            let deflated = match (&payload, sizes) {
+                (Ok(payload), true) => Some(deflated_size(payload, DEFLATE_LEVEL as u8)),
+                _ => None,
+            };
+            fatbin_bytes.push(ImageBytes {
+                image: entry.image.clone(),
+                stored: entry.payload_len,
+                deflated,
+            });
+            if entry.compression == Compression::None {
+                continue;
             }
-        });
+            images.push(check_image(&entry, payload));
+        }
     }
     Ok(ElfScan {
         facts,
         fatbin,
         fatbin_bytes,
-        device_leaks,
+        images,
     })
+}
+
+/// Decompresses one compressed image, scanning every byte it gives for
+/// leaked paths, whatever its header claims.
+fn check_image(entry: &ImageEntry, payload: std::io::Result<Cow<'_, [u8]>>) -> CompressedImage {
+    let mut leaks = LeakStream::new(ScanKind::Everything);
+    let inflated = match payload {
+        Ok(payload) => images::inflate(
+            entry.compression,
+            &payload,
+            entry.uncompressed_size,
+            &mut |chunk| leaks.feed(chunk),
+        ),
+        Err(error) => Inflated {
+            bytes: 0,
+            problem: Some(ImageProblem::Corrupt {
+                after: 0,
+                error: format!("cannot read its payload: {error}"),
+            }),
+        },
+    };
+    CompressedImage {
+        name: entry.image.name(),
+        compression: entry.compression,
+        stored: entry.payload_len,
+        claimed: entry.uncompressed_size,
+        inflated,
+        leaks: leaks.finish(),
+    }
 }
 
 /// `libfoo.so`, `libfoo.so.1.2`, `_ext.cpython-311-x86_64-linux-gnu.so`.

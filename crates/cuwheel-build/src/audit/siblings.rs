@@ -84,6 +84,19 @@ impl Siblings {
             .map(|s| s.requirement.as_str())
     }
 
+    /// The requirement that may install `dir` (relative to site-packages)
+    /// without it being one of its known directories: a directory with a
+    /// path component named after one of its components, such as the
+    /// `cusparselt/lib` older `nvidia-cusparselt-cu12` releases used, which
+    /// torch's RPATHs still name beside `nvidia/cusparselt/lib`.
+    pub fn dir_may_provider(&self, dir: &str) -> Option<&str> {
+        let parts: Vec<String> = dir.split('/').map(|p| p.to_ascii_lowercase()).collect();
+        self.siblings
+            .iter()
+            .find(|s| s.components.iter().any(|c| parts.contains(c)))
+            .map(|s| s.requirement.as_str())
+    }
+
     /// The requirement whose libraries `soname` is named after: `lib<c>…`
     /// for one of its components `c`, compared without case.
     pub fn soname_provider(&self, soname: &str) -> Option<&str> {
@@ -236,6 +249,21 @@ mod tests {
         assert_eq!(nccl.dir_provider("nvidia/cu13/lib"), None);
         assert_eq!(nccl.soname_provider("libcupti.so.13"), None);
         assert_eq!(siblings.dir_provider("other/lib"), None);
+        // where a requirement may install: a directory named after a component
+        assert_eq!(siblings.dir_provider("cusparselt/lib"), None);
+        assert!(
+            siblings
+                .dir_may_provider("cusparselt/lib")
+                .is_some_and(|r| r.starts_with("nvidia-cusparselt-cu13"))
+        );
+        for unrelated in [
+            "other/lib",
+            "lib",
+            "usr/local/cuda/lib64",
+            "cusparse_lt/lib",
+        ] {
+            assert_eq!(siblings.dir_may_provider(unrelated), None, "{unrelated}");
+        }
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! audit checks PyPI's rules), and the [`ImageBytes`] of every ELF member's
 //! fat binary. Out: a [`SizeReport`], one row per GPU arch in arch order
 //! with its images (SASS and PTX of that arch together), their bytes as
-//! stored in the ELF files, and those bytes deflated as the wheel writer
-//! deflates them — about what the arch adds to the wheel's file, since
-//! images compressed by nvcc (`cuda-compress-mode`) deflate little further.
+//! stored in the ELF files, and, when the audit was asked (`--sizes`), those
+//! bytes deflated as the wheel writer deflates them — about what the arch
+//! adds to the wheel's file, since images compressed by nvcc
+//! (`cuda-compress-mode`) deflate little further. Deflating is opt-in: it
+//! costs as much as deflating the wheel's device code once more.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -47,8 +49,9 @@ pub struct ArchBytes {
     pub images: Vec<String>,
     /// Their payloads' bytes in the ELF files.
     pub stored_bytes: u64,
-    /// Those payloads deflated as the wheel's members are.
-    pub deflated_bytes: u64,
+    /// Those payloads deflated as the wheel's members are; `None` unless
+    /// the audit was asked (`--sizes`).
+    pub deflated_bytes: Option<u64>,
 }
 
 /// The report for a wheel of `wheel_bytes` whose ELF members' fat binaries
@@ -58,12 +61,14 @@ pub fn size_report<'a>(
     limit_bytes: Option<u64>,
     images: impl IntoIterator<Item = &'a ImageBytes>,
 ) -> SizeReport {
-    let mut by_arch: BTreeMap<GpuArch, (BTreeSet<String>, u64, u64)> = BTreeMap::new();
+    let mut by_arch: BTreeMap<GpuArch, (BTreeSet<String>, u64, Option<u64>)> = BTreeMap::new();
     for image in images {
-        let row = by_arch.entry(image.image.arch).or_default();
+        let row = by_arch
+            .entry(image.image.arch)
+            .or_insert((BTreeSet::new(), 0, Some(0)));
         row.0.insert(image.image.name());
         row.1 += image.stored;
-        row.2 += image.deflated;
+        row.2 = row.2.zip(image.deflated).map(|(a, b)| a + b);
     }
     SizeReport {
         wheel_bytes,
@@ -109,20 +114,37 @@ impl SizeReport {
         if self.archs.is_empty() {
             return out;
         }
-        let _ = writeln!(
-            out,
-            "    CUDA code per arch: bytes in the ELF files, and deflated (about what it adds to the wheel)"
-        );
-        for arch in &self.archs {
-            let _ = writeln!(
+        let deflated = self.archs.iter().all(|a| a.deflated_bytes.is_some());
+        let _ = if deflated {
+            writeln!(
                 out,
-                "    {:<10} {:>10} {:>10}  {:>5.1}% of the wheel  ({})",
-                arch.arch,
-                human(arch.stored_bytes),
-                human(arch.deflated_bytes),
-                percent(arch.deflated_bytes, self.wheel_bytes),
-                arch.images.join(", ")
-            );
+                "    CUDA code per arch: bytes in the ELF files, and deflated (about what it adds to the wheel)"
+            )
+        } else {
+            writeln!(
+                out,
+                "    CUDA code per arch: bytes in the ELF files (--sizes adds what each adds to the wheel, deflated)"
+            )
+        };
+        for arch in &self.archs {
+            let _ = match arch.deflated_bytes.filter(|_| deflated) {
+                Some(deflated) => writeln!(
+                    out,
+                    "    {:<10} {:>10} {:>10}  {:>5.1}% of the wheel  ({})",
+                    arch.arch,
+                    human(arch.stored_bytes),
+                    human(deflated),
+                    percent(deflated, self.wheel_bytes),
+                    arch.images.join(", ")
+                ),
+                None => writeln!(
+                    out,
+                    "    {:<10} {:>10}  ({})",
+                    arch.arch,
+                    human(arch.stored_bytes),
+                    arch.images.join(", ")
+                ),
+            };
         }
         out
     }
@@ -150,7 +172,7 @@ mod tests {
                 compressed: false,
             },
             stored,
-            deflated: stored / 4,
+            deflated: Some(stored / 4),
         }
     }
 
@@ -165,7 +187,7 @@ mod tests {
             image(ImageKind::Sass, 80, ArchSuffix::None, 4 << 20),
         ];
         let report = size_report(8 << 20, Some(100 << 20), &images);
-        let rows: Vec<(&str, Vec<&str>, u64, u64)> = report
+        let rows: Vec<(&str, Vec<&str>, u64, Option<u64>)> = report
             .archs
             .iter()
             .map(|a| {
@@ -180,9 +202,14 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("sm_80", vec!["sm_80"], 8 << 20, 2 << 20),
-                ("sm_90", vec!["sm_90", "compute_90"], 6 << 20, 1536 << 10),
-                ("sm_90a", vec!["sm_90a"], 1 << 20, 256 << 10),
+                ("sm_80", vec!["sm_80"], 8 << 20, Some(2 << 20)),
+                (
+                    "sm_90",
+                    vec!["sm_90", "compute_90"],
+                    6 << 20,
+                    Some(1536 << 10)
+                ),
+                ("sm_90a", vec!["sm_90a"], 1 << 20, Some(256 << 10)),
             ]
         );
         let text = report.render();
@@ -195,6 +222,19 @@ mod tests {
                 "    sm_90           6 MiB    1.5 MiB   18.8% of the wheel  (sm_90, compute_90)\n"
             ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn without_sizes_only_the_stored_bytes_are_shown() {
+        let mut images = [image(ImageKind::Sass, 80, ArchSuffix::None, 4 << 20)];
+        images[0].deflated = None;
+        let report = size_report(8 << 20, None, &images);
+        assert_eq!(report.archs[0].deflated_bytes, None);
+        assert_eq!(
+            report.render(),
+            "  size: 8 MiB (8388608 bytes)\n    CUDA code per arch: bytes in the ELF files \
+             (--sizes adds what each adds to the wheel, deflated)\n    sm_80           4 MiB  (sm_80)\n"
         );
     }
 

@@ -52,6 +52,11 @@ pub struct AuditArgs {
     /// like `400 MiB` (PyPI's default: 100 MiB)
     #[arg(long, value_name = "SIZE", requires = "pypi", value_parser = parse_size)]
     max_file_size: Option<u64>,
+    /// Also weigh each CUDA arch's images deflated, as the wheel's zip
+    /// deflates them (about what each arch adds to the wheel): as costly as
+    /// deflating the wheel's device code once more, so off by default
+    #[arg(long)]
+    sizes: bool,
     // The load check's symbol tables (as `cuwheel load-check` takes them);
     // without --torch the load check is not run.
     #[command(flatten)]
@@ -74,6 +79,7 @@ fn parse_archs(list: &str) -> Result<ExpectedArchs, String> {
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let mut options = AuditOptions {
         cuda_archs: args.cuda_archs,
+        sizes: args.sizes,
         ..AuditOptions::default()
     };
     options.extra.load = args.load.inputs()?;

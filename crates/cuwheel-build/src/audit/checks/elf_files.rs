@@ -1,7 +1,8 @@
 //! `elf`: every member that starts with the ELF magic or is named like a
 //! shared object (`*.so`, `*.so.N`) must be a readable ELF file for the
-//! wheel's architecture (x86_64 or aarch64, from its platform tag); a
-//! garbage `.dynamic` section makes it a corrupt one.
+//! wheel's architecture (x86_64 or aarch64: the machine of its ELF files,
+//! [`crate::audit::context::wheel_arch`]); a garbage `.dynamic` section
+//! makes it a corrupt one.
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;

@@ -47,7 +47,10 @@ impl AuditCheck for BuildPaths {
             let Some(Ok(elf)) = &member.elf else {
                 continue;
             };
-            for (image, scan) in &elf.device_leaks {
+            for image in &elf.images {
+                let Some(scan) = &image.leaks else {
+                    continue;
+                };
                 let examples: Vec<String> = scan
                     .examples
                     .iter()
@@ -56,7 +59,8 @@ impl AuditCheck for BuildPaths {
                 out.finding(
                     Some(&member.name),
                     format!(
-                        "its compressed {image} image holds {} once decompressed, e.g. {}",
+                        "its compressed {} image holds {} once decompressed, e.g. {}",
+                        image.name,
                         paths(scan),
                         examples.join(", ")
                     ),

@@ -10,6 +10,7 @@
 
 mod cuda_archs;
 mod elf_files;
+mod images;
 mod leak;
 mod libraries;
 mod load;
@@ -60,6 +61,7 @@ pub const CHECKS: &[&dyn AuditCheck] = &[
     &platform::PlatformTag,
     &libraries::Libraries,
     &search_path::SearchPath,
+    &images::FatbinImages,
     &leak::BuildPaths,
     &stable_abi::StableAbi,
     &cuda_archs::CudaArchs,

@@ -4,7 +4,10 @@
 //! ([`crate::audit::siblings`]): that is a note naming the requirement.
 //! Dead entries that can reach nothing but what the wheel or its siblings
 //! install (a missing directory under the wheel's own package directory, a
-//! sibling's directory aimed at from too deep a member) are notes too.
+//! sibling's directory aimed at from too deep a member, a directory named
+//! after a sibling's component where it may install, such as torch's
+//! `$ORIGIN/../../cusparselt/lib`) are notes too. An absolute path, or one
+//! not relative to `$ORIGIN`, stays a finding.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +68,11 @@ impl AuditCheck for SearchPath {
                      Requires-Dist) installs one level lower; nothing is installed there, so \
                      the loader finds nothing (dead entries)"
                 ),
+                Harmless::MaySibling { dir, requirement } => format!(
+                    "{entries} to {dir}/, outside the wheel, where `{requirement}` (in its \
+                     Requires-Dist) may install its libraries; the wheel does not rely on it \
+                     (dead entries unless it does)"
+                ),
                 Harmless::OwnDirectory { dir } => format!(
                     "{entries} to {dir}/, inside the wheel's own package directory but absent \
                      from it, so the loader finds nothing (dead entries)"
@@ -82,6 +90,9 @@ enum Harmless<'a> {
     /// A sibling wheel's directory, reached from too deep a member: it
     /// climbs above site-packages, where no wheel installs anything.
     AboveSibling { dir: String, requirement: &'a str },
+    /// A directory named after a component of a sibling wheel the wheel
+    /// requires, where that wheel may install ([`crate::audit::siblings::Siblings::dir_may_provider`]).
+    MaySibling { dir: String, requirement: &'a str },
     /// A missing directory under one of the wheel's own top-level
     /// directories, which no other wheel installs into.
     OwnDirectory { dir: String },
@@ -97,6 +108,9 @@ fn harmless_kind<'a>(
         Ok(dir) => {
             if let Some(requirement) = ctx.siblings.dir_provider(&dir) {
                 return Some(Harmless::Sibling { dir, requirement });
+            }
+            if let Some(requirement) = ctx.siblings.dir_may_provider(&dir) {
+                return Some(Harmless::MaySibling { dir, requirement });
             }
             let top = dir.split('/').next().unwrap_or_default();
             (!top.is_empty() && top != dir && dirs.contains(top) && !is_shared_top(top))
@@ -117,7 +131,10 @@ fn harmless_kind<'a>(
                 return None;
             }
             let dir = parts.join("/");
-            let requirement = ctx.siblings.dir_provider(&dir)?;
+            let requirement = ctx
+                .siblings
+                .dir_provider(&dir)
+                .or_else(|| ctx.siblings.dir_may_provider(&dir))?;
             Some(Harmless::AboveSibling { dir, requirement })
         }
     }

@@ -58,9 +58,12 @@ pub fn installer_problems(metadata: &CoreMetadata) -> Vec<FieldProblem> {
             });
         }
     }
-    if let Some(requires_python) = &metadata.requires_python
-        && let Err(error) = parse_specifiers(requires_python)
-    {
+    // No let chain: the driver is built by Nix with Rust 1.85.
+    let bad_python = metadata
+        .requires_python
+        .as_ref()
+        .and_then(|python| Some((python, parse_specifiers(python).err()?)));
+    if let Some((requires_python, error)) = bad_python {
         problems.push(FieldProblem {
             field: "Requires-Python",
             value: requires_python.clone(),

@@ -176,9 +176,7 @@ fn zstd_frame(payload: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
 /// An LZ4 block: whole by lz4_flex when its sequences say it is small
 /// (the common case, and faster), else streaming.
 fn lz4(input: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
-    if let Some((end, size)) = lz4_extent(input)
-        && size <= LZ4_WHOLE_MAX
-    {
+    if let Some((end, size)) = lz4_extent(input) {
         let mut whole = vec![0u8; size as usize];
         if lz4_flex::block::decompress_into(&input[..end], &mut whole).ok() == Some(size as usize) {
             return out.put(&whole);
@@ -189,7 +187,8 @@ fn lz4(input: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
 
 /// Where an LZ4 block ends in `input` (before its padding) and how many
 /// bytes it decompresses to, from its sequences' lengths alone; `None`
-/// when they do not add up (the streaming decoder then says where).
+/// when they do not add up (the streaming decoder then says where) or
+/// when it decompresses to more than [`LZ4_WHOLE_MAX`] (it then streams).
 fn lz4_extent(input: &[u8]) -> Option<(usize, u64)> {
     let mut i = 0;
     let mut size: u64 = 0;
@@ -200,7 +199,7 @@ fn lz4_extent(input: &[u8]) -> Option<(usize, u64)> {
         i = i.checked_add(literals).filter(|&end| end <= input.len())?;
         size += literals as u64;
         if input[i..].iter().all(|&b| b == 0) {
-            return Some((i, size));
+            return (size <= LZ4_WHOLE_MAX).then_some((i, size));
         }
         let offset = input.get(i..i + 2)?;
         let offset = u64::from(u16::from_le_bytes([offset[0], offset[1]]));

@@ -142,7 +142,10 @@ impl LeakScanner {
         let from = (self.next - offset) as usize;
         let to = (limit - offset) as usize;
         let mut hits: Vec<(usize, &'static str)> = Vec::new();
-        let region = &window[from..window.len().min(to + BUILD_PATTERN.len())];
+        // A match starting before `to` may end after it: the region reaches
+        // one pattern's length past `to`, the longer pattern's.
+        let reach = STORE_PATTERN.len().max(BUILD_PATTERN.len());
+        let region = &window[from..window.len().min(to + reach)];
         for at in memchr::memmem::find_iter(region, STORE_PATTERN.as_bytes()) {
             if from + at < to {
                 hits.push((from + at, STORE_PATTERN));

@@ -29,13 +29,8 @@ fi
 [ -s /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 [ ! -e .git ] || command -v git >/dev/null || missing+=(git)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "demo: installing what the build needs and this machine lacks: ${missing[*]} (apt-get; needs root)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/apt-install.sh
+apt_install "demo: installing what the build needs and this machine lacks" "${missing[@]}"
 # Nix itself, its build users and a sandboxed nix.conf (scripts/setup-nix.sh
 # says what it does; it skips every step that is done).
 if ! command -v nix-store >/dev/null || ! getent group nixbld >/dev/null \

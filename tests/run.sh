@@ -25,13 +25,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v npm >/dev/null || missing+=(nodejs npm)
 command -v gpg >/dev/null || missing+=(gnupg)
 command -v git >/dev/null || missing+=(git)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "tests: installing what the tests run against: ${missing[*]} (apt-get; needs root)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/apt-install.sh
+apt_install "tests: installing what the tests run against" "${missing[@]}"
 
 cargo fmt --check
 cargo clippy --all-targets --features integration --locked -- -D warnings

@@ -110,9 +110,10 @@ fn files_of_the_other_architecture_are_findings_naming_them() {
         &cuwheel_audit([&wheel]),
         EXIT_FAILED,
         &[
-            "demo/_ext.cpython-311-x86_64-linux-gnu.so: is an aarch64 ELF file in a wheel for \
-             x86_64",
-            "rebuild it for x86_64 (or build the wheel for aarch64, with that platform tag)",
+            "the wheel is tagged `manylinux_2_17_x86_64`, for x86_64, but its ELF files are for \
+             aarch64",
+            "fix: rebuild its ELF files for x86_64 (or, if the wheel is meant for aarch64, tag it \
+             manylinux_2_17_aarch64)",
         ],
     );
 
@@ -125,9 +126,12 @@ fn files_of_the_other_architecture_are_findings_naming_them() {
     assert_run(
         &cuwheel_audit([&wheel]),
         EXIT_FAILED,
-        &[&format!(
-            "{ARM_MEMBER}: is an x86_64 ELF file in a wheel for aarch64"
-        )],
+        &[
+            "the wheel is tagged `manylinux_2_17_aarch64`, for aarch64, but its ELF files are for \
+             x86_64",
+            "fix: rebuild its ELF files for aarch64 (or, if the wheel is meant for x86_64, tag it \
+             manylinux_2_5_x86_64)",
+        ],
     );
 
     // One wheel tagged for both architectures.

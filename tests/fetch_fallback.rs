@@ -684,6 +684,27 @@ fn fetch(project: &Path, store: &Path, cache: &Path, extra: &[&str]) -> Output {
     cuwheel(&args, cache)
 }
 
+/// Adds to `lock` a pin of `spec`'s package at `version`, a version no
+/// archive here has ever published, used by `toolchain`; returns its name.
+fn pin_unpublished(lock: &mut Lock, spec: &DebSpec, version: &str, toolchain: &str) -> String {
+    let mut pin = lock.artifacts[&World::get().deb(spec).store_name()].clone();
+    if let Source::Debian {
+        version: pinned, ..
+    } = &mut pin.source
+    {
+        *pinned = version.into();
+    }
+    pin.file = format!("{}_{version}_amd64.deb", spec.name);
+    let name = store_name(&pin.file);
+    lock.artifacts.insert(name.clone(), pin);
+    lock.toolchains
+        .get_mut(toolchain)
+        .unwrap()
+        .artifacts_mut()
+        .insert(name.clone());
+    name
+}
+
 /// The store entry name of an artifact's flat path.
 fn artifact_entry(lock: &Lock, name: &str) -> String {
     let hash = Hash::parse(&lock.artifacts[name].sha256, Some(HashAlgo::Sha256)).unwrap();
@@ -874,18 +895,7 @@ fn fetch_names_every_file_no_source_has_and_the_command_that_repins() {
     // Two pins that were never published anywhere (a version the archive
     // never had, and a known version whose bytes differ from the pin).
     let libc6 = world.deb(&LIBC6_OLD).store_name();
-    let mut ghost = lock.artifacts[&libc6].clone();
-    if let Source::Debian { version, .. } = &mut ghost.source {
-        *version = "2.41-12+deb13u1".into();
-    }
-    ghost.file = "libc6_2.41-12+deb13u1_amd64.deb".into();
-    let ghost_name = store_name(&ghost.file);
-    lock.artifacts.insert(ghost_name.clone(), ghost);
-    lock.toolchains
-        .get_mut("rust-trixie")
-        .unwrap()
-        .artifacts_mut()
-        .insert(ghost_name.clone());
+    let ghost_name = pin_unpublished(&mut lock, &LIBC6_OLD, "2.41-12+deb13u1", "rust-trixie");
     let zlib = world.deb(&ZLIB_OLD).store_name();
     lock.artifacts.get_mut(&zlib).unwrap().sha256 = "ab".repeat(32);
     let (project, cache) = project(&lock);
@@ -938,19 +948,12 @@ fn an_index_apt_cannot_read_is_said_so_and_never_called_a_vanished_package() {
     let mut lock = old_lock();
     // A bookworm pin that no archive here has: were bookworm's index read,
     // it would be "no longer in Debian bookworm" and a re-pin (exit 3).
-    let libc6 = world.deb(&BOOKWORM_KEPT[3]).store_name();
-    let mut pin = lock.artifacts[&libc6].clone();
-    if let Source::Debian { version, .. } = &mut pin.source {
-        *version = "2.36-9+deb12u1".into();
-    }
-    pin.file = "libc6_2.36-9+deb12u1_amd64.deb".into();
-    let name = store_name(&pin.file);
-    lock.artifacts.insert(name.clone(), pin);
-    lock.toolchains
-        .get_mut("gcc-bookworm")
-        .unwrap()
-        .artifacts_mut()
-        .insert(name.clone());
+    let name = pin_unpublished(
+        &mut lock,
+        &BOOKWORM_KEPT[3],
+        "2.36-9+deb12u1",
+        "gcc-bookworm",
+    );
     let (project, cache) = project(&lock);
     let store = tempfile::tempdir().unwrap();
     let out = Command::new(cuwheel_bin())

@@ -30,6 +30,14 @@ impl AuditCheck for PlatformTag {
         let inputs = ctx.policy_inputs();
         let best = ctx.best_policy();
         let mut too_high: BTreeMap<&str, (&ManylinuxPolicy, Vec<&str>)> = BTreeMap::new();
+        // A tag of the ELF files' architecture beside one of another: the
+        // other tag goes; with none of theirs, the files or the tag are wrong.
+        let tags_name_elf_arch = ctx.platforms.iter().any(|platform| {
+            matches!(
+                manylinux::for_platform_tag(platform),
+                TagPolicy::Known(policy) | TagPolicy::Nearest(policy) if policy.arch == ctx.arch
+            )
+        });
         for platform in &ctx.platforms {
             match manylinux::for_platform_tag(platform) {
                 TagPolicy::Known(policy) | TagPolicy::Nearest(policy)
@@ -42,12 +50,22 @@ impl AuditCheck for PlatformTag {
                              {}",
                             policy.arch, ctx.arch
                         ),
-                        format!(
-                            "a wheel is for one architecture: tag it {} only, and build a \
-                             separate wheel for {}",
-                            best.tag(),
-                            policy.arch
-                        ),
+                        if tags_name_elf_arch {
+                            format!(
+                                "a wheel is for one architecture: tag it {} only, and build a \
+                                 separate wheel for {}",
+                                best.tag(),
+                                policy.arch
+                            )
+                        } else {
+                            format!(
+                                "rebuild its ELF files for {} (or, if the wheel is meant for {}, \
+                                 tag it {})",
+                                policy.arch,
+                                ctx.arch,
+                                best.tag()
+                            )
+                        },
                     );
                 }
                 TagPolicy::Known(policy) | TagPolicy::Nearest(policy) => {

@@ -114,8 +114,8 @@ cp "$rustup_home/settings.toml" "$root/root/.rustup/"
 cp -a "$cargo_home/bin/." "$root/root/.cargo/bin/"
 
 # The checkout, as committed.
-git clone -q --no-local "$repo" "$root/root/cuwheel"
-git -C "$root/root/cuwheel" checkout -q "$(git rev-parse HEAD)"
+git clone -q --no-local "$repo" "$root/cuwheel"
+git -C "$root/cuwheel" checkout -q "$(git rev-parse HEAD)"
 say "the checkout is $(git rev-parse --short HEAD)"
 
 # Every PIP_* variable of this environment, and those naming the CA bundle
@@ -143,7 +143,7 @@ in_root() {
     pivot_root . .oldroot
     umount -l /.oldroot
     rmdir /.oldroot
-    cd /root/cuwheel
+    cd /cuwheel
     exec env -i HOME=/root USER=root LANG=C.UTF-8 TERM=dumb \
       PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       CUWHEEL_NIX_ID_BASE=37000 "$@"

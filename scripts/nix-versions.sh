@@ -161,7 +161,8 @@ if [ -d "${HOME:-/nonexistent}/.config/pip" ]; then have_user_pip=1; else have_u
 
 run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
   local suite=$1 mode=$2 root=$work/$1 user home version
-  case $mode in root) user=root home=/root ;; trusted) user=alice home=/home/alice ;; *) user=bob home=/home/bob ;; esac
+  case $mode in root) user=root ;; trusted) user=alice ;; *) user=bob ;; esac
+  if [ "$user" = root ]; then home=/root; else home="/home/$user"; fi
   copy_checkout "$root" "$home/cuwheel" "$user"
   [ "$have_user_pip" = 1 ] && mkdir -p "$root$home/.config" && cp -r "$HOME/.config/pip" "$root$home/.config/pip"
   install -m 755 "$cuwheel_bin" "$root/usr/local/bin/cuwheel"
@@ -195,7 +196,7 @@ sandbox_off() {
     nix-daemon > /var/log/nix-daemon-off.log 2>&1 &
     daemon=$!
     sleep 2
-    su bob -c "cd /home/bob/cuwheel && NIX_REMOTE=daemon USER=bob cuwheel reproduce --project examples/demo-ext target/result/*.whl"
+    su bob -c "cd ~bob/cuwheel && NIX_REMOTE=daemon USER=bob cuwheel reproduce --project examples/demo-ext target/result/*.whl"
     status=$?
     kill $daemon
     mv /etc/nix/nix.conf.on /etc/nix/nix.conf

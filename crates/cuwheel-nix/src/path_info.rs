@@ -41,16 +41,7 @@ pub struct PathInfo {
 impl PathInfo {
     /// The entry of a path the store lacks.
     pub fn missing(path: &StorePath) -> PathInfo {
-        PathInfo {
-            path: path.to_absolute(),
-            valid: false,
-            nar_hash: String::new(),
-            nar_size: 0,
-            references: Vec::new(),
-            signatures: Vec::new(),
-            ca: None,
-            download_size: None,
-        }
+        missing_text(&path.to_absolute())
     }
 
     pub fn from_narinfo(info: &NarInfo) -> PathInfo {

@@ -198,10 +198,19 @@ pub fn parse(what: &str, text: &str) -> Result<Url, String> {
         let at = scheme(text)
             .map_or(text, |s| &text[s.len() + 3..])
             .contains('@');
+        // cuwheel's url crate has no Unicode tables (crates/cuwheel-build/Cargo.toml's
+        // idna_adapter): a host outside ASCII is written in punycode.
+        let host = scheme(text).map_or(text, |s| &text[s.len() + 3..]);
+        let host = host.split(['/', '?', '#']).next().unwrap_or("");
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        let idn = !host.is_ascii();
         format!(
             "{what} {} is not a valid URL ({e}){}",
             redact(text),
-            if at {
+            if idn {
+                "; write a host outside ASCII in its punycode form (`xn--…`), as \
+                 `idn2` or Python's `\"…\".encode(\"idna\")` gives it"
+            } else if at {
                 "; a user or password in it must have its `/`, `?`, `#` and `@` percent-encoded \
                  (%2F, %3F, %23, %40)"
             } else {
@@ -431,5 +440,17 @@ mod tests {
             assert_eq!(parse("--x", text).unwrap_err(), message, "{text}");
         }
         assert!(!has_credentials(&parse("--x", "https://h/a.whl").unwrap()));
+    }
+
+    #[test]
+    fn a_host_outside_ascii_is_refused_with_its_punycode_named_and_the_punycode_parses() {
+        let err = parse("--base-url", "https://bücher.example/simple/").unwrap_err();
+        assert!(
+            err.starts_with("--base-url https://bücher.example/simple/ is not a valid URL (")
+                && err.contains("punycode form (`xn--…`)"),
+            "{err}"
+        );
+        let url = parse("--base-url", "https://xn--bcher-kva.example/simple/").unwrap();
+        assert_eq!(url.host_str(), Some("xn--bcher-kva.example"));
     }
 }

@@ -29,9 +29,10 @@ if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
 # shellcheck disable=SC2086 # $jobs is empty or two words
 # No default features: the CLI's `init` is for a project's author, never a build (Cargo.toml's
 # [features]), and its sources are not even among the inputs (driver.nix).
-cargo build --release --offline --frozen --locked --no-default-features \
+# The profile `nix` (the workspace's Cargo.toml): release, at opt-level 1 but for the hot loops.
+cargo build --profile nix --offline --frozen --locked --no-default-features \
   --target x86_64-unknown-linux-gnu -p "$package" --bin "$bin" $jobs
 mkdir -p "$out/bin"
-cp "target/x86_64-unknown-linux-gnu/release/$bin" "$out/bin/$bin"
+cp "target/x86_64-unknown-linux-gnu/nix/$bin" "$out/bin/$bin"
 # The sandbox has no /lib64 and no ld.so.cache: this proves the binary needs no loader.
 "$out/bin/$bin" --version

@@ -39,6 +39,17 @@ if ! command -v nix-store >/dev/null || ! getent group nixbld >/dev/null \
   bash scripts/setup-nix.sh
 fi
 
+# Each step's time, for the breakdown of the first wheel
+# (docs/reports/ci.md).
+start=$(date +%s) lap=$(date +%s)
+took() {
+  local now
+  now=$(date +%s)
+  echo "demo: $1 took $((now - lap)) s"
+  lap=$now
+}
+took "installing what was missing"
+
 # pip resolves and downloads the PyPI artifacts; Debian's python3 has no pip
 # of its own, so use a venv's.
 venv=target/demo-venv
@@ -51,6 +62,7 @@ venv=target/demo-venv
 # more; README command 2's tests reuse its dependencies. What runs inside
 # the builds is the driver, which Nix compiles itself, optimised.
 cargo build --locked --quiet
+took "pip's venv and cargo build of the CLI"
 cuwheel=target/debug/cuwheel
 # cuwheel.lock is committed. Only what the one cell built below needs is
 # fetched (the whole matrix is about 6.4 GB, and its cp312 cells need an
@@ -61,8 +73,10 @@ cuwheel=target/debug/cuwheel
 cell=cu130-py313-torch211
 bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
   --cell "$cell"
+took "cuwheel fetch --cell $cell"
 
 "$cuwheel" plan --project examples/demo-ext
+took "cuwheel plan (Nix builds the driver first, unless the store has it)"
 
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says.
 nix=(nix --extra-experimental-features 'nix-command flakes'
@@ -71,7 +85,8 @@ nix=(nix --extra-experimental-features 'nix-command flakes'
 # One cell: its toolchains, its four kernel objects, its binding, link, wheel
 # and audit. result/ holds the wheel beside audit.txt and audit.json.
 "${nix[@]}" build --print-build-logs ".#wheels.$cell" -o result
+took "nix build .#wheels.$cell"
 echo "demo: the audit of the wheel:"
 cat result/audit.txt
-echo "demo: done: $(ls result/*.whl)"
+echo "demo: done in $(($(date +%s) - start)) s: $(ls result/*.whl)"
 echo "demo: every cell: nix build .#wheels.all; one: nix build .#wheels.cu126-py313 (fetch it first: cuwheel fetch --cell cu126-py313)"

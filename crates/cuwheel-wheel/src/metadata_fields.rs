@@ -6,7 +6,9 @@
 //! metadata"), a `Requires-Python` that is not a PEP 440 specifier set (pip
 //! warns and drops the constraint; PyPI refuses it), and a `Provides-Extra`
 //! that is not a valid name (pip installs the wheel, but no requirement can
-//! name the extra, and PyPI refuses it); and, for the PyPI variant, each
+//! name the extra, and PyPI refuses it), a `License-Expression` that is not
+//! an SPDX expression of listed identifiers (the `spdx` crate's strict
+//! parse; deprecated identifiers pass, as PyPI takes them); and, for the PyPI variant, each
 //! direct reference (`name @ URL`), which PyPI refuses. Each problem quotes
 //! the field and its value as METADATA has them, and says who refuses it.
 //! An extra written unnormalised (`Test_Suite`) is valid: installers
@@ -90,6 +92,25 @@ pub fn installer_problems(metadata: &CoreMetadata) -> Vec<FieldProblem> {
             });
         }
     }
+    if let Some(expression) = &metadata.license_expression {
+        let mode = spdx::ParseMode {
+            allow_deprecated: true,
+            ..spdx::ParseMode::STRICT
+        };
+        if let Err(error) = spdx::Expression::parse_mode(expression, mode) {
+            let token = expression.get(error.span.clone()).unwrap_or("");
+            problems.push(FieldProblem {
+                field: "License-Expression",
+                value: expression.clone(),
+                reason: format!(
+                    "{} (`{token}`, at byte {}); PyPI refuses the upload",
+                    error.reason, error.span.start
+                ),
+                fix: "write project.license as an SPDX expression, like \"MIT OR Apache-2.0\" \
+                      (LicenseRef-<name> for a license the SPDX list lacks), and rebuild",
+            });
+        }
+    }
     problems
 }
 
@@ -161,6 +182,28 @@ mod tests {
     }
 
     #[test]
+    fn a_license_expression_pypi_refuses_is_quoted_with_the_token() {
+        for (expression, token) in [
+            ("MIT OR Apache 2.0", "Apache"),
+            ("MIT/Apache-2.0", "/Apache-2.0"),
+            ("Proprietary", "Proprietary"),
+            ("MIT OR (Apache-2.0", "("),
+        ] {
+            let mut m = metadata(&[], None, &[]);
+            m.license_expression = Some(expression.into());
+            let problems = installer_problems(&m);
+            assert_eq!(problems.len(), 1, "{expression}: {problems:?}");
+            let shown = problems[0].to_string();
+            assert!(
+                shown.starts_with(&format!("METADATA License-Expression `{expression}`: "))
+                    && shown.contains(&format!("(`{token}`, at byte "))
+                    && shown.ends_with("PyPI refuses the upload"),
+                "{shown}"
+            );
+        }
+    }
+
+    #[test]
     fn good_fields_pass_and_direct_references_are_found() {
         let good = metadata(
             &[
@@ -171,6 +214,15 @@ mod tests {
             &["testing", "Test_Suite"],
         );
         assert_eq!(installer_problems(&good), vec![]);
+        for expression in [
+            "MIT OR Apache-2.0",
+            "(MIT AND BSD-3-Clause) OR LicenseRef-Custom",
+            "GPL-2.0",
+        ] {
+            let mut m = good.clone();
+            m.license_expression = Some(expression.into());
+            assert_eq!(installer_problems(&m), vec![], "{expression}");
+        }
         assert_eq!(
             direct_references(&good),
             vec!["pkg @ git+https://host.invalid/r@abc ; extra == \"testing\""]

@@ -245,6 +245,14 @@ fn lock_refuses_config_errors_before_asking_any_registry() {
     );
 }
 
+/// The cache of the two tests below, whose pip runs from cuwheel's own
+/// venv: made once (a venv takes seconds to make, a minute on a busy
+/// machine) and kept, under cargo's per-target scratch directory. Nothing
+/// else is cached there: the index these tests give pip never answers.
+fn pip_venv_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-cli-cache")
+}
+
 #[test]
 fn an_unreachable_registry_is_reported_as_such() {
     let tmp = tempfile::tempdir().unwrap();
@@ -254,14 +262,9 @@ fn an_unreachable_registry_is_reported_as_such() {
         .arg(&project)
         .args(["--archives"])
         .arg(demo().join("archives"))
-        .args([
-            "--python",
-            "python3",
-            "--net-timeout",
-            "2",
-            "--net-retries",
-            "0",
-        ])
+        // No --python: pip runs from cuwheel's own venv, as for a user (a
+        // system python3, as on a bare Debian, may have no pip).
+        .args(["--net-timeout", "2", "--net-retries", "0"])
         // A closed loopback port, with a password that must not be shown.
         .env("PIP_INDEX_URL", "http://user:s3cret@127.0.0.1:1/simple")
         .env("PIP_CONFIG_FILE", "/dev/null")
@@ -269,7 +272,7 @@ fn an_unreachable_registry_is_reported_as_such() {
         .env_remove("PIP_FIND_LINKS")
         .env("PIP_RETRIES", "0")
         .env("PIP_TIMEOUT", "2")
-        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .env("XDG_CACHE_HOME", pip_venv_cache())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -311,21 +314,16 @@ fn a_registry_that_accepts_and_never_answers_ends_in_a_timeout() {
         .arg(&project)
         .args(["--archives"])
         .arg(demo().join("archives"))
-        .args([
-            "--python",
-            "python3",
-            "--net-timeout",
-            "1",
-            "--net-retries",
-            "0",
-        ])
+        // No --python: pip runs from cuwheel's own venv, as for a user (a
+        // system python3, as on a bare Debian, may have no pip).
+        .args(["--net-timeout", "1", "--net-retries", "0"])
         .env("PIP_INDEX_URL", format!("http://127.0.0.1:{port}/simple"))
         .env("PIP_CONFIG_FILE", "/dev/null")
         .env_remove("PIP_EXTRA_INDEX_URL")
         .env_remove("PIP_FIND_LINKS")
         .env_remove("PIP_TIMEOUT")
         .env_remove("PIP_RETRIES")
-        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .env("XDG_CACHE_HOME", pip_venv_cache())
         .stdin(Stdio::null())
         .output()
         .unwrap();

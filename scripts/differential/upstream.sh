@@ -50,9 +50,9 @@ echo "upstream: $name: $(nvcc --version | tail -n 2 | head -n 1); $("$python" -c
 t0=$SECONDS
 if [ "${EXT_JOBS:-1}" -gt 1 ]; then
   # setup.py builds its extensions one after the other (fast-transformers:
-  # 15 single-TU modules: `pip wheel` did not finish within the device's
-  # 10 minutes a call, twice, once after a parallel `setup.py build_ext`
-  # had built them all in 102 s). So: `setup.py build_ext -j EXT_JOBS bdist_wheel`, one setup.py
+  # 15 single-TU modules: `pip wheel` did not finish within a device call's
+  # limit, twice, once 318 s after a parallel `setup.py build_ext` had
+  # built them all in 102 s). So: `setup.py build_ext -j EXT_JOBS bdist_wheel`, one setup.py
   # run, all modules at once, the wheel from the same build. torch's ninja
   # backend writes one build.ninja per build_temp, which parallel modules
   # would share, so ninja is kept off PATH: torch falls back to its

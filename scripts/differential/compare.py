@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Compares two wheels of one CUDA extension, for scripts/differential.sh.
+
+    python3 compare.py OURS.whl UPSTREAM.whl OUTDIR
+
+Per shared object (matched by its path in the wheel), with cuobjdump
+(CUOBJDUMP, default `cuobjdump` on PATH), readelf and nm:
+  - the embedded ELF and PTX images per arch (cuobjdump -lelf / -lptx);
+  - every kernel's SASS (cuobjdump -sass), normalized: the /*addr*/ column
+    and the /* 0x... */ encoding comments removed, blanks collapsed; a
+    kernel that differs is tried again with every hex literal masked, which
+    separates code that differs only in offsets or constants;
+  - registers, stack, shared, local and constant memory per kernel
+    (cuobjdump -res-usage), and local loads/stores (LDL/STL) counted in the
+    SASS, what spills become;
+  - exported and undefined dynamic symbols (nm -D) and DT_NEEDED/RUNPATH
+    (readelf -d);
+and of the wheels: their file lists, the METADATA's Requires-Dist and
+Requires-Python, and WHEEL's tags.
+
+Writes OUTDIR/summary.txt (also printed) and, for what differs,
+OUTDIR/details.txt. Exit 0 whatever differs: the summary says what.
+"""
+
+import collections
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
+CAP = 40  # names listed per difference in details.txt
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return p.stdout + ("" if p.returncode == 0 else "")
+
+
+def unpack(wheel, dest):
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(dest)
+        return sorted(z.namelist())
+
+
+def dist_info(names, root, leaf):
+    for n in names:
+        if n.endswith(".dist-info/" + leaf):
+            with open(os.path.join(root, n), encoding="utf-8") as f:
+                return f.read()
+    return ""
+
+
+def headers(text, key):
+    out = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        if line.startswith(key + ":"):
+            out.append(line.split(":", 1)[1].strip())
+    return out
+
+
+ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
+ENC = re.compile(r"/\*\s*0x[0-9a-f]+\s*\*/")
+HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def sass(so):
+    """{(arch, kernel): [normalized text, ...]} (a kernel may be in several cubins)."""
+    text = run([CUOBJDUMP, "-sass", so])
+    kernels = collections.defaultdict(list)
+    arch, name, body = None, None, []
+
+    def flush():
+        if name is not None:
+            kernels[(arch, name)].append("\n".join(body))
+
+    for raw in text.splitlines():
+        m = re.match(r"\s*arch = (\S+)", raw)
+        if m:
+            flush()
+            arch, name, body = m.group(1), None, []
+            continue
+        m = re.match(r"\s*Function : (\S+)", raw)
+        if m:
+            flush()
+            name, body = m.group(1), []
+            continue
+        if name is None:
+            continue
+        line = ENC.sub("", ADDR.sub("", raw))
+        line = " ".join(line.split())
+        if line and not line.startswith(".") and not line.startswith("----"):
+            body.append(line)
+    flush()
+    return kernels
+
+
+def res_usage(so):
+    text = run([CUOBJDUMP, "-res-usage", so])
+    out = {}
+    arch, name = None, None
+    for raw in text.splitlines():
+        m = re.match(r"\s*arch = (\S+)", raw)
+        if m:
+            arch = m.group(1)
+            continue
+        m = re.match(r"\s*Function (\S+):\s*$", raw)
+        if m:
+            name = m.group(1)
+            continue
+        if name and "REG:" in raw:
+            fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", raw))
+            keep = {k: int(v) for k, v in fields.items() if k in ("REG", "STACK", "SHARED", "LOCAL")}
+            out.setdefault((arch, name), []).append(tuple(sorted(keep.items())))
+            name = None
+    return out
+
+
+def listing(so, flag):
+    names = re.findall(r"(?:ELF|PTX) file\s+\d+: (\S+)", run([CUOBJDUMP, flag, so]))
+    return sorted(names)
+
+
+def dyn(so):
+    defined = set(run(["nm", "-D", "--defined-only", so]).split("\n"))
+    defined = {" ".join(line.split()[1:]) for line in defined if line.strip()}
+    undefined = {line.split()[-1] for line in run(["nm", "-D", "--undefined-only", so]).splitlines() if line.strip()}
+    d = run(["readelf", "-d", "-W", so])
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", d)
+    rpath = re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[(.*?)\]", d)
+    return defined, undefined, needed, rpath
+
+
+def h(text):
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def compare_so(rel, ours, theirs, summary, details):
+    summary.append(f"== {rel}")
+    for flag, what in (("-lelf", "ELF images"), ("-lptx", "PTX images")):
+        a, b = listing(ours, flag), listing(theirs, flag)
+        arch = lambda names: sorted(collections.Counter(re.sub(r"^.*\.(sm_\d+a?|compute_\d+a?)\..*$", r"\1", n) for n in names).items())  # noqa: E731
+        same = "same" if a == b else ("same archs and count, names differ" if arch(a) == arch(b) else "DIFFER")
+        summary.append(f"  {what}: ours {len(a)} {arch(a)}, upstream {len(b)} {arch(b)}: {same}")
+        if a != b:
+            details.append(f"{rel} {what}\n  ours: {a}\n  upstream: {b}")
+    ka, kb = sass(ours), sass(theirs)
+    only_a = sorted(set(ka) - set(kb))
+    only_b = sorted(set(kb) - set(ka))
+    both = sorted(set(ka) & set(kb))
+    diff_text, diff_masked = [], []
+    for k in both:
+        if sorted(map(h, ka[k])) != sorted(map(h, kb[k])):
+            masked = lambda texts: sorted(h(HEX.sub("0x?", t)) for t in texts)  # noqa: E731
+            (diff_masked if masked(ka[k]) != masked(kb[k]) else diff_text).append(k)
+    archs = sorted({a for a, _ in ka} | {a for a, _ in kb})
+    summary.append(
+        f"  kernels (SASS functions) per arch: ours {dict(collections.Counter(a for a, _ in ka))}, "
+        f"upstream {dict(collections.Counter(a for a, _ in kb))}; only ours {len(only_a)}, only upstream {len(only_b)}, "
+        f"in both {len(both)}: {len(both) - len(diff_text) - len(diff_masked)} identical SASS, "
+        f"{len(diff_text)} differ only in hex literals (offsets, constants), {len(diff_masked)} differ in code"
+    )
+    instr_a = sum(len(t.splitlines()) for v in ka.values() for t in v)
+    instr_b = sum(len(t.splitlines()) for v in kb.values() for t in v)
+    summary.append(f"  SASS lines: ours {instr_a}, upstream {instr_b}; archs {archs}")
+    for title, keys in (("only ours", only_a), ("only upstream", only_b), ("SASS differs only in hex literals", diff_text), ("SASS differs in code", diff_masked)):
+        if keys:
+            details.append(f"{rel}: {title} ({len(keys)}):\n" + "\n".join(f"  {a} {n}" for a, n in keys[:CAP]))
+    for k in (diff_masked + diff_text)[:3]:
+        import difflib
+
+        d = difflib.unified_diff(ka[k][0].splitlines(), kb[k][0].splitlines(), "ours", "upstream", n=1, lineterm="")
+        details.append(f"{rel}: SASS diff of {k[0]} {k[1]} (first 60 lines):\n" + "\n".join(list(d)[:60]))
+    ra, rb = res_usage(ours), res_usage(theirs)
+    spill = lambda texts: [sum(1 for line in t.splitlines() if re.search(r"\b(LDL|STL)\b", line)) for t in texts]  # noqa: E731
+    res_diff = [k for k in sorted(set(ra) & set(rb)) if sorted(ra[k]) != sorted(rb[k])]
+    spill_diff = [k for k in both if sorted(spill(ka[k])) != sorted(spill(kb[k]))]
+    with_local = sum(1 for k in ka if any(spill(ka[k])))
+    summary.append(
+        f"  resources (REG/STACK/SHARED/LOCAL): {len(ra)} ours, {len(rb)} upstream, {len(res_diff)} differ; "
+        f"LDL/STL counts differ in {len(spill_diff)} kernels; kernels with any LDL/STL: ours {with_local}, "
+        f"upstream {sum(1 for k in kb if any(spill(kb[k])))}"
+    )
+    if res_diff:
+        details.append(f"{rel}: resources differ ({len(res_diff)}):\n" + "\n".join(f"  {k[1]}: ours {ra[k]} upstream {rb[k]}" for k in res_diff[:CAP]))
+    da, ua, na, pa = dyn(ours)
+    db, ub, nb, pb = dyn(theirs)
+    summary.append(
+        f"  dynamic symbols: exported ours {len(da)}, upstream {len(db)} (only ours {len(da - db)}, only upstream {len(db - da)}); "
+        f"undefined ours {len(ua)}, upstream {len(ub)} (only ours {len(ua - ub)}, only upstream {len(ub - ua)})"
+    )
+    summary.append(f"  DT_NEEDED: ours {na}, upstream {nb}: {'same' if sorted(na) == sorted(nb) else 'DIFFER'}")
+    summary.append(f"  RUNPATH: ours {pa}, upstream {pb}")
+    for title, s in (("exported only ours", da - db), ("exported only upstream", db - da), ("undefined only ours", ua - ub), ("undefined only upstream", ub - ua)):
+        if s:
+            details.append(f"{rel}: {title} ({len(s)}):\n" + "\n".join("  " + x for x in sorted(s)[:CAP]))
+
+
+def main():
+    ours_whl, theirs_whl, out = sys.argv[1:4]
+    os.makedirs(out, exist_ok=True)
+    summary, details = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        ra, rb = os.path.join(tmp, "ours"), os.path.join(tmp, "upstream")
+        na, nb = unpack(ours_whl, ra), unpack(theirs_whl, rb)
+        summary.append(f"ours:     {os.path.basename(ours_whl)} ({os.path.getsize(ours_whl)} bytes, {len(na)} files)")
+        summary.append(f"upstream: {os.path.basename(theirs_whl)} ({os.path.getsize(theirs_whl)} bytes, {len(nb)} files)")
+        strip = lambda names: {n for n in names if ".dist-info/" not in n}  # noqa: E731
+        fa, fb = strip(na), strip(nb)
+        summary.append(f"package files (outside .dist-info): ours {len(fa)}, upstream {len(fb)}, only ours {len(fa - fb)}, only upstream {len(fb - fa)}")
+        if fa != fb:
+            details.append("files only ours:\n" + "\n".join("  " + x for x in sorted(fa - fb)) + "\nfiles only upstream:\n" + "\n".join("  " + x for x in sorted(fb - fa)))
+        ma, mb = dist_info(na, ra, "METADATA"), dist_info(nb, rb, "METADATA")
+        for key in ("Requires-Dist", "Requires-Python", "Provides-Extra"):
+            a, b = sorted(headers(ma, key)), sorted(headers(mb, key))
+            summary.append(f"METADATA {key}: {'same' if a == b else 'DIFFER'}: ours {a}; upstream {b}")
+        wa, wb = headers(dist_info(na, ra, "WHEEL"), "Tag"), headers(dist_info(nb, rb, "WHEEL"), "Tag")
+        summary.append(f"WHEEL Tag: ours {wa}, upstream {wb}")
+        for rel in sorted(n for n in fa & fb if n.endswith(".so")):
+            compare_so(rel, os.path.join(ra, rel), os.path.join(rb, rel), summary, details)
+        for rel in sorted(n for n in fa ^ fb if n.endswith(".so")):
+            summary.append(f"== {rel}: in one wheel only")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(summary) + "\n")
+    with open(os.path.join(out, "details.txt"), "w") as f:
+        f.write("\n\n".join(details) + "\n")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()

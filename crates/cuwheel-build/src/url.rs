@@ -195,13 +195,11 @@ pub fn parse(what: &str, text: &str) -> Result<Url, String> {
         what => format!("{what}: {e}"),
     })?;
     Url::parse(text).map_err(|e| {
-        let at = scheme(text)
-            .map_or(text, |s| &text[s.len() + 3..])
-            .contains('@');
+        let after_scheme = scheme(text).map_or(text, |s| &text[s.len() + 3..]);
+        let at = after_scheme.contains('@');
         // cuwheel's url crate has no Unicode tables (crates/cuwheel-build/Cargo.toml's
         // idna_adapter): a host outside ASCII is written in punycode.
-        let host = scheme(text).map_or(text, |s| &text[s.len() + 3..]);
-        let host = host.split(['/', '?', '#']).next().unwrap_or("");
+        let host = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
         let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
         let idn = !host.is_ascii();
         format!(

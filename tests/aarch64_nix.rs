@@ -30,6 +30,7 @@ const CELL: &str = "cu130-abi3-torch211-aarch64";
 const X86_CELL: &str = "cu130-abi3-torch211";
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn the_aarch64_cell_cross_builds_passes_its_audit_and_pip_picks_it_for_aarch64() {
     let results = build_cells(&[CELL, X86_CELL]);
     let (arm, x86) = (wheel_of(&results[CELL]), wheel_of(&results[X86_CELL]));

@@ -208,6 +208,7 @@ fn offline_without_a_cache_names_what_is_missing_and_runs_no_client() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     // The wheel in the main store.
     let main = json(&nix_ok(&[

@@ -119,6 +119,7 @@ fn nix_built_driver_is_static_self_contained_and_runs_only_the_build_commands() 
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn nix_built_cli_is_static_self_contained_and_answers_help() {
     let out = nix_built_cli();
     let bin = out.join("bin/cuwheel");
@@ -184,6 +185,7 @@ fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn driver_and_vendor_directory_rebuild_bit_for_bit() {
     nix_built_driver();
     for attr in ["driver.vendor", "driver"] {

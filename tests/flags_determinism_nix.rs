@@ -118,6 +118,7 @@ fn a_kernel_with_device_line_info_rebuilds_bit_for_bit() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn an_aarch64_kernel_and_binding_with_device_line_info_rebuild_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let project = demo_with_flags(dir.path(), &["-lineinfo"], &["-O3"]);
@@ -140,6 +141,7 @@ fn an_aarch64_kernel_and_binding_with_device_line_info_rebuild_bit_for_bit() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn a_kernel_and_a_binding_with_debug_information_rebuild_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let project = demo_with_flags(dir.path(), &["-g", "-G"], &["-g"]);
@@ -147,6 +149,7 @@ fn a_kernel_and_a_binding_with_debug_information_rebuild_bit_for_bit() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn a_kernel_with_ptxas_verbose_rebuilds_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let project = demo_with_flags(dir.path(), &["--ptxas-options=-v"], &["-O3"]);
@@ -154,6 +157,7 @@ fn a_kernel_with_ptxas_verbose_rebuilds_bit_for_bit() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn a_clock_in_a_kernels_line_table_is_localized_to_its_member_and_section() {
     let dir = tempfile::tempdir().unwrap();
     let project = demo_with_flags(dir.path(), &["-lineinfo"], &["-O3"]);

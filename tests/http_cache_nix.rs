@@ -34,6 +34,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn an_empty_store_substitutes_a_cells_toolchains_and_kernels_over_http() {
     let test_start = Instant::now();
     let phase = |what: &str| eprintln!("{:6.1} s  {what}", test_start.elapsed().as_secs_f64());

@@ -25,6 +25,7 @@ use cuwheel::audit::fatbin;
 const DEMO_KERNELS: [&str; 4] = ["axpby", "bias_gelu", "row_norm", "tile_matmul"];
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn demo_kernel_objects_hold_the_configured_archs_and_rebuild_bit_for_bit() {
     // Two compiler sets: torch 2.11's (PyPI's CUDA 13.0) and torch 2.7's
     // (Debian's CUDA 12.5).

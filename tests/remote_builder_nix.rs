@@ -50,6 +50,7 @@ fn nar(url: Option<&str>, path: &str) -> (String, u64) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn a_remote_builder_over_ssh_builds_a_kernel_object_and_nix_copies_it_back() {
     let test_start = Instant::now();
     let phase = |what: &str| eprintln!("{:6.1} s  {what}", test_start.elapsed().as_secs_f64());

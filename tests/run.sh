@@ -2,12 +2,27 @@
 # The test command (README command 2): installs the system tools the tests
 # run against that are missing (saying so), checks formatting and lints,
 # prepares the cross-check tools (tests/prepare.sh), then runs every test
-# binary — a failing one does not stop the others — and ends with cargo's
-# list of the binaries that failed.
+# binary — a failing one does not stop the others — and ends with each
+# binary's wall time and cargo's list of the binaries that failed.
+#
+# Usage: tests/run.sh [--full]
+#   --full   also the heavy tier: the tests marked `ignore = "heavy tier…"`
+#            (every toolchain and derivation rebuilt bit for bit, the
+#            driver's and CLI's Nix builds, second stores, the aarch64 cross
+#            cell, the debug-flag determinism suite). About an hour more on
+#            2 cores; CI leaves them out to stay under an hour from a cold
+#            store (docs/reports/heavy-tests.md records the latest run).
 # Needs what README command 1 (scripts/demo.sh) set up: Nix and its build
 # users.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+features=integration
+case "${1:-}" in
+  "") ;;
+  --full) features=integration,heavy ;;
+  *) echo "tests/run.sh: unknown argument '$1'; usage: tests/run.sh [--full]" >&2; exit 2 ;;
+esac
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # readelf and objdump (binutils) and g++: the audit's cross-checks compile
@@ -31,4 +46,15 @@ apt_install "tests: installing what the tests run against" "${missing[@]}"
 cargo fmt --check
 cargo clippy --all-targets --features integration --locked -- -D warnings
 bash tests/prepare.sh
-cargo test --all-targets --features integration --locked --no-fail-fast
+
+# cargo's output goes to the terminal and to a log, from which each test
+# binary's wall time is listed at the end (CI keeps only the output's tail).
+log=target/test-run.log
+rc=0
+cargo test --all-targets --features "$features" --locked --no-fail-fast 2>&1 | tee "$log" || rc=$?
+echo "tests: wall time of each test binary (features $features):"
+awk '/^ *Running / { name = $NF; sub(/^\(.*\//, "", name); sub(/-[0-9a-f]+\)$/, "", name) }
+     /^ *Doc-tests / { name = "doc-tests:" $2 }
+     /^test result:/ { t = $NF; sub(/s$/, "", t); printf "  %-40s %8.1f s  %s\n", name, t, $3 }' "$log" |
+  sort -k2 -n -r
+exit "$rc"

@@ -314,6 +314,7 @@ fn a_call_outside_the_stable_abi_fails_the_abi3_build() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn two_cells_rebuild_bit_for_bit_and_a_second_store_builds_the_same_wheel() {
     let cells = ["cu130-py313-torch211", "cu130-abi3-torch211"];
     let results = build_cells(&cells);

@@ -370,6 +370,7 @@ fn a_re_pin_of_what_the_wheel_is_not_built_from_leaves_it_identical() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn the_publish_app_builds_the_cells_itself_in_parallel_then_publishes() {
     // The demo cut down to torch 2.15 (CUDA 13.2) and Python 3.13, without
     // its stable-ABI cell and its PyPI variant (torch 2.11's cells, gone)

@@ -1,7 +1,8 @@
 //! The demo's real wheels published by `nix run .#publish -- --cell …` and
 //! installed from the index over loopback (the CUDA 13 cells of torch 2.11
 //! and 2.15, the stable-ABI cell and torch 2.11's aarch64 abi3 cell: 12 of
-//! the demo's 29, so that a cold CI stays within its time;
+//! the demo's 29; the heavy tier's, `tests/run.sh --full`, as CI's cold run
+//! cannot also hold these builds;
 //! `scripts/demo-matrix.sh` builds and publishes any cells, all of them
 //! included): pip and uv pick the wheel of their interpreter, pip's resolver
 //! picks the abi3 wheel where no cp-specific one fits — for a glibc 2.28
@@ -96,6 +97,7 @@ fn an_unknown_cell_is_refused_before_anything_is_built_or_written() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn the_published_demo_installs_with_pip_and_uv_and_reproduces_by_url() {
     let env = TestEnv::get();
     let tmp = tempfile::tempdir().unwrap();

@@ -2,8 +2,8 @@
 //! the sandbox: every lock toolchain and bundle builds, each bundle's check derivation compiles
 //! an ATen kernel with the pinned nvcc and gcc and links it (checked here again with our own ELF
 //! and fat-binary readers), the compilers are the locked releases, and rebuilding every
-//! derivation that is not a pinned artifact gives the same bytes. CI checks the compilers; the
-//! bundles' checks and the rebuild of everything are the heavy tier (`tests/run.sh --full`).
+//! derivation that is not a pinned artifact gives the same bytes. All three tests are the heavy
+//! tier (`tests/run.sh --full`): together they build and rebuild every toolchain of the lock.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh` runs `cuwheel fetch`); the
 //! first run builds the toolchains (minutes), later runs find them.
@@ -148,14 +148,13 @@ fn bundles_link_their_toolchains_and_checks_compile_aten_for_the_configured_arch
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn compilers_are_the_locked_releases_and_run_outside_the_sandbox_too() {
     let lock = lock();
     for (name, toolchain) in &lock.toolchains {
-        // Only the compilers are built here (Python's and torch's toolchains are the heavy tier's).
-        let dir = || out(&format!("toolchains.{name}"));
+        let dir = out(&format!("toolchains.{name}"));
         match toolchain {
             Toolchain::Cuda(cuda) => {
-                let dir = dir();
                 let version = &cuda.version;
                 let nvcc = run_ok(Command::new(dir.join("bin/nvcc")).arg("--version"));
                 let text = String::from_utf8_lossy(&nvcc.stdout);
@@ -165,7 +164,6 @@ fn compilers_are_the_locked_releases_and_run_outside_the_sandbox_too() {
                 );
             }
             Toolchain::Gcc { gcc, .. } => {
-                let dir = dir();
                 let gcc_version = run_ok(Command::new(dir.join("bin/gcc")).arg("-dumpversion"));
                 assert_eq!(
                     String::from_utf8_lossy(&gcc_version.stdout).trim(),

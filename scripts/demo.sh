@@ -21,6 +21,16 @@ command -v cargo >/dev/null || {
 # module (python3-venv: pip runs from a venv, since Debian's python3 has
 # none). Installed rather than asked for: the README's commands are the
 # whole setup, as for Nix below.
+# Each step's time, for the breakdown of the first wheel
+# (docs/reports/ci.md).
+start=$(date +%s) lap=$(date +%s)
+took() {
+  local now
+  now=$(date +%s)
+  echo "demo: $1 took $((now - lap)) s"
+  lap=$now
+}
+
 missing=()
 if ! command -v cc >/dev/null || ! printf 'int main(void) { return 0; }\n' |
   cc -x c - -o /dev/null 2>/dev/null; then
@@ -38,17 +48,7 @@ if ! command -v nix-store >/dev/null || ! getent group nixbld >/dev/null \
   echo "demo: Nix, its build users or its nix.conf are missing; running scripts/setup-nix.sh (needs root)"
   bash scripts/setup-nix.sh
 fi
-
-# Each step's time, for the breakdown of the first wheel
-# (docs/reports/ci.md).
-start=$(date +%s) lap=$(date +%s)
-took() {
-  local now
-  now=$(date +%s)
-  echo "demo: $1 took $((now - lap)) s"
-  lap=$now
-}
-took "installing what was missing"
+took "installing what was missing (packages, Nix)"
 
 # pip resolves and downloads the PyPI artifacts; Debian's python3 has no pip
 # of its own, so use a venv's.

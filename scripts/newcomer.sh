@@ -65,9 +65,8 @@ mkdir -p "$work"
 
 if ! command -v debootstrap >/dev/null; then
   say "installing debootstrap on this machine (apt-get)"
-  . scripts/apt-install.sh
-  apt_get install -y -qq --no-install-recommends debootstrap >/dev/null ||
-    { apt_get update -qq && apt_get install -y -qq --no-install-recommends debootstrap >/dev/null; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }
 fi
 
 # The Debian mirror this machine's apt uses for bookworm.

@@ -33,9 +33,9 @@ fi
 
 if ! command -v nix-store >/dev/null; then
   say "installing Debian's nix-bin"
-  . "$(dirname "$0")/apt-install.sh"
-  apt_get update -qq
-  apt_get install -y -qq --no-install-recommends nix-bin >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends nix-bin >/dev/null
 fi
 
 # Build users, as Nix's installer makes them (scripts/install-multi-user.sh:

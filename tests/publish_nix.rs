@@ -78,6 +78,7 @@ fn cells() -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn an_unknown_cell_is_refused_before_anything_is_built_or_written() {
     let tmp = tempfile::tempdir().unwrap();
     let index = tmp.path().join("index");

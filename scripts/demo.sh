@@ -13,14 +13,6 @@ command -v cargo >/dev/null || {
   echo "demo: cargo is missing; install Rust >= 1.85 (e.g. rustup) and run again" >&2
   exit 1
 }
-# What cargo and cuwheel run and a bare Debian lacks, installed in one go,
-# saying so (root, or sudo): a C compiler and libc's headers (gcc,
-# libc6-dev: cargo links every Rust binary with `cc`, and some crates
-# compile C), CA certificates (cargo and pip reach their registries over
-# TLS), git (Nix reads this checkout as a git repository) and Python's venv
-# module (python3-venv: pip runs from a venv, since Debian's python3 has
-# none). Installed rather than asked for: the README's commands are the
-# whole setup, as for Nix below.
 # Each step's time, for the breakdown of the first wheel
 # (docs/reports/ci.md).
 start=$(date +%s) lap=$(date +%s)
@@ -31,6 +23,14 @@ took() {
   lap=$now
 }
 
+# What cargo and cuwheel run and a bare Debian lacks, installed in one go,
+# saying so (root, or sudo): a C compiler and libc's headers (gcc,
+# libc6-dev: cargo links every Rust binary with `cc`, and some crates
+# compile C), CA certificates (cargo and pip reach their registries over
+# TLS), git (Nix reads this checkout as a git repository) and Python's venv
+# module (python3-venv: pip runs from a venv, since Debian's python3 has
+# none). Installed rather than asked for: the README's commands are the
+# whole setup, as for Nix below.
 missing=()
 if ! command -v cc >/dev/null || ! printf 'int main(void) { return 0; }\n' |
   cc -x c - -o /dev/null 2>/dev/null; then

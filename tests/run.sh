@@ -9,7 +9,8 @@
 #   --full   also the heavy tier: the tests marked `ignore = "heavy tier…"`
 #            (every toolchain and derivation rebuilt bit for bit, the
 #            driver's and CLI's Nix builds, second stores, the aarch64 cross
-#            cell, the debug-flag determinism suite). About an hour more on
+#            cell, the 12-cell publish, the debug-flag determinism suite;
+#            docs/guide/tests-and-ci.md lists them). About an hour more on
 #            2 cores; CI leaves them out to stay under an hour from a cold
 #            store (docs/reports/heavy-tests.md records the latest run).
 # Needs what README command 1 (scripts/demo.sh) set up: Nix and its build

@@ -10,9 +10,9 @@
 #            (every toolchain and derivation rebuilt bit for bit, the
 #            driver's and CLI's Nix builds, second stores, the aarch64 cross
 #            cell, the 12-cell publish, the debug-flag determinism suite;
-#            docs/guide/tests-and-ci.md lists them). About an hour more on
-#            2 cores; CI leaves them out to stay under an hour from a cold
-#            store (docs/reports/heavy-tests.md records the latest run).
+#            docs/guide/tests-and-ci.md lists them). CI leaves them out:
+#            with them its cold run passed 90 minutes on 2 cores
+#            (docs/reports/heavy-tests.md records the latest run).
 # Needs what README command 1 (scripts/demo.sh) set up: Nix and its build
 # users.
 set -euo pipefail

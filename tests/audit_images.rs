@@ -1,7 +1,8 @@
 //! `cuwheel audit` (the real binary) on the second round of hostile wheels:
 //! compressed fat-binary images that are random bytes, that claim 2^62 or
 //! 1 GiB bytes in their header, that hide a store path behind a header
-//! giving the wrong size, and Zstandard and LZ4 bombs, each run with its
+//! giving the wrong size (in `.nv_fatbin` or in a fat binary embedded
+//! elsewhere), and Zstandard and LZ4 bombs, each run with its
 //! address space capped at 1 GiB; a wheel tagged for two architectures
 //! with one x86_64 file; and torch's RPATH entries into where its
 //! requirements may install. The inputs are crafted here (fat-binary
@@ -18,7 +19,8 @@ use std::path::{Path, PathBuf};
 use audit_support::{
     AuditRun, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, FATBIN_FLAGS, FATBIN_LZ4,
     FATBIN_ZSTD, FatbinEntry, assert_run, cuwheel_audit, cuwheel_audit_limited,
-    extension_with_fatbin, fatbin_container, gcc, write_wheel, write_wheel_with_metadata,
+    extension_with_bytes_in, extension_with_fatbin, fatbin_container, gcc, write_wheel,
+    write_wheel_with_metadata,
 };
 
 const GIB: u64 = 1 << 30;
@@ -155,6 +157,61 @@ fn a_store_path_in_a_mis_sized_image_fails_the_leak_check() {
             assert_eq!(mismatch, claimed == 16, "{}", run.stdout);
         }
     }
+}
+
+/// A wheel whose extension module embeds a fat binary of `entries` in
+/// `.rodata` (as a library does for `cuModuleLoadData`), not in
+/// `.nv_fatbin`; and the byte of the module where that fat binary starts.
+fn wheel_with_embedded_images(dir: &Path, entries: &[FatbinEntry]) -> (PathBuf, usize) {
+    let mut rodata = b"a table!".to_vec();
+    rodata.extend(fatbin_container(entries));
+    let module = extension_with_bytes_in(dir, ".rodata", &rodata);
+    let magic = 0xBA55_ED50u32.to_le_bytes();
+    let at: Vec<usize> = (0..module.len() - 3)
+        .filter(|&i| module[i..i + 4] == magic)
+        .collect();
+    assert_eq!(at.len(), 1, "one fat binary in the module");
+    let wheel = write_wheel(
+        dir,
+        "demo-0.1-cp311-cp311-linux_x86_64.whl",
+        &[(EXT_MEMBER, module)],
+    );
+    (wheel, at[0])
+}
+
+#[test]
+fn a_fat_binary_outside_nv_fatbin_is_decompressed_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    // honest, and holding no build path: it passes
+    let clean = b"\0.file 1 \"x.cu\"\0".repeat(8);
+    let payload = lz4_flex::block::compress(&clean);
+    let (wheel, _) = wheel_with_embedded_images(
+        dir.path(),
+        &[sm_90(FATBIN_LZ4, payload, clean.len() as u64)],
+    );
+    assert_run(&cuwheel_audit([&wheel]), EXIT_PASSED, &["PASSED"]);
+
+    // a store path, under a header giving the wrong size: both are found
+    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
+    let payload = lz4_flex::block::compress(&data);
+    let stored = payload.len().next_multiple_of(8);
+    let (wheel, at) = wheel_with_embedded_images(dir.path(), &[sm_90(FATBIN_LZ4, payload, 16)]);
+    let image = format!("sm_90 (in a fat binary at byte {at}, outside .nv_fatbin)");
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_FAILED,
+        &[
+            &format!(
+                "[build path] {EXT_MEMBER}: its compressed {image} image holds 1 build-machine \
+                 path once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
+            ),
+            &format!(
+                "{EXT_MEMBER}: its {image} image (LZ4-compressed, {stored} bytes stored) claims \
+                 16 bytes decompressed in its header but decompresses to {}",
+                data.len()
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -330,10 +330,16 @@ pub fn fatbin_container(entries: &[FatbinEntry]) -> Vec<u8> {
 /// `.nv_fatbin` (included by the assembler, so a section of megabytes
 /// compiles as fast as one of bytes).
 pub fn extension_with_fatbin(dir: &Path, section: &[u8]) -> Vec<u8> {
-    let bin = dir.join("nv_fatbin.bin");
-    std::fs::write(&bin, section).unwrap();
+    extension_with_bytes_in(dir, ".nv_fatbin", section)
+}
+
+/// A gcc-built extension module holding `bytes` in its section `name`
+/// (8-byte aligned), as a library embeds a fat binary for the driver to load.
+pub fn extension_with_bytes_in(dir: &Path, name: &str, bytes: &[u8]) -> Vec<u8> {
+    let bin = dir.join("section.bin");
+    std::fs::write(&bin, bytes).unwrap();
     let source = format!(
-        "__asm__(\".section .nv_fatbin,\\\"a\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.previous\");\n{EXTENSION_C}",
+        "__asm__(\".section {name},\\\"a\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.previous\");\n{EXTENSION_C}",
         bin.display()
     );
     std::fs::read(gcc(

@@ -231,6 +231,32 @@ pub fn entries<'d, R: ReadRef<'d>>(
     Ok(entries)
 }
 
+/// The four bytes every container starts with, as they lie in a file: what
+/// the scan looks for to find containers outside `.nv_fatbin`.
+pub const MAGIC_BYTES: [u8; 4] = MAGIC.to_le_bytes();
+
+/// How long the container at `at` of `data` is (header and entries), when
+/// a plausible container header starts there and the container fits in
+/// `data`: how a fat binary embedded outside `.nv_fatbin` (in `.rodata`,
+/// for the driver's `cuModuleLoadData`) is found. Its entries are then
+/// read with [`entries`].
+pub fn container_extent<'d, R: ReadRef<'d>>(data: R, at: u64) -> Option<u64> {
+    let header = data.read_bytes_at(at, CONTAINER_HEADER_SIZE as u64).ok()?;
+    let field = |range: std::ops::Range<usize>| &header[range];
+    let version = u16::from_le_bytes(field(4..6).try_into().ok()?);
+    let header_size = u16::from_le_bytes(field(6..8).try_into().ok()?);
+    let body = u64::from_le_bytes(field(8..16).try_into().ok()?);
+    if field(0..4) != MAGIC_BYTES
+        || version != 1
+        || usize::from(header_size) < CONTAINER_HEADER_SIZE
+    {
+        return None;
+    }
+    let len = u64::from(header_size).checked_add(body)?;
+    let end = at.checked_add(len)?;
+    (end <= data.len().ok()?).then_some(len)
+}
+
 /// Calls `found` with every image of the `.nv_fatbin` section at `offset`,
 /// `size` bytes long, of `data`, payload included, in file order.
 pub fn for_each_member<'d, R: ReadRef<'d>>(

@@ -10,16 +10,19 @@
 //!
 //! Every image nvcc compressed in an ELF member's fat binary is
 //! decompressed and scanned too ([`CompressedImage`]), whatever its header
-//! claims ([`images`]); with [`ScanOptions::sizes`], every image is deflated
-//! for the size report.
+//! claims ([`images`]), and so are those of any fat-binary container the
+//! member embeds outside `.nv_fatbin` (found by its magic as the bytes
+//! stream); with [`ScanOptions::sizes`], every image is deflated for the
+//! size report.
 //!
 //! Memory stays bounded whatever the wheel holds: a member streams through
 //! one buffer; an ELF member up to [`ELF_IN_MEMORY`] is kept whole to be
 //! parsed, a larger one is written to an unlinked temporary file and parsed
-//! from there, reading only its headers and tables, then one compressed
-//! image payload at a time (never its code); a compressed image streams out
-//! of its decoder in bounded chunks. Members are scanned on up to
-//! [`MAX_WORKERS`] threads, the largest first.
+//! from there, reading only its headers and tables, then its compressed
+//! image payloads, one per thread on up to [`MAX_WORKERS`] threads (never
+//! its code); a compressed image streams out of its decoder in bounded
+//! chunks. Members are scanned on up to [`MAX_WORKERS`] threads, the
+//! largest first.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -50,6 +53,10 @@ const CHUNK: usize = 1 << 20;
 const PIPELINE_MIN: u64 = 16 << 20;
 /// Chunks in flight between the two.
 const PIPELINE_DEPTH: usize = 2;
+/// The most places an ELF member's bytes may hold the fat-binary magic
+/// (torch's libraries: some 3,000, one per container of `.nv_fatbin`);
+/// past it the rest are not checked, and the audit says so.
+pub const MAX_CONTAINER_HITS: usize = 1 << 20;
 
 /// What one streaming pass learnt about a member.
 #[derive(Debug)]
@@ -77,7 +84,13 @@ pub struct ElfScan {
     pub fatbin_bytes: Vec<ImageBytes>,
     /// Every image nvcc compressed (`--compress-mode`), whose bytes the scan
     /// of the member cannot see: what decompressing it gave.
+    /// Includes the compressed images of every fat-binary container found
+    /// outside `.nv_fatbin` (named with where it lies), which a loader may
+    /// hand the driver as well.
     pub images: Vec<CompressedImage>,
+    /// Container headers were sought in the member's bytes, and there were
+    /// more than [`MAX_CONTAINER_HITS`]: those past it were not checked.
+    pub containers_unchecked: bool,
 }
 
 /// One compressed image of a fat binary, decompressed and scanned.
@@ -225,6 +238,8 @@ struct Sink<'a> {
     hasher: Option<RecordHasher>,
     leaks: LeakStream,
     capture: Capture,
+    /// Where an ELF candidate's bytes hold the fat-binary magic.
+    magic: MagicHits,
     first: bool,
 }
 
@@ -237,6 +252,7 @@ impl<'a> Sink<'a> {
             hasher: wheel.record().hasher_for(&entry.name),
             leaks: LeakStream::new(ScanKind::of(&entry.name)),
             capture: Capture::None,
+            magic: MagicHits::default(),
             first: true,
         }
     }
@@ -269,6 +285,9 @@ impl<'a> Sink<'a> {
                 }
             }
         }
+        if !matches!(self.capture, Capture::None) {
+            self.magic.feed(new);
+        }
         self.leaks.feed(new);
         Ok(())
     }
@@ -278,17 +297,31 @@ impl<'a> Sink<'a> {
         let name = entry.name.as_str();
         let sizes = self.options.sizes;
         let elf = match self.capture {
-            Capture::None if named_like_shared_object(name) => {
-                Some(parse_elf(name, &[][..], Payloads::Memory(&[]), sizes))
-            }
+            Capture::None if named_like_shared_object(name) => Some(parse_elf(
+                name,
+                &[][..],
+                Payloads::Memory(&[]),
+                sizes,
+                &self.magic,
+            )),
             Capture::None => None,
-            Capture::Memory(data) => {
-                Some(parse_elf(name, &data[..], Payloads::Memory(&data), sizes))
-            }
+            Capture::Memory(data) => Some(parse_elf(
+                name,
+                &data[..],
+                Payloads::Memory(&data),
+                sizes,
+                &self.magic,
+            )),
             Capture::File(file) => {
                 let payloads = file.try_clone().map_err(|e| temp_error(wheel, entry, e))?;
                 let cache = ReadCache::new(file);
-                Some(parse_elf(name, &cache, Payloads::File(&payloads), sizes))
+                Some(parse_elf(
+                    name,
+                    &cache,
+                    Payloads::File(&payloads),
+                    sizes,
+                    &self.magic,
+                ))
             }
         };
         Ok(MemberScan {
@@ -351,6 +384,7 @@ fn parse_elf<'d, R: ReadRef<'d>>(
     data: R,
     payloads: Payloads<'_>,
     sizes: bool,
+    magic: &MagicHits,
 ) -> Result<ElfScan, ElfError> {
     let facts = ElfFacts::parse_from(name, data)?;
     let range = elf::nv_fatbin_range(name, data);
@@ -368,39 +402,179 @@ fn parse_elf<'d, R: ReadRef<'d>>(
     };
     let mut fatbin_bytes = Vec::new();
     let mut images = Vec::new();
-    if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, range) {
+    if let (Some(Ok(_)), Ok(Some((offset, size)))) = (&fatbin, &range) {
+        let (offset, size) = (*offset, *size);
         // The section parsed above, so the walk does not fail.
-        for entry in fatbin::entries(data, offset, size).unwrap_or_default() {
-            if entry.compression == Compression::None && !sizes {
-                fatbin_bytes.push(ImageBytes {
-                    image: entry.image,
-                    stored: entry.payload_len,
-                    deflated: None,
-                });
-                continue;
-            }
-            let payload = payloads.read(entry.payload_offset, entry.payload_len);
-            let deflated = match (&payload, sizes) {
-                (Ok(payload), true) => Some(deflated_size(payload, DEFLATE_LEVEL as u8)),
-                _ => None,
-            };
-            fatbin_bytes.push(ImageBytes {
-                image: entry.image.clone(),
-                stored: entry.payload_len,
-                deflated,
-            });
-            if entry.compression == Compression::None {
-                continue;
-            }
-            images.push(check_image(&entry, payload));
+        let entries = fatbin::entries(data, offset, size).unwrap_or_default();
+        for (bytes, image) in in_parallel(&entries, |entry| image_of(entry, payloads, sizes)) {
+            fatbin_bytes.push(bytes);
+            images.extend(image);
         }
     }
+    let section = range.ok().flatten();
+    images.extend(outside_containers(data, payloads, section, &magic.hits));
     Ok(ElfScan {
         facts,
         fatbin,
         fatbin_bytes,
         images,
+        containers_unchecked: magic.overflow,
     })
+}
+
+/// The compressed images of every fat-binary container that starts at one
+/// of `hits` outside `section` (`.nv_fatbin`'s offset and size): nvcc puts
+/// its fat binary in that section, but a library may embed one anywhere
+/// (`.rodata`, for `cuModuleLoadData`), and the leak check must see what
+/// the driver would. A hit that is not a plausible container (the four
+/// bytes by chance) is passed over.
+fn outside_containers<'d, R: ReadRef<'d>>(
+    data: R,
+    payloads: Payloads<'_>,
+    section: Option<(u64, u64)>,
+    hits: &[u64],
+) -> Vec<CompressedImage> {
+    let mut images = Vec::new();
+    let mut past = 0;
+    for &at in hits {
+        let in_section = section.is_some_and(|(offset, size)| at >= offset && at - offset < size);
+        if at < past || in_section {
+            continue;
+        }
+        let Some(len) = fatbin::container_extent(data, at) else {
+            continue;
+        };
+        let Ok(entries) = fatbin::entries(data, at, len) else {
+            continue;
+        };
+        past = at + len;
+        for entry in entries
+            .iter()
+            .filter(|e| e.compression != Compression::None)
+        {
+            let payload = payloads.read(entry.payload_offset, entry.payload_len);
+            let mut image = check_image(entry, payload);
+            image.name = format!(
+                "{} (in a fat binary at byte {at}, outside {})",
+                image.name,
+                elf::NV_FATBIN_SECTION
+            );
+            images.push(image);
+        }
+    }
+    images
+}
+
+/// Where the fat-binary magic lies in a member's bytes, found as they
+/// stream: a match may straddle two chunks.
+#[derive(Default)]
+struct MagicHits {
+    /// Bytes fed so far.
+    seen: u64,
+    /// The last bytes fed, fewer than the magic's length.
+    tail: Vec<u8>,
+    hits: Vec<u64>,
+    overflow: bool,
+}
+
+impl MagicHits {
+    fn feed(&mut self, new: &[u8]) {
+        let magic = fatbin::MAGIC_BYTES;
+        let finder = memchr::memmem::Finder::new(&magic);
+        if !self.tail.is_empty() {
+            let start = self.seen - self.tail.len() as u64;
+            let mut seam = self.tail.clone();
+            seam.extend_from_slice(&new[..new.len().min(magic.len() - 1)]);
+            // Only matches that start in the tail: the others are in `new`.
+            let in_tail = self.tail.len();
+            for i in finder.find_iter(&seam).filter(|&i| i < in_tail) {
+                self.hit(start + i as u64);
+            }
+        }
+        for i in finder.find_iter(new) {
+            self.hit(self.seen + i as u64);
+        }
+        let keep = magic.len() - 1;
+        if new.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&new[new.len() - keep..]);
+        } else {
+            self.tail.extend_from_slice(new);
+            let excess = self.tail.len().saturating_sub(keep);
+            self.tail.drain(..excess);
+        }
+        self.seen += new.len() as u64;
+    }
+
+    fn hit(&mut self, at: u64) {
+        if self.hits.len() < MAX_CONTAINER_HITS {
+            self.hits.push(at);
+        } else {
+            self.overflow = true;
+        }
+    }
+}
+
+/// What one image weighs and, when nvcc compressed it, what decompressing
+/// and scanning it gave.
+fn image_of(
+    entry: &ImageEntry,
+    payloads: Payloads<'_>,
+    sizes: bool,
+) -> (ImageBytes, Option<CompressedImage>) {
+    let mut bytes = ImageBytes {
+        image: entry.image.clone(),
+        stored: entry.payload_len,
+        deflated: None,
+    };
+    if entry.compression == Compression::None && !sizes {
+        return (bytes, None);
+    }
+    let payload = payloads.read(entry.payload_offset, entry.payload_len);
+    if let (Ok(payload), true) = (&payload, sizes) {
+        bytes.deflated = Some(deflated_size(payload, DEFLATE_LEVEL as u8));
+    }
+    if entry.compression == Compression::None {
+        return (bytes, None);
+    }
+    (bytes, Some(check_image(entry, payload)))
+}
+
+/// `f` of every item, in order, on up to [`MAX_WORKERS`] threads: the
+/// images of one big library (torch's hold thousands) are decompressed
+/// side by side. Each thread holds one payload at a time.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_WORKERS)
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else {
+                        break;
+                    };
+                    let result = f(item);
+                    *slots[i].lock().expect("no worker panics") = Some(result);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .expect("no worker panics")
+                .expect("every item was done")
+        })
+        .collect()
 }
 
 /// Decompresses one compressed image, scanning every byte it gives for
@@ -469,6 +643,21 @@ mod tests {
             "x.so.",
         ] {
             assert!(!named_like_shared_object(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_magic_is_found_across_chunk_seams() {
+        let mut bytes = [7u8; 40];
+        for at in [0, 5, 17, 36] {
+            bytes[at..at + 4].copy_from_slice(&fatbin::MAGIC_BYTES);
+        }
+        for chunk in 1..=bytes.len() {
+            let mut hits = MagicHits::default();
+            for piece in bytes.chunks(chunk) {
+                hits.feed(piece);
+            }
+            assert_eq!(hits.hits, [0, 5, 17, 36], "chunks of {chunk}");
         }
     }
 }

@@ -3,11 +3,14 @@
 //! claims and to at most [`MAX_IMAGE_BYTES`] ([`crate::audit::images`]). An
 //! image that does not is named: the CUDA driver may refuse or truncate it,
 //! and the `leak` check could not read it whole (what it could read was
-//! scanned all the same).
+//! scanned all the same). The images of fat binaries embedded outside
+//! `.nv_fatbin` are held to the same; a member with too many places that
+//! look like one to check them all is named too.
 
 use super::{AuditCheck, CheckId, CheckOutput};
 use crate::audit::context::AuditContext;
 use crate::audit::images::{ImageProblem, MAX_IMAGE_BYTES};
+use crate::audit::scan::MAX_CONTAINER_HITS;
 
 pub struct FatbinImages;
 
@@ -53,6 +56,16 @@ impl AuditCheck for FatbinImages {
                     ),
                 };
                 out.finding(Some(&member.name), problem, FIX.to_string());
+            }
+            if elf.containers_unchecked {
+                out.finding(
+                    Some(&member.name),
+                    format!(
+                        "holds the fat-binary magic at more than {MAX_CONTAINER_HITS} places; \
+                         the fat binaries past those were not checked for build paths"
+                    ),
+                    FIX.to_string(),
+                );
             }
         }
     }

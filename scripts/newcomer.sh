@@ -113,10 +113,12 @@ cp -al "$rustup_home/toolchains/$toolchain" "$root/root/.rustup/toolchains/" 2>/
 cp "$rustup_home/settings.toml" "$root/root/.rustup/"
 cp -a "$cargo_home/bin/." "$root/root/.cargo/bin/"
 
-# The checkout, as committed.
+# The checkout, as committed; named once, so commits made while the
+# commands run change neither what they run nor what the results name.
+commit=$(git rev-parse HEAD)
 git clone -q --no-local "$repo" "$root/cuwheel"
-git -C "$root/cuwheel" checkout -q "$(git rev-parse HEAD)"
-say "the checkout is $(git rev-parse --short HEAD)"
+git -C "$root/cuwheel" checkout -q "$commit"
+say "the checkout is ${commit:0:7}"
 
 # Every PIP_* variable of this environment, and those naming the CA bundle
 # (curl's, cargo's, git's, Nix's, Python's), passed on.
@@ -182,7 +184,7 @@ for n in "${commands[@]}"; do
 done
 
 echo
-say "results (checkout $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC')):"
+say "results (checkout ${commit:0:7}, $(date -u '+%Y-%m-%d %H:%M UTC')):"
 printf '  %s\n' "${results[@]}"
 if [ "$keep" = false ]; then
   remove_root && say "removed the root" || true

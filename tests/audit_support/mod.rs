@@ -300,7 +300,8 @@ impl FatbinEntry {
 }
 
 /// A fat-binary container as nvcc lays it out (64-byte entry headers, each
-/// payload padded to 8 bytes).
+/// payload padded to 8 bytes, a compressed one's length before the padding
+/// in the header).
 pub fn fatbin_container(entries: &[FatbinEntry]) -> Vec<u8> {
     let mut body = Vec::new();
     for e in entries {
@@ -311,6 +312,13 @@ pub fn fatbin_container(entries: &[FatbinEntry]) -> Vec<u8> {
         header[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
         header[4..8].copy_from_slice(&64u32.to_le_bytes());
         header[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        // the compressed data's length before the padding, as nvcc gives it
+        let compressed = if e.flags & (FATBIN_LZ4 | FATBIN_ZSTD) != 0 {
+            e.payload.len() as u32
+        } else {
+            0
+        };
+        header[16..20].copy_from_slice(&compressed.to_le_bytes());
         header[28..32].copy_from_slice(&e.arch.to_le_bytes());
         header[40..48].copy_from_slice(&e.flags.to_le_bytes());
         header[56..64].copy_from_slice(&e.claimed.to_le_bytes());

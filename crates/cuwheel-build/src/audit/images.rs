@@ -14,6 +14,9 @@
 //! one, once the image has been read to its end.
 
 use std::io::Read;
+use std::sync::Mutex;
+
+use memmap2::MmapMut;
 
 /// The most bytes one image may decompress to: 1 GiB (the largest cubins
 /// of real extensions are tens of MiB). Reading stops there.
@@ -24,10 +27,86 @@ pub const ZSTD_WINDOW_LOG_MAX: u32 = 27;
 pub const CHUNK: usize = 1 << 20;
 /// How far back an LZ4 match may reach.
 const LZ4_HISTORY: usize = 1 << 16;
-/// An LZ4 image at most this large, once its real size is known from its
-/// sequences, is decompressed whole by lz4_flex (faster); a larger one
-/// streams through the decoder here.
-const LZ4_WHOLE_MAX: u64 = 8 << 20;
+/// An LZ4 image at most this large, once its real size is known, is
+/// decompressed whole by lz4_flex (several times faster than streaming); a
+/// larger one streams through the decoder here. torch 2.9.1's largest image
+/// is 28 MiB, and a third of its libtorch_cuda.so's 5.2 GB of images lie in
+/// images over 8 MiB.
+const LZ4_WHOLE_MAX: u64 = 32 << 20;
+/// What all threads together may hold in whole-decoding LZ4 buffers, in
+/// use or kept for reuse: an image that would pass it streams instead, so
+/// memory stays bounded however many threads decompress.
+const LZ4_WHOLE_BUDGET: usize = 64 << 20;
+
+/// The whole-decoding buffers not in use, and what all buffers, in use or
+/// not, hold together. Buffers are anonymous maps, reused: a fresh one per
+/// image cost a page fault per 4 KiB (5 GB of images in torch 2.9.1), and
+/// heap blocks of this size, once freed, stayed in malloc's arenas (the
+/// RSS grew by twice the budget); a map dropped from the pool is unmapped.
+struct WholePool {
+    free: Vec<MmapMut>,
+    held: usize,
+}
+
+static WHOLE_POOL: Mutex<WholePool> = Mutex::new(WholePool {
+    free: Vec::new(),
+    held: 0,
+});
+
+/// A whole-decoding buffer of at least the size asked for, counted against
+/// [`LZ4_WHOLE_BUDGET`] until it goes back to the pool.
+struct WholeBuffer {
+    buffer: Option<MmapMut>,
+    size: usize,
+}
+
+impl WholeBuffer {
+    fn reserve(size: u64) -> Option<WholeBuffer> {
+        let size = usize::try_from(size).ok().filter(|&s| s > 0)?;
+        if size as u64 > LZ4_WHOLE_MAX {
+            return None;
+        }
+        let mut pool = WHOLE_POOL.lock().unwrap_or_else(|e| e.into_inner());
+        // The smallest free buffer that is large enough.
+        let fit = (0..pool.free.len())
+            .filter(|&i| pool.free[i].len() >= size)
+            .min_by_key(|&i| pool.free[i].len());
+        if let Some(i) = fit {
+            let buffer = Some(pool.free.swap_remove(i));
+            return Some(WholeBuffer { buffer, size });
+        }
+        // A new one: make room by dropping free buffers, smallest first.
+        pool.free.sort_by_key(|map| map.len());
+        while pool.held + size > LZ4_WHOLE_BUDGET && !pool.free.is_empty() {
+            let dropped = pool.free.remove(0);
+            pool.held -= dropped.len();
+        }
+        if pool.held + size > LZ4_WHOLE_BUDGET {
+            return None;
+        }
+        let buffer = MmapMut::map_anon(size).ok()?;
+        pool.held += size;
+        Some(WholeBuffer {
+            buffer: Some(buffer),
+            size,
+        })
+    }
+
+    /// Exactly the size asked for: a decoder that fills it wrote every byte.
+    fn bytes(&mut self) -> &mut [u8] {
+        let buffer = self.buffer.as_mut().expect("held until dropped");
+        &mut buffer[..self.size]
+    }
+}
+
+impl Drop for WholeBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            let mut pool = WHOLE_POOL.lock().unwrap_or_else(|e| e.into_inner());
+            pool.free.push(buffer);
+        }
+    }
+}
 
 /// How an image's payload is compressed (`--compress-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +155,33 @@ pub fn inflate(
     sink: &mut dyn FnMut(&[u8]),
 ) -> Inflated {
     inflate_limited(compression, payload, claimed, MAX_IMAGE_BYTES, sink)
+}
+
+/// [`inflate`] of an LZ4 image whose entry header gives its block's length
+/// (`block_len`, without nvcc's padding): a block up to [`LZ4_WHOLE_MAX`]
+/// (within [`LZ4_WHOLE_BUDGET`]) that decodes from exactly those bytes to exactly `claimed` is decoded
+/// whole at once, without first walking its sequences for where it ends;
+/// anything else goes through [`inflate`], which says what is wrong.
+pub fn inflate_lz4(
+    payload: &[u8],
+    block_len: u64,
+    claimed: u64,
+    sink: &mut dyn FnMut(&[u8]),
+) -> Inflated {
+    let block = usize::try_from(block_len)
+        .ok()
+        .filter(|&len| len > 0 && len <= payload.len());
+    if let (Some(len), Some(mut whole)) = (block, WholeBuffer::reserve(claimed)) {
+        let whole = whole.bytes();
+        if lz4_flex::block::decompress_into(&payload[..len], whole).ok() == Some(whole.len()) {
+            sink(whole);
+            return Inflated {
+                bytes: claimed,
+                problem: None,
+            };
+        }
+    }
+    inflate(Compression::Lz4, payload, claimed, sink)
 }
 
 /// [`inflate`] with another limit than [`MAX_IMAGE_BYTES`].
@@ -177,9 +283,11 @@ fn zstd_frame(payload: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
 /// (the common case, and faster), else streaming.
 fn lz4(input: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
     if let Some((end, size)) = lz4_extent(input) {
-        let mut whole = vec![0u8; size as usize];
-        if lz4_flex::block::decompress_into(&input[..end], &mut whole).ok() == Some(size as usize) {
-            return out.put(&whole);
+        if let Some(mut whole) = WholeBuffer::reserve(size) {
+            let whole = whole.bytes();
+            if lz4_flex::block::decompress_into(&input[..end], whole).ok() == Some(whole.len()) {
+                return out.put(whole);
+            }
         }
     }
     lz4_block(input, out)
@@ -347,6 +455,37 @@ pub fn deflated_size(data: &[u8], level: u8) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_lz4_block_of_known_length_gives_what_the_walk_gives() {
+        let data = b"sm_90 .file 1 x.cu ".repeat(300);
+        let block = lz4_flex::block::compress(&data);
+        let mut padded = block.clone();
+        padded.resize(block.len().next_multiple_of(8) + 8, 0);
+        let claimed = data.len() as u64;
+        // the header's length, a wrong one (the walk then decides), none
+        for block_len in [block.len() as u64, 3, 0, padded.len() as u64 + 1] {
+            let mut out = Vec::new();
+            let inflated = inflate_lz4(&padded, block_len, claimed, &mut |c| {
+                out.extend_from_slice(c)
+            });
+            assert_eq!(
+                (inflated.problem, out.len()),
+                (None, data.len()),
+                "{block_len}"
+            );
+            assert_eq!(out, data);
+        }
+        // a lying size is still found
+        let inflated = inflate_lz4(&padded, block.len() as u64, 16, &mut |_| {});
+        assert_eq!(
+            inflated.problem,
+            Some(ImageProblem::SizeMismatch {
+                claimed: 16,
+                real: claimed
+            })
+        );
+    }
 
     fn collect(
         compression: Compression,

@@ -582,6 +582,12 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 fn check_image(entry: &ImageEntry, payload: std::io::Result<Cow<'_, [u8]>>) -> CompressedImage {
     let mut leaks = LeakStream::new(ScanKind::Everything);
     let inflated = match payload {
+        Ok(payload) if entry.compression == Compression::Lz4 => images::inflate_lz4(
+            &payload,
+            u64::from(entry.compressed_len),
+            entry.uncompressed_size,
+            &mut |chunk| leaks.feed(chunk),
+        ),
         Ok(payload) => images::inflate(
             entry.compression,
             &payload,

@@ -86,10 +86,12 @@ def measured(cmd: list[str], ok_codes: tuple[int, ...], env: dict[str, str]) -> 
 
 
 def store_copy(prefix: str) -> Path | None:
-    """The wheel the demo's lock pins under `prefix`, if the Nix store holds it."""
+    """The x86_64 wheel the demo's lock pins under `prefix`, if the Nix store holds it (the lock
+    pins aarch64 wheels of the same names too: those are not what pip would download here)."""
     lock = json.loads((REPO / "examples/demo-ext/cuwheel.lock").read_text())
     for name, artifact in lock.get("artifacts", {}).items():
-        if artifact["file"].startswith(prefix) and artifact["file"].endswith(".whl"):
+        file = artifact["file"]
+        if file.startswith(prefix) and file.endswith("_x86_64.whl"):
             for path in Path("/nix/store").glob(f"*-{name}"):
                 digest = hashlib.sha256()
                 with open(path, "rb") as f:

@@ -129,35 +129,19 @@ pub fn scan_members_with(
     let members: Vec<&ZipEntry> = wheel.members().collect();
     let mut order: Vec<usize> = (0..members.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(members[i].compressed_size));
-    let slots: Vec<Mutex<Option<Result<MemberScan, WheelError>>>> =
-        members.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, MAX_WORKERS)
-        .min(members.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                let mut buffer = vec![0u8; CHUNK];
-                loop {
-                    let taken = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&i) = order.get(taken) else {
-                        break;
-                    };
-                    let result = scan_member(wheel, members[i], &mut buffer, options);
-                    *slots[i].lock().expect("no worker panics") = Some(result);
-                }
-            });
-        }
-    });
+    let scanned = in_parallel(
+        &order,
+        || vec![0u8; CHUNK],
+        |buffer, &i| (i, scan_member(wheel, members[i], buffer, options)),
+    );
+    let mut slots: Vec<Option<Result<MemberScan, WheelError>>> =
+        members.iter().map(|_| None).collect();
+    for (i, scan) in scanned {
+        slots[i] = Some(scan);
+    }
     slots
         .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .expect("no worker panics")
-                .expect("every member was scanned")
-        })
+        .map(|slot| slot.expect("every member was scanned"))
         .collect()
 }
 
@@ -406,7 +390,9 @@ fn parse_elf<'d, R: ReadRef<'d>>(
         let (offset, size) = (*offset, *size);
         // The section parsed above, so the walk does not fail.
         let entries = fatbin::entries(data, offset, size).unwrap_or_default();
-        for (bytes, image) in in_parallel(&entries, |entry| image_of(entry, payloads, sizes)) {
+        for (bytes, image) in
+            in_parallel(&entries, || (), |_, entry| image_of(entry, payloads, sizes))
+        {
             fatbin_bytes.push(bytes);
             images.extend(image);
         }
@@ -540,28 +526,35 @@ fn image_of(
     (bytes, Some(check_image(entry, payload)))
 }
 
-/// `f` of every item, in order, on up to [`MAX_WORKERS`] threads: the
-/// images of one big library (torch's hold thousands) are decompressed
-/// side by side. Each thread holds one payload at a time.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` of every item, in order, on up to [`MAX_WORKERS`] threads that take
+/// the items in turn, each with its own `state` (a buffer), made once: the
+/// members of a wheel, largest first, and the images of one big library
+/// (torch's hold thousands), one payload per thread at a time.
+fn in_parallel<T: Sync, S, R: Send>(
+    items: &[T],
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, MAX_WORKERS)
         .min(items.len());
     if threads <= 1 {
-        return items.iter().map(f).collect();
+        let mut state = state();
+        return items.iter().map(|item| f(&mut state, item)).collect();
     }
     let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
+                let mut state = state();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(i) else {
                         break;
                     };
-                    let result = f(item);
+                    let result = f(&mut state, item);
                     *slots[i].lock().expect("no worker panics") = Some(result);
                 }
             });

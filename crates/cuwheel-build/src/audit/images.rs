@@ -159,9 +159,10 @@ pub fn inflate(
 
 /// [`inflate`] of an LZ4 image whose entry header gives its block's length
 /// (`block_len`, without nvcc's padding): a block up to [`LZ4_WHOLE_MAX`]
-/// (within [`LZ4_WHOLE_BUDGET`]) that decodes from exactly those bytes to exactly `claimed` is decoded
-/// whole at once, without first walking its sequences for where it ends;
-/// anything else goes through [`inflate`], which says what is wrong.
+/// (within [`LZ4_WHOLE_BUDGET`]) that decodes from exactly those bytes to
+/// exactly `claimed` is decoded whole at once, without first walking its
+/// sequences for where it ends; anything else goes through [`inflate`],
+/// which says what is wrong.
 pub fn inflate_lz4(
     payload: &[u8],
     block_len: u64,
@@ -171,17 +172,23 @@ pub fn inflate_lz4(
     let block = usize::try_from(block_len)
         .ok()
         .filter(|&len| len > 0 && len <= payload.len());
-    if let (Some(len), Some(mut whole)) = (block, WholeBuffer::reserve(claimed)) {
-        let whole = whole.bytes();
-        if lz4_flex::block::decompress_into(&payload[..len], whole).ok() == Some(whole.len()) {
-            sink(whole);
-            return Inflated {
-                bytes: claimed,
-                problem: None,
-            };
-        }
+    if let Some(mut whole) = block.and_then(|len| lz4_whole(&payload[..len], claimed)) {
+        sink(whole.bytes());
+        return Inflated {
+            bytes: claimed,
+            problem: None,
+        };
     }
     inflate(Compression::Lz4, payload, claimed, sink)
+}
+
+/// `block` decoded whole by lz4_flex, when a buffer of `size` bytes fits
+/// the budget and the block decodes to exactly that many.
+fn lz4_whole(block: &[u8], size: u64) -> Option<WholeBuffer> {
+    let mut whole = WholeBuffer::reserve(size)?;
+    let bytes = whole.bytes();
+    let wanted = bytes.len();
+    (lz4_flex::block::decompress_into(block, bytes).ok() == Some(wanted)).then_some(whole)
 }
 
 /// [`inflate`] with another limit than [`MAX_IMAGE_BYTES`].
@@ -282,13 +289,10 @@ fn zstd_frame(payload: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
 /// An LZ4 block: whole by lz4_flex when its sequences say it is small
 /// (the common case, and faster), else streaming.
 fn lz4(input: &[u8], out: &mut Counted<'_>) -> Result<(), Stop> {
-    if let Some((end, size)) = lz4_extent(input) {
-        if let Some(mut whole) = WholeBuffer::reserve(size) {
-            let whole = whole.bytes();
-            if lz4_flex::block::decompress_into(&input[..end], whole).ok() == Some(whole.len()) {
-                return out.put(whole);
-            }
-        }
+    if let Some(mut whole) =
+        lz4_extent(input).and_then(|(end, size)| lz4_whole(&input[..end], size))
+    {
+        return out.put(whole.bytes());
     }
     lz4_block(input, out)
 }

@@ -453,51 +453,77 @@ fn outside_containers<'d, R: ReadRef<'d>>(
 
 /// Where the fat-binary magic lies in a member's bytes, found as they
 /// stream: a match may straddle two chunks.
-#[derive(Default)]
 struct MagicHits {
+    finder: memchr::memmem::Finder<'static>,
     /// Bytes fed so far.
     seen: u64,
-    /// The last bytes fed, fewer than the magic's length.
-    tail: Vec<u8>,
+    /// The last bytes fed (at most the magic's length less one), and how
+    /// many there are.
+    tail: [u8; 3],
+    tail_len: usize,
     hits: Vec<u64>,
     overflow: bool,
 }
 
+impl Default for MagicHits {
+    fn default() -> MagicHits {
+        MagicHits {
+            finder: memchr::memmem::Finder::new(&fatbin::MAGIC_BYTES),
+            seen: 0,
+            tail: [0; 3],
+            tail_len: 0,
+            hits: Vec::new(),
+            overflow: false,
+        }
+    }
+}
+
 impl MagicHits {
     fn feed(&mut self, new: &[u8]) {
-        let magic = fatbin::MAGIC_BYTES;
-        let finder = memchr::memmem::Finder::new(&magic);
-        if !self.tail.is_empty() {
-            let start = self.seen - self.tail.len() as u64;
-            let mut seam = self.tail.clone();
-            seam.extend_from_slice(&new[..new.len().min(magic.len() - 1)]);
-            // Only matches that start in the tail: the others are in `new`.
-            let in_tail = self.tail.len();
-            for i in finder.find_iter(&seam).filter(|&i| i < in_tail) {
-                self.hit(start + i as u64);
+        // The seam: the tail and the chunk's first bytes; only matches that
+        // start in the tail (the others are found in `new`).
+        let mut seam = [0u8; 6];
+        let head = new.len().min(3);
+        seam[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
+        seam[self.tail_len..self.tail_len + head].copy_from_slice(&new[..head]);
+        let start = self.seen - self.tail_len as u64;
+        let (seen, tail_len) = (self.seen, self.tail_len);
+        let MagicHits {
+            finder,
+            hits,
+            overflow,
+            ..
+        } = self;
+        let mut hit = |at: u64| {
+            if hits.len() < MAX_CONTAINER_HITS {
+                hits.push(at);
+            } else {
+                *overflow = true;
             }
+        };
+        for i in finder
+            .find_iter(&seam[..tail_len + head])
+            .filter(|&i| i < tail_len)
+        {
+            hit(start + i as u64);
         }
         for i in finder.find_iter(new) {
-            self.hit(self.seen + i as u64);
+            hit(seen + i as u64);
         }
-        let keep = magic.len() - 1;
-        if new.len() >= keep {
-            self.tail.clear();
-            self.tail.extend_from_slice(&new[new.len() - keep..]);
+        // The new tail: the last three bytes of the old tail and `new`.
+        let mut joined = [0u8; 6];
+        let kept = if new.len() >= 3 {
+            joined[..3].copy_from_slice(&new[new.len() - 3..]);
+            3
         } else {
-            self.tail.extend_from_slice(new);
-            let excess = self.tail.len().saturating_sub(keep);
-            self.tail.drain(..excess);
-        }
+            joined[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
+            joined[self.tail_len..self.tail_len + new.len()].copy_from_slice(new);
+            self.tail_len + new.len()
+        };
+        let from = kept.saturating_sub(3);
+        self.tail_len = kept - from;
+        self.tail[..self.tail_len].copy_from_slice(&joined[from..kept]);
         self.seen += new.len() as u64;
-    }
-
-    fn hit(&mut self, at: u64) {
-        if self.hits.len() < MAX_CONTAINER_HITS {
-            self.hits.push(at);
-        } else {
-            self.overflow = true;
-        }
     }
 }
 

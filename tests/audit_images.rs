@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use audit_support::{
     AuditRun, EXIT_FAILED, EXIT_PASSED, EXT_MEMBER, EXTENSION_C, FATBIN_FLAGS, FATBIN_LZ4,
     FATBIN_ZSTD, FatbinEntry, assert_run, cuwheel_audit, cuwheel_audit_limited,
-    extension_with_bytes_in, extension_with_fatbin, fatbin_container, gcc, write_wheel,
-    write_wheel_with_metadata,
+    extension_with_bytes_in, extension_with_fatbin, extension_with_sections, fatbin_container, gcc,
+    write_wheel, write_wheel_with_metadata,
 };
 
 const GIB: u64 = 1 << 30;
@@ -212,6 +212,123 @@ fn a_fat_binary_outside_nv_fatbin_is_decompressed_and_checked() {
             ),
         ],
     );
+}
+
+#[test]
+fn a_library_past_the_in_memory_size_has_every_image_checked() {
+    // Over 32 MiB, a library is parsed from a temporary file and its
+    // compressed images are decompressed while it still streams: the
+    // findings are those of a small one.
+    let dir = tempfile::tempdir().unwrap();
+    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
+    let payload = lz4_flex::block::compress(&data);
+    let stored = payload.len().next_multiple_of(8);
+    // 36 MiB that deflate about 50:1 (the audit refuses a large member
+    // that claims more than 100:1 as a zip bomb): 64 varied bytes per 4 KiB
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut varied = vec![0u8; 36 << 20];
+    for block in varied.chunks_mut(4096) {
+        for byte in &mut block[..64] {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            *byte = state as u8;
+        }
+    }
+    let filler = FatbinEntry {
+        kind: 2,
+        arch: 80,
+        flags: FATBIN_FLAGS,
+        payload: varied,
+        claimed: 0,
+    };
+    let mut section = fatbin_container(&[filler]);
+    section.extend(fatbin_container(&[sm_90(FATBIN_LZ4, payload.clone(), 16)]));
+    let mut rodata = b"a table!".to_vec();
+    rodata.extend(fatbin_container(&[sm_90(
+        FATBIN_LZ4,
+        payload,
+        data.len() as u64,
+    )]));
+    let module = extension_with_sections(
+        dir.path(),
+        &[(".nv_fatbin", &section[..]), (".rodata", &rodata[..])],
+    );
+    assert!(module.len() > 36 << 20);
+    let magic = 0xBA55_ED50u32.to_le_bytes();
+    let hits: Vec<usize> = (0..module.len() - 3)
+        .filter(|&i| module[i..i + 4] == magic)
+        .collect();
+    assert_eq!(hits.len(), 3, "three fat binaries in the module");
+    // .rodata comes before .nv_fatbin in gcc's layout
+    let outside = format!(
+        "sm_90 (in a fat binary at byte {}, outside .nv_fatbin)",
+        hits[0]
+    );
+    let wheel = write_wheel(
+        dir.path(),
+        "demo-0.1-cp311-cp311-linux_x86_64.whl",
+        &[(EXT_MEMBER, module)],
+    );
+    let leak = |image: &str| {
+        format!(
+            "[build path] {EXT_MEMBER}: its compressed {image} image holds 1 build-machine \
+             path once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
+        )
+    };
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_FAILED,
+        &[
+            &leak("sm_90"),
+            &leak(&outside),
+            &format!(
+                "{EXT_MEMBER}: its sm_90 image (LZ4-compressed, {stored} bytes stored) claims \
+                 16 bytes decompressed in its header but decompresses to {}",
+                data.len()
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_standalone_fat_binary_has_its_images_checked() {
+    // A `.fatbin` file shipped for cuModuleLoad: no ELF around it.
+    let dir = tempfile::tempdir().unwrap();
+    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
+    let payload = lz4_flex::block::compress(&data);
+    let stored = payload.len().next_multiple_of(8);
+    let fatbin = fatbin_container(&[sm_90(FATBIN_LZ4, payload, 16)]);
+    let member = "demo/kernels.fatbin";
+    let wheel = write_wheel(
+        dir.path(),
+        "demo-0.1-cp311-cp311-linux_x86_64.whl",
+        &[(member, fatbin)],
+    );
+    let image = "sm_90 (in a fat binary at byte 0)";
+    assert_run(
+        &cuwheel_audit([&wheel]),
+        EXIT_FAILED,
+        &[
+            &format!(
+                "[build path] {member}: its compressed {image} image holds 1 build-machine path \
+                 once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
+            ),
+            &format!(
+                "{member}: its {image} image (LZ4-compressed, {stored} bytes stored) claims 16 \
+                 bytes decompressed in its header but decompresses to {}",
+                data.len()
+            ),
+        ],
+    );
+
+    // a file named so that holds no container is passed over
+    let wheel = write_wheel(
+        dir.path(),
+        "demo-0.1-cp311-cp311-linux_x86_64.whl",
+        &[(member, b"not a fat binary".to_vec())],
+    );
+    assert_run(&cuwheel_audit([&wheel]), EXIT_PASSED, &["PASSED"]);
 }
 
 #[test]

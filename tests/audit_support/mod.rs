@@ -344,12 +344,21 @@ pub fn extension_with_fatbin(dir: &Path, section: &[u8]) -> Vec<u8> {
 /// A gcc-built extension module holding `bytes` in its section `name`
 /// (8-byte aligned), as a library embeds a fat binary for the driver to load.
 pub fn extension_with_bytes_in(dir: &Path, name: &str, bytes: &[u8]) -> Vec<u8> {
-    let bin = dir.join("section.bin");
-    std::fs::write(&bin, bytes).unwrap();
-    let source = format!(
-        "__asm__(\".section {name},\\\"a\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.previous\");\n{EXTENSION_C}",
-        bin.display()
-    );
+    extension_with_sections(dir, &[(name, bytes)])
+}
+
+/// [`extension_with_bytes_in`] with several sections, each `(name, bytes)`.
+pub fn extension_with_sections(dir: &Path, sections: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut source = String::new();
+    for (i, (name, bytes)) in sections.iter().enumerate() {
+        let bin = dir.join(format!("section-{i}.bin"));
+        std::fs::write(&bin, bytes).unwrap();
+        source.push_str(&format!(
+            "__asm__(\".section {name},\\\"a\\\"\\n.balign 8\\n.incbin \\\"{}\\\"\\n.previous\");\n",
+            bin.display()
+        ));
+    }
+    source.push_str(EXTENSION_C);
     std::fs::read(gcc(
         dir,
         "fatbin_ext.so",

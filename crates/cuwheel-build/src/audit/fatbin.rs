@@ -34,7 +34,8 @@ use object::read::ReadRef;
 use serde::Serialize;
 
 const MAGIC: u32 = 0xBA55_ED50;
-const CONTAINER_HEADER_SIZE: usize = 16;
+/// A container header's bytes: magic, version, header size, body size.
+pub const CONTAINER_HEADER_SIZE: usize = 16;
 const ENTRY_HEADER_MIN_SIZE: usize = 64;
 
 const KIND_PTX: u16 = 1;
@@ -247,19 +248,27 @@ pub const MAGIC_BYTES: [u8; 4] = MAGIC.to_le_bytes();
 /// read with [`entries`].
 pub fn container_extent<'d, R: ReadRef<'d>>(data: R, at: u64) -> Option<u64> {
     let header = data.read_bytes_at(at, CONTAINER_HEADER_SIZE as u64).ok()?;
-    let field = |range: std::ops::Range<usize>| &header[range];
-    let version = u16::from_le_bytes(field(4..6).try_into().ok()?);
-    let header_size = u16::from_le_bytes(field(6..8).try_into().ok()?);
-    let body = u64::from_le_bytes(field(8..16).try_into().ok()?);
-    if field(0..4) != MAGIC_BYTES
+    let len = container_len(header)?;
+    let end = at.checked_add(len)?;
+    (end <= data.len().ok()?).then_some(len)
+}
+
+/// How many bytes a container claims (its header and entries), when
+/// `header` (its first [`CONTAINER_HEADER_SIZE`] bytes or more) is a
+/// plausible container header; whether the data holds that many is the
+/// caller's to check.
+pub fn container_len(header: &[u8]) -> Option<u64> {
+    let field = |range: std::ops::Range<usize>| header.get(range);
+    let version = u16::from_le_bytes(field(4..6)?.try_into().ok()?);
+    let header_size = u16::from_le_bytes(field(6..8)?.try_into().ok()?);
+    let body = u64::from_le_bytes(field(8..16)?.try_into().ok()?);
+    if field(0..4)? != MAGIC_BYTES
         || version != 1
         || usize::from(header_size) < CONTAINER_HEADER_SIZE
     {
         return None;
     }
-    let len = u64::from(header_size).checked_add(body)?;
-    let end = at.checked_add(len)?;
-    (end <= data.len().ok()?).then_some(len)
+    u64::from(header_size).checked_add(body)
 }
 
 /// Calls `found` with every image of the `.nv_fatbin` section at `offset`,

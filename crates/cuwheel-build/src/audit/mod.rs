@@ -31,6 +31,7 @@
 //! ignored. `--cuda-archs` on the command line takes precedence over it.
 
 pub mod abi3;
+mod ahead;
 pub mod archs;
 pub mod checks;
 pub mod context;

@@ -12,8 +12,9 @@
 //! decompressed and scanned too ([`CompressedImage`]), whatever its header
 //! claims ([`images`]), and so are those of any fat-binary container the
 //! member embeds outside `.nv_fatbin` (found by its magic as the bytes
-//! stream); with [`ScanOptions::sizes`], every image is deflated for the
-//! size report.
+//! stream) and those of a standalone fat binary (a member that starts with
+//! the magic or is named `*.fatbin`); with [`ScanOptions::sizes`], every
+//! image is deflated for the size report.
 //!
 //! Memory stays bounded whatever the wheel holds: a member streams through
 //! one buffer; an ELF member up to [`ELF_IN_MEMORY`] is kept whole to be
@@ -21,8 +22,9 @@
 //! from there, reading only its headers and tables, then its compressed
 //! image payloads, one per thread on up to [`MAX_WORKERS`] threads (never
 //! its code); a compressed image streams out of its decoder in bounded
-//! chunks. Members are scanned on up to [`MAX_WORKERS`] threads, the
-//! largest first.
+//! chunks. A large member's containers are decompressed while it still
+//! streams, on idle CPU time (the private module `ahead`). Members are
+//! scanned on up to [`MAX_WORKERS`] threads, the largest first.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -33,6 +35,7 @@ use std::sync::{Mutex, mpsc};
 
 use object::read::{ReadCache, ReadRef};
 
+use super::ahead::{Ahead, MagicHits, Taken};
 use super::elf::{self, ElfError, ElfErrorKind, ElfFacts};
 use super::fatbin::{self, Compression, Fatbin, ImageBytes, ImageEntry};
 use super::images::{self, ImageProblem, Inflated, deflated_size};
@@ -71,6 +74,16 @@ pub struct MemberScan {
     pub leaks: Option<LeakScan>,
     /// Present when it was read as an ELF file.
     pub elf: Option<Result<ElfScan, ElfError>>,
+    /// Every image nvcc compressed (`--compress-mode`) in the member's fat
+    /// binaries, whose bytes the scan of the member cannot see: what
+    /// decompressing it gave. For an ELF member, those of `.nv_fatbin` and
+    /// of every container found elsewhere in its bytes (named with where it
+    /// lies), which a loader may hand the driver as well; for a standalone
+    /// fat binary (a `.fatbin` file, for `cuModuleLoad`), its own.
+    pub images: Vec<CompressedImage>,
+    /// Container headers were sought in the member's bytes, and there were
+    /// more than [`MAX_CONTAINER_HITS`]: those past it were not checked.
+    pub containers_unchecked: bool,
 }
 
 /// An ELF member's facts and its CUDA fat binary.
@@ -82,19 +95,10 @@ pub struct ElfScan {
     /// What each image of that fat binary weighs; empty when it has none
     /// or it does not parse.
     pub fatbin_bytes: Vec<ImageBytes>,
-    /// Every image nvcc compressed (`--compress-mode`), whose bytes the scan
-    /// of the member cannot see: what decompressing it gave.
-    /// Includes the compressed images of every fat-binary container found
-    /// outside `.nv_fatbin` (named with where it lies), which a loader may
-    /// hand the driver as well.
-    pub images: Vec<CompressedImage>,
-    /// Container headers were sought in the member's bytes, and there were
-    /// more than [`MAX_CONTAINER_HITS`]: those past it were not checked.
-    pub containers_unchecked: bool,
 }
 
 /// One compressed image of a fat binary, decompressed and scanned.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CompressedImage {
     /// nvcc's name for it: `sm_90`.
     pub name: String,
@@ -224,6 +228,10 @@ struct Sink<'a> {
     capture: Capture,
     /// Where an ELF candidate's bytes hold the fat-binary magic.
     magic: MagicHits,
+    /// A large ELF candidate's compressed images, done while it streams.
+    ahead: Option<Ahead>,
+    /// It starts with the ELF magic or is named like a shared object.
+    elf_candidate: bool,
     first: bool,
 }
 
@@ -237,6 +245,8 @@ impl<'a> Sink<'a> {
             leaks: LeakStream::new(ScanKind::of(&entry.name)),
             capture: Capture::None,
             magic: MagicHits::default(),
+            ahead: None,
+            elf_candidate: false,
             first: true,
         }
     }
@@ -249,11 +259,15 @@ impl<'a> Sink<'a> {
         let name = self.entry.name.as_str();
         if self.first {
             self.first = false;
-            if elf::is_elf(new) || named_like_shared_object(name) {
+            self.elf_candidate = elf::is_elf(new) || named_like_shared_object(name);
+            let fat_binary = new.starts_with(&fatbin::MAGIC_BYTES) || name.ends_with(".fatbin");
+            if self.elf_candidate || fat_binary {
                 self.capture = if self.entry.size <= ELF_IN_MEMORY {
                     Capture::Memory(Vec::with_capacity(self.entry.size as usize))
                 } else {
-                    Capture::File(tempfile::tempfile().map_err(|e| self.temp_error(e))?)
+                    let file = tempfile::tempfile().map_err(|e| self.temp_error(e))?;
+                    self.ahead = Ahead::start(&file);
+                    Capture::File(file)
                 };
             }
         }
@@ -272,6 +286,9 @@ impl<'a> Sink<'a> {
         if !matches!(self.capture, Capture::None) {
             self.magic.feed(new);
         }
+        if let Some(ahead) = self.ahead.as_mut() {
+            ahead.advance(&self.magic.hits, self.magic.seen);
+        }
         self.leaks.feed(new);
         Ok(())
     }
@@ -280,32 +297,24 @@ impl<'a> Sink<'a> {
         let (wheel, entry) = (self.wheel, self.entry);
         let name = entry.name.as_str();
         let sizes = self.options.sizes;
-        let elf = match self.capture {
-            Capture::None if named_like_shared_object(name) => Some(parse_elf(
-                name,
-                &[][..],
-                Payloads::Memory(&[]),
-                sizes,
-                &self.magic,
-            )),
-            Capture::None => None,
-            Capture::Memory(data) => Some(parse_elf(
-                name,
-                &data[..],
-                Payloads::Memory(&data),
-                sizes,
-                &self.magic,
-            )),
+        let ahead = self.ahead.map(Ahead::take).unwrap_or_default();
+        let candidate = self.elf_candidate;
+        let magic = &self.magic;
+        let (elf, images) = match self.capture {
+            Capture::None if named_like_shared_object(name) => {
+                let parsed = parse_elf(name, &[][..], Payloads::Memory(&[]), sizes, &ahead);
+                (Some(parsed.scan), Vec::new())
+            }
+            Capture::None => (None, Vec::new()),
+            Capture::Memory(data) => {
+                let payloads = Payloads::Memory(&data);
+                parse_captured(name, &data[..], payloads, candidate, sizes, magic, &ahead)
+            }
             Capture::File(file) => {
                 let payloads = file.try_clone().map_err(|e| temp_error(wheel, entry, e))?;
                 let cache = ReadCache::new(file);
-                Some(parse_elf(
-                    name,
-                    &cache,
-                    Payloads::File(&payloads),
-                    sizes,
-                    &self.magic,
-                ))
+                let payloads = Payloads::File(&payloads);
+                parse_captured(name, &cache, payloads, candidate, sizes, magic, &ahead)
             }
         };
         Ok(MemberScan {
@@ -315,6 +324,8 @@ impl<'a> Sink<'a> {
             digest: self.hasher.map(RecordHasher::finish),
             leaks: self.leaks.finish(),
             elf,
+            images,
+            containers_unchecked: self.magic.overflow,
         })
     }
 }
@@ -363,14 +374,63 @@ impl<'a> Payloads<'a> {
     }
 }
 
+/// What a member's captured bytes give: its ELF facts when it is an ELF
+/// candidate, and the compressed images of every fat binary in it.
+fn parse_captured<'d, R: ReadRef<'d>>(
+    name: &str,
+    data: R,
+    payloads: Payloads<'_>,
+    elf_candidate: bool,
+    sizes: bool,
+    magic: &MagicHits,
+    ahead: &Taken,
+) -> (Option<Result<ElfScan, ElfError>>, Vec<CompressedImage>) {
+    let (elf, mut images, section, place) = if elf_candidate {
+        let parsed = parse_elf(name, data, payloads, sizes, ahead);
+        let place = format!(", outside {}", elf::NV_FATBIN_SECTION);
+        (Some(parsed.scan), parsed.images, parsed.section, place)
+    } else {
+        (None, Vec::new(), None, String::new())
+    };
+    images.extend(outside_containers(
+        data,
+        payloads,
+        section,
+        &magic.hits,
+        ahead,
+        &place,
+    ));
+    (elf, images)
+}
+
+/// What [`parse_elf`] gives.
+struct ParsedElf {
+    scan: Result<ElfScan, ElfError>,
+    /// The compressed images of its `.nv_fatbin`.
+    images: Vec<CompressedImage>,
+    /// Where that section lies: offset and size.
+    section: Option<(u64, u64)>,
+}
+
+/// An ELF file's facts, the compressed images of its `.nv_fatbin`, and
+/// where that section lies.
 fn parse_elf<'d, R: ReadRef<'d>>(
     name: &str,
     data: R,
     payloads: Payloads<'_>,
     sizes: bool,
-    magic: &MagicHits,
-) -> Result<ElfScan, ElfError> {
-    let facts = ElfFacts::parse_from(name, data)?;
+    ahead: &Taken,
+) -> ParsedElf {
+    let facts = match ElfFacts::parse_from(name, data) {
+        Ok(facts) => facts,
+        Err(error) => {
+            return ParsedElf {
+                scan: Err(error),
+                images: Vec::new(),
+                section: None,
+            };
+        }
+    };
     let range = elf::nv_fatbin_range(name, data);
     let fatbin = match &range {
         Ok(None) => None,
@@ -390,35 +450,42 @@ fn parse_elf<'d, R: ReadRef<'d>>(
         let (offset, size) = (*offset, *size);
         // The section parsed above, so the walk does not fail.
         let entries = fatbin::entries(data, offset, size).unwrap_or_default();
-        for (bytes, image) in
-            in_parallel(&entries, || (), |_, entry| image_of(entry, payloads, sizes))
-        {
+        for (bytes, image) in in_parallel(
+            &entries,
+            || (),
+            |_, entry| image_of(entry, payloads, sizes, ahead),
+        ) {
             fatbin_bytes.push(bytes);
             images.extend(image);
         }
     }
-    let section = range.ok().flatten();
-    images.extend(outside_containers(data, payloads, section, &magic.hits));
-    Ok(ElfScan {
+    let scan = ElfScan {
         facts,
         fatbin,
         fatbin_bytes,
+    };
+    ParsedElf {
+        scan: Ok(scan),
         images,
-        containers_unchecked: magic.overflow,
-    })
+        section: range.ok().flatten(),
+    }
 }
 
 /// The compressed images of every fat-binary container that starts at one
 /// of `hits` outside `section` (`.nv_fatbin`'s offset and size): nvcc puts
 /// its fat binary in that section, but a library may embed one anywhere
 /// (`.rodata`, for `cuModuleLoadData`), and the leak check must see what
-/// the driver would. A hit that is not a plausible container (the four
-/// bytes by chance) is passed over.
+/// the driver would; a standalone fat binary is all containers. A hit that
+/// is not a plausible container (the four bytes by chance) is passed over.
+/// Each image is named with where its container lies and `place`
+/// (`, outside .nv_fatbin`).
 fn outside_containers<'d, R: ReadRef<'d>>(
     data: R,
     payloads: Payloads<'_>,
     section: Option<(u64, u64)>,
     hits: &[u64],
+    ahead: &Taken,
+    place: &str,
 ) -> Vec<CompressedImage> {
     let mut images = Vec::new();
     let mut past = 0;
@@ -438,93 +505,18 @@ fn outside_containers<'d, R: ReadRef<'d>>(
             .iter()
             .filter(|e| e.compression != Compression::None)
         {
-            let payload = payloads.read(entry.payload_offset, entry.payload_len);
-            let mut image = check_image(entry, payload);
-            image.name = format!(
-                "{} (in a fat binary at byte {at}, outside {})",
-                image.name,
-                elf::NV_FATBIN_SECTION
-            );
+            let mut image = match ahead.get(entry) {
+                Some(image) => image.clone(),
+                None => check_image(
+                    entry,
+                    payloads.read(entry.payload_offset, entry.payload_len),
+                ),
+            };
+            image.name = format!("{} (in a fat binary at byte {at}{place})", image.name);
             images.push(image);
         }
     }
     images
-}
-
-/// Where the fat-binary magic lies in a member's bytes, found as they
-/// stream: a match may straddle two chunks.
-struct MagicHits {
-    finder: memchr::memmem::Finder<'static>,
-    /// Bytes fed so far.
-    seen: u64,
-    /// The last bytes fed (at most the magic's length less one), and how
-    /// many there are.
-    tail: [u8; 3],
-    tail_len: usize,
-    hits: Vec<u64>,
-    overflow: bool,
-}
-
-impl Default for MagicHits {
-    fn default() -> MagicHits {
-        MagicHits {
-            finder: memchr::memmem::Finder::new(&fatbin::MAGIC_BYTES),
-            seen: 0,
-            tail: [0; 3],
-            tail_len: 0,
-            hits: Vec::new(),
-            overflow: false,
-        }
-    }
-}
-
-impl MagicHits {
-    fn feed(&mut self, new: &[u8]) {
-        // The seam: the tail and the chunk's first bytes; only matches that
-        // start in the tail (the others are found in `new`).
-        let mut seam = [0u8; 6];
-        let head = new.len().min(3);
-        seam[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
-        seam[self.tail_len..self.tail_len + head].copy_from_slice(&new[..head]);
-        let start = self.seen - self.tail_len as u64;
-        let (seen, tail_len) = (self.seen, self.tail_len);
-        let MagicHits {
-            finder,
-            hits,
-            overflow,
-            ..
-        } = self;
-        let mut hit = |at: u64| {
-            if hits.len() < MAX_CONTAINER_HITS {
-                hits.push(at);
-            } else {
-                *overflow = true;
-            }
-        };
-        for i in finder
-            .find_iter(&seam[..tail_len + head])
-            .filter(|&i| i < tail_len)
-        {
-            hit(start + i as u64);
-        }
-        for i in finder.find_iter(new) {
-            hit(seen + i as u64);
-        }
-        // The new tail: the last three bytes of the old tail and `new`.
-        let mut joined = [0u8; 6];
-        let kept = if new.len() >= 3 {
-            joined[..3].copy_from_slice(&new[new.len() - 3..]);
-            3
-        } else {
-            joined[..self.tail_len].copy_from_slice(&self.tail[..self.tail_len]);
-            joined[self.tail_len..self.tail_len + new.len()].copy_from_slice(new);
-            self.tail_len + new.len()
-        };
-        let from = kept.saturating_sub(3);
-        self.tail_len = kept - from;
-        self.tail[..self.tail_len].copy_from_slice(&joined[from..kept]);
-        self.seen += new.len() as u64;
-    }
 }
 
 /// What one image weighs and, when nvcc compressed it, what decompressing
@@ -533,6 +525,7 @@ fn image_of(
     entry: &ImageEntry,
     payloads: Payloads<'_>,
     sizes: bool,
+    ahead: &Taken,
 ) -> (ImageBytes, Option<CompressedImage>) {
     let mut bytes = ImageBytes {
         image: entry.image.clone(),
@@ -541,6 +534,9 @@ fn image_of(
     };
     if entry.compression == Compression::None && !sizes {
         return (bytes, None);
+    }
+    if let (Some(image), false) = (ahead.get(entry), sizes) {
+        return (bytes, Some(image.clone()));
     }
     let payload = payloads.read(entry.payload_offset, entry.payload_len);
     if let (Ok(payload), true) = (&payload, sizes) {
@@ -598,7 +594,10 @@ fn in_parallel<T: Sync, S, R: Send>(
 
 /// Decompresses one compressed image, scanning every byte it gives for
 /// leaked paths, whatever its header claims.
-fn check_image(entry: &ImageEntry, payload: std::io::Result<Cow<'_, [u8]>>) -> CompressedImage {
+pub(super) fn check_image(
+    entry: &ImageEntry,
+    payload: std::io::Result<Cow<'_, [u8]>>,
+) -> CompressedImage {
     let mut leaks = LeakStream::new(ScanKind::Everything);
     let inflated = match payload {
         Ok(payload) if entry.compression == Compression::Lz4 => images::inflate_lz4(
@@ -668,21 +667,6 @@ mod tests {
             "x.so.",
         ] {
             assert!(!named_like_shared_object(no), "{no}");
-        }
-    }
-
-    #[test]
-    fn the_magic_is_found_across_chunk_seams() {
-        let mut bytes = [7u8; 40];
-        for at in [0, 5, 17, 36] {
-            bytes[at..at + 4].copy_from_slice(&fatbin::MAGIC_BYTES);
-        }
-        for chunk in 1..=bytes.len() {
-            let mut hits = MagicHits::default();
-            for piece in bytes.chunks(chunk) {
-                hits.feed(piece);
-            }
-            assert_eq!(hits.hits, [0, 5, 17, 36], "chunks of {chunk}");
         }
     }
 }

@@ -27,10 +27,7 @@ impl AuditCheck for FatbinImages {
 
     fn run(&self, ctx: &AuditContext<'_>, out: &mut CheckOutput) {
         for member in ctx.members {
-            let Some(Ok(elf)) = &member.elf else {
-                continue;
-            };
-            for image in &elf.images {
+            for image in &member.images {
                 let Some(problem) = &image.inflated.problem else {
                     continue;
                 };
@@ -57,7 +54,7 @@ impl AuditCheck for FatbinImages {
                 };
                 out.finding(Some(&member.name), problem, FIX.to_string());
             }
-            if elf.containers_unchecked {
+            if member.containers_unchecked {
                 out.finding(
                     Some(&member.name),
                     format!(

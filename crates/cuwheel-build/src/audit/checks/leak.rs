@@ -44,10 +44,7 @@ impl AuditCheck for BuildPaths {
         }
         // Images nvcc compressed hide their bytes from the scan above.
         for member in ctx.members {
-            let Some(Ok(elf)) = &member.elf else {
-                continue;
-            };
-            for image in &elf.images {
+            for image in &member.images {
                 let Some(scan) = &image.leaks else {
                     continue;
                 };

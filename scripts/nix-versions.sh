@@ -24,7 +24,9 @@
 #                `all` (the default).
 #   --modes "M…" which of root, trusted, untrusted (default: all three; the
 #                sandbox-off case runs after untrusted).
-# Results: a table on stdout and under WORK/results.tsv.
+# Results: a table on stdout and under WORK/results.tsv, which also names
+# the commit every mode built (HEAD when the run starts, not the working
+# tree).
 #
 # How artifacts get into a root: `cuwheel fetch` inside it (the registries
 # are reached the way the host reaches them: its apt configuration, CA
@@ -47,6 +49,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#suites[@]} -gt 0 ] || suites=(sid)
+commit=$(git rev-parse HEAD)
+if [ "$only" = all ] && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "nix-versions: the working tree has uncommitted changes; commit or stash them first, so that the cuwheel binary built here and the checkout every root builds are one commit" >&2
+  exit 1
+fi
 [ "$(id -u)" = 0 ] || { echo "nix-versions: run as root (debootstrap, unshare, pivot_root)" >&2; exit 1; }
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -142,11 +149,13 @@ fi
 results=$work/results.tsv
 : > "$results"
 
-# The checkout (tracked and new files, not target/) into DIR of a root.
+# The commit under test (HEAD when the run starts), whole, into DIR of a
+# root: every mode and version builds the same sources, whatever changes in
+# the working tree meanwhile.
 copy_checkout() {
   local root=$1 dir=$2 owner=$3
   rm -rf "${root:?}$dir"; mkdir -p "$root$dir"
-  git -C "$repo" ls-files -co --exclude-standard -z | tar -C "$repo" --null -T - -cf - | tar -C "$root$dir" -xf -
+  git -C "$repo" archive "$commit" | tar -C "$root$dir" -xf -
   in_root "$root" chown -R "$owner" "$dir"
 }
 
@@ -229,8 +238,8 @@ column -t -s $'\t' "$results"
 shas=$(awk -F'\t' '$3 == "wheel-sha256" { split($5, a, " "); print a[1] }' "$results" | sort -u)
 fails=$(awk -F'\t' '$4 == "FAIL"' "$results" | wc -l)
 if [ "$(printf '%s\n' "$shas" | grep -c .)" != 1 ]; then
-  echo "nix-versions: FAIL: the wheel differs across Nix versions or modes: $shas" >&2
+  echo "nix-versions: FAIL at commit $commit: the wheel differs across Nix versions or modes: $shas" >&2
   exit 1
 fi
 [ "$fails" = 0 ] || { echo "nix-versions: FAIL: $fails steps failed (above)" >&2; exit 1; }
-echo "nix-versions: every step passed; the wheel's sha256 is $shas in every version and mode"
+echo "nix-versions: every step passed at commit $commit; the wheel's sha256 is $shas in every version and mode"

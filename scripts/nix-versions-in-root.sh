@@ -2,7 +2,8 @@
 # Run by scripts/nix-versions.sh inside a Debian root (never by hand): the
 # commands of the tier, in one MODE, with the checkout at SRC and the
 # cuwheel binary at CUWHEEL. Each step prints one line "RESULT<TAB>step<TAB>
-# ok|FAIL<TAB>detail" on stdout; the wheel's sha256 is the detail of `build`.
+# ok|FAIL<TAB>detail" on stdout: an ok step's wall time, a failed one's last
+# output; the wheel's sha256 is the detail of `wheel-sha256`.
 # Usage: nix-versions-in-root.sh MODE SRC CUWHEEL
 #   MODE  root (single-user, the store directly) | trusted | untrusted
 #         (through the nix-daemon, as a user in trusted-users or not)
@@ -13,9 +14,9 @@ cell=cu130-py313-torch211
 second=cu130-py311-torch211
 project=examples/demo-ext
 result() { printf 'RESULT\t%s\t%s\t%s\n' "$1" "$2" "${3:-}"; }
-step() { # step NAME COMMAND...: runs it, logging into target/tier-NAME.log
-  local name=$1; shift
-  if "$@" > "target/tier-$name.log" 2>&1; then result "$name" ok; return 0; fi
+step() { # step NAME COMMAND...: runs it, logging into target/tier-NAME.log; the detail of an ok step is its wall time
+  local name=$1 start=$SECONDS; shift
+  if "$@" > "target/tier-$name.log" 2>&1; then result "$name" ok "$((SECONDS - start)) s"; return 0; fi
   result "$name" FAIL "$(tail -c 300 "target/tier-$name.log" | tr '\n\t' '  ')"
   return 1
 }

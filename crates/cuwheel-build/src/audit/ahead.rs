@@ -123,6 +123,14 @@ impl Ahead {
     }
 }
 
+impl Drop for Ahead {
+    /// A member that failed to stream is dropped unfinished: the worker
+    /// stops at its next image instead of going through what is queued.
+    fn drop(&mut self) {
+        self.done.lock().unwrap_or_else(|e| e.into_inner()).taken = true;
+    }
+}
+
 /// The images done ahead, by payload offset.
 #[derive(Default)]
 pub struct Taken(HashMap<u64, (ImageEntry, CompressedImage)>);
@@ -140,6 +148,9 @@ impl Taken {
 /// Decompresses and scans the compressed images of the container at `at`,
 /// `len` bytes long; false once the scan has taken the results.
 fn container(file: &File, at: u64, len: u64, buffer: &mut Vec<u8>, done: &Mutex<Done>) -> bool {
+    if done.lock().unwrap_or_else(|e| e.into_inner()).taken {
+        return false;
+    }
     buffer.resize(len as usize, 0);
     if file.read_exact_at(buffer, at).is_err() {
         return true;

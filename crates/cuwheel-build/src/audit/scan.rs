@@ -226,9 +226,9 @@ struct Sink<'a> {
     hasher: Option<RecordHasher>,
     leaks: LeakStream,
     capture: Capture,
-    /// Where an ELF candidate's bytes hold the fat-binary magic.
+    /// Where a captured member's bytes hold the fat-binary magic.
     magic: MagicHits,
-    /// A large ELF candidate's compressed images, done while it streams.
+    /// A large captured member's compressed images, done while it streams.
     ahead: Option<Ahead>,
     /// It starts with the ELF magic or is named like a shared object.
     elf_candidate: bool,

@@ -50,8 +50,10 @@ step cache-key "$cuwheel" cache key tier-1 --out target/keys
 step cache-export "$cuwheel" cache export target/cache --key target/keys/tier-1.sec \
   --project "$project" --cell "$cell"
 if [ "$mode" = root ]; then
-  # Not under /var/tmp: Nix 2.34 refuses a store below a world-writable directory.
-  empty=$(mktemp -d "$PWD/target/empty-store.XXXXXX")
+  # Not under /var/tmp (Nix 2.34 refuses a store below a world-writable
+  # directory), nor in the checkout (a path flake copies the whole of it,
+  # the store inside included, into the store).
+  empty=$(mktemp -d "$HOME/empty-store.XXXXXX")
   step fetch-from-cache "$cuwheel" fetch --offline --project "$project" --cell "$cell" \
     --store "$empty" --substituter target/cache --trusted-key target/keys/tier-1.pub
   if step build-from-cache "${nix[@]}" --store "$empty" build ".#wheels.$cell" --no-link --print-out-paths; then

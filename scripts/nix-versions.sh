@@ -149,13 +149,16 @@ fi
 results=$work/results.tsv
 : > "$results"
 
-# The commit under test (HEAD when the run starts), whole, into DIR of a
-# root: every mode and version builds the same sources, whatever changes in
-# the working tree meanwhile.
+# The commit under test (HEAD when the run starts) into DIR of a root:
+# every mode and version builds the same sources, whatever changes in the
+# working tree meanwhile.
+# A clone, as a user has: the flake then sees the tracked files only (a
+# plain directory would be copied whole into the store, target/ included).
 copy_checkout() {
   local root=$1 dir=$2 owner=$3
-  rm -rf "${root:?}$dir"; mkdir -p "$root$dir"
-  git -C "$repo" archive "$commit" | tar -C "$root$dir" -xf -
+  rm -rf "${root:?}$dir"; mkdir -p "$(dirname "$root$dir")"
+  git clone -q --no-hardlinks "$repo" "$root$dir"
+  git -C "$root$dir" checkout -q --detach "$commit"
   in_root "$root" chown -R "$owner" "$dir"
 }
 

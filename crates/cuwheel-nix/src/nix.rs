@@ -23,7 +23,7 @@
 //! nvcc reads for its `--threads`. With remote builders in `nix.conf`, Nix
 //! offers each build to them first and uses local slots when they are busy.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -560,6 +560,20 @@ impl Nix {
             cmd.arg("show-config");
         }
         let settings = setup::parse_config(&self.run(cmd)?);
+        Ok(NixSetup {
+            version,
+            settings,
+            ignored: self.ignored_of(version, &[])?,
+            user: std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| "YOUR_USER".into()),
+        })
+    }
+
+    /// The settings the store ignores of cuwheel's options and `extra`:
+    /// `nix store info` (`nix store ping` before 2.19) with them, whose
+    /// connection to a daemon makes the daemon warn of each it ignores.
+    fn ignored_of(&self, version: Version, extra: &[String]) -> Result<BTreeSet<String>, NixError> {
         let mut cmd = self.command("nix");
         cmd.args([
             "store",
@@ -569,6 +583,7 @@ impl Nix {
                 "ping"
             },
         ]);
+        cmd.args(extra);
         let command = describe(&cmd);
         let output = cmd.output().map_err(|source| NixError::NotInstalled {
             program: "nix".into(),
@@ -583,21 +598,24 @@ impl Nix {
                 stderr,
             });
         }
-        Ok(NixSetup {
-            version,
-            settings,
-            ignored: setup::ignored_settings(&stderr),
-            user: std::env::var("USER")
-                .or_else(|_| std::env::var("LOGNAME"))
-                .unwrap_or_else(|_| "YOUR_USER".into()),
-        })
+        Ok(setup::ignored_settings(&stderr))
     }
 
     /// Refuses, before anything is copied, a binary cache this Nix would
     /// not substitute from (a daemon ignoring an untrusted user's cache
     /// settings), with the `nix.conf` lines that fix it.
     pub fn check_cache(&self, cache_options: &[String]) -> Result<(), NixError> {
-        self.preflight(false, wanted_cache(cache_options).as_ref())
+        let Some(cache) = wanted_cache(cache_options) else {
+            return self.preflight(false, None);
+        };
+        // The probe passed cuwheel's own options only: what the store
+        // makes of the cache's is asked with them.
+        let mut setup = self.setup().map_err(NixError::Refused)?.clone();
+        let ignored = self.ignored_of(setup.version, cache_options)?;
+        setup.ignored.extend(ignored);
+        setup
+            .check(false, Some(&cache))
+            .map_err(|refusal| NixError::Refused(refusal.0))
     }
 
     /// Refuses what this Nix cannot do as cuwheel needs it: build in a

@@ -69,13 +69,19 @@ pub fn parse_config(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The settings a daemon said it ignored: from its warning "ignoring the
+/// The settings a daemon said it ignored: from its warnings "ignoring the
 /// client-specified setting 'NAME', because it is a restricted setting and
-/// you are not a trusted user".
+/// you are not a trusted user", and "ignoring untrusted substituter 'URL',
+/// you are not a trusted user" (for `substituters`, which is not
+/// restricted but keeps only the URLs of the daemon's
+/// `trusted-substituters`).
 pub fn ignored_settings(stderr: &str) -> BTreeSet<String> {
     stderr
         .lines()
         .filter_map(|line| {
+            if line.contains("ignoring untrusted substituter '") {
+                return Some("substituters".to_owned());
+            }
             let rest = line
                 .split("ignoring the client-specified setting '")
                 .nth(1)?;

@@ -5,6 +5,11 @@ use super::*;
 
 const UNTRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-untrusted.stderr");
 const TRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-trusted.stderr");
+/// `nix store info` as an untrusted user of a 2.34 daemon, with cuwheel's
+/// options and a cache's (`substituters`, `trusted-public-keys`,
+/// `require-sigs`).
+const UNTRUSTED_CACHE_2_34: &str =
+    include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache.stderr");
 
 fn setup(version: Version, config: &str, stderr: &str) -> NixSetup {
     NixSetup {
@@ -102,6 +107,38 @@ fn an_untrusted_user_asking_for_a_cache_gets_the_nix_conf_lines() {
     }
     let trusted = setup(Version(2, 26, 3), "sandbox = true\n", TRUSTED_2_26);
     assert!(trusted.check(false, Some(&cache)).is_ok());
+}
+
+#[test]
+fn a_daemon_ignoring_an_untrusted_users_cache_is_read_from_its_warnings() {
+    // The substituter is not a restricted setting: the daemon drops the
+    // URL with a warning of its own.
+    assert_eq!(
+        ignored_settings(UNTRUSTED_CACHE_2_34),
+        [
+            "require-sigs",
+            "sandbox",
+            "sandbox-fallback",
+            "substituters",
+            "trusted-public-keys"
+        ]
+        .map(String::from)
+        .into()
+    );
+    let nix = setup(Version(2, 34, 8), "sandbox = true\n", UNTRUSTED_CACHE_2_34);
+    let cache = WantedCache {
+        url: "file:///srv/cache".into(),
+        public_key: "demo-1:BwcH".into(),
+    };
+    let refusal = nix.check(false, Some(&cache)).unwrap_err().to_string();
+    assert!(
+        refusal.starts_with(
+            "the Nix daemon ignores cuwheel's `--option substituters`, `--option \
+             trusted-public-keys`, `--option require-sigs` for the binary cache file:///srv/cache"
+        ),
+        "{refusal}"
+    );
+    assert!(refusal.contains("\n    extra-trusted-substituters = file:///srv/cache\n"));
 }
 
 #[test]

@@ -147,10 +147,23 @@ impl NixSetup {
             )));
         }
         if let Some(cache) = cache {
-            let ignored: Vec<&str> = ["substituters", "trusted-public-keys", "require-sigs"]
-                .into_iter()
-                .filter(|name| self.ignored.contains(*name))
-                .collect();
+            // What keeps the daemon from substituting: it dropped the URL
+            // (not in its trusted-substituters), or it ignored the key and
+            // does not trust it itself. An ignored `require-sigs` does not:
+            // the daemon checks signatures by its own setting.
+            let url_dropped = self.ignored.contains("substituters");
+            let key_missing = self.ignored.contains("trusted-public-keys")
+                && !self
+                    .settings
+                    .get("trusted-public-keys")
+                    .is_some_and(|keys| keys.split_whitespace().any(|k| k == cache.public_key));
+            let ignored: Vec<&str> = [
+                ("substituters", url_dropped),
+                ("trusted-public-keys", key_missing),
+            ]
+            .into_iter()
+            .filter_map(|(name, matters)| matters.then_some(name))
+            .collect();
             if !ignored.is_empty() {
                 return Err(Refusal(format!(
                     "the Nix daemon ignores cuwheel's {} for the binary cache {} because {} is \

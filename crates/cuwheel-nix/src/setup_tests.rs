@@ -10,6 +10,13 @@ const TRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-t
 /// `require-sigs`).
 const UNTRUSTED_CACHE_2_34: &str =
     include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache.stderr");
+/// The same, once the daemon's nix.conf has the two lines the refusal
+/// names (`extra-trusted-substituters`, `extra-trusted-public-keys`), and
+/// what `nix config show` then says of them.
+const UNTRUSTED_CACHE_ALLOWED_2_34: &str =
+    include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache-allowed.stderr");
+const CONFIG_CACHE_ALLOWED_2_34: &str =
+    include_str!("../tests/fixtures/nix-2.34/config-cache-allowed.txt");
 
 fn setup(version: Version, config: &str, stderr: &str) -> NixSetup {
     NixSetup {
@@ -134,11 +141,35 @@ fn a_daemon_ignoring_an_untrusted_users_cache_is_read_from_its_warnings() {
     assert!(
         refusal.starts_with(
             "the Nix daemon ignores cuwheel's `--option substituters`, `--option \
-             trusted-public-keys`, `--option require-sigs` for the binary cache file:///srv/cache"
+             trusted-public-keys` for the binary cache file:///srv/cache"
         ),
         "{refusal}"
     );
     assert!(refusal.contains("\n    extra-trusted-substituters = file:///srv/cache\n"));
+
+    // With those lines in the daemon's nix.conf, it takes the URL and
+    // trusts the key itself: its ignoring the client's key option (and
+    // require-sigs) no longer matters.
+    let allowed = setup(
+        Version(2, 34, 8),
+        CONFIG_CACHE_ALLOWED_2_34,
+        UNTRUSTED_CACHE_ALLOWED_2_34,
+    );
+    assert!(allowed.ignored.contains("trusted-public-keys"));
+    assert!(!allowed.ignored.contains("substituters"));
+    assert_eq!(allowed.check(false, Some(&cache)), Ok(()));
+    // Another key than the daemon trusts is still refused.
+    let other = WantedCache {
+        public_key: "other-1:AAAA".into(),
+        ..cache
+    };
+    let refusal = allowed.check(false, Some(&other)).unwrap_err().to_string();
+    assert!(
+        refusal.starts_with(
+            "the Nix daemon ignores cuwheel's `--option trusted-public-keys` for the binary cache"
+        ),
+        "{refusal}"
+    );
 }
 
 #[test]

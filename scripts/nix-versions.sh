@@ -208,7 +208,7 @@ sandbox_off() {
     nix-daemon > /var/log/nix-daemon-off.log 2>&1 &
     daemon=$!
     sleep 2
-    su bob -c "cd ~bob/cuwheel && NIX_REMOTE=daemon USER=bob cuwheel reproduce --project examples/demo-ext target/result/*.whl"
+    su bob -c "cd ~bob/cuwheel && NIX_REMOTE=daemon USER=bob /usr/local/bin/cuwheel reproduce --project examples/demo-ext target/result/*.whl"
     status=$?
     kill $daemon
     mv /etc/nix/nix.conf.on /etc/nix/nix.conf

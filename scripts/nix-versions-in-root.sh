@@ -56,7 +56,13 @@ if [ "$mode" = root ]; then
   empty=$(mktemp -d "$HOME/empty-store.XXXXXX")
   step fetch-from-cache "$cuwheel" fetch --offline --project "$project" --cell "$cell" \
     --store "$empty" --substituter target/cache --trusted-key target/keys/tier-1.pub
-  if step build-from-cache "${nix[@]}" --store "$empty" build ".#wheels.$cell" --no-link --print-out-paths; then
+  # The toolchains, kernel objects and driver come from the cache (the
+  # later `--option substituters` wins over the pinned empty one); the
+  # binding, link and wheel are built again, here.
+  if step build-from-cache "${nix[@]}" --store "$empty" \
+    --option substituters "file://$PWD/target/cache" \
+    --option trusted-public-keys "$(cat target/keys/tier-1.pub)" \
+    build ".#wheels.$cell" --no-link --print-out-paths; then
     out=$(tail -n 1 target/tier-build-from-cache.log)
     other=$(sha256sum "$empty$out"/*.whl | cut -d' ' -f1)
     if [ "$other" = "$(sha256sum "$wheel" | cut -d' ' -f1)" ]; then

@@ -26,6 +26,29 @@ use audit_support::{
 const GIB: u64 = 1 << 30;
 const STORE_PATH: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda-13.0/include/x.h";
 
+/// The `leak` finding for `image` of `member` holding [`STORE_PATH`] once.
+fn store_path_leak(member: &str, image: &str) -> String {
+    format!(
+        "[build path] {member}: its compressed {image} image holds 1 build-machine path once \
+         decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
+    )
+}
+
+/// The `fatbin-image` finding for an LZ4 `image` of `member`, `stored`
+/// bytes, whose header claims `claimed` bytes but which gives `real`.
+fn lz4_size_mismatch(
+    member: &str,
+    image: &str,
+    stored: usize,
+    claimed: u64,
+    real: usize,
+) -> String {
+    format!(
+        "{member}: its {image} image (LZ4-compressed, {stored} bytes stored) claims {claimed} \
+         bytes decompressed in its header but decompresses to {real}"
+    )
+}
+
 /// A wheel whose extension module's `.nv_fatbin` holds `entries`.
 fn wheel_with_images(dir: &Path, entries: &[FatbinEntry]) -> PathBuf {
     let module = extension_with_fatbin(dir, &fatbin_container(entries));
@@ -127,10 +150,7 @@ fn an_lz4_image_claiming_1_gib_allocates_nothing_and_is_a_finding() {
     assert_run(
         &audit_within_1_gib(&wheel),
         EXIT_FAILED,
-        &[&format!(
-            "{EXT_MEMBER}: its sm_90 image (LZ4-compressed, {stored} bytes stored) claims \
-             1073741824 bytes decompressed in its header but decompresses to 800"
-        )],
+        &[&lz4_size_mismatch(EXT_MEMBER, "sm_90", stored, GIB, 800)],
     );
 }
 
@@ -145,14 +165,7 @@ fn a_store_path_in_a_mis_sized_image_fails_the_leak_check() {
         for claimed in [data.len() as u64, 16] {
             let wheel = wheel_with_images(dir.path(), &[sm_90(flags, payload.clone(), claimed)]);
             let run = cuwheel_audit([&wheel]);
-            assert_run(
-                &run,
-                EXIT_FAILED,
-                &[&format!(
-                    "[build path] {EXT_MEMBER}: its compressed sm_90 image holds 1 build-machine \
-                     path once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
-                )],
-            );
+            assert_run(&run, EXIT_FAILED, &[&store_path_leak(EXT_MEMBER, "sm_90")]);
             let mismatch = run.stdout.contains("claims 16 bytes decompressed");
             assert_eq!(mismatch, claimed == 16, "{}", run.stdout);
         }
@@ -201,15 +214,8 @@ fn a_fat_binary_outside_nv_fatbin_is_decompressed_and_checked() {
         &cuwheel_audit([&wheel]),
         EXIT_FAILED,
         &[
-            &format!(
-                "[build path] {EXT_MEMBER}: its compressed {image} image holds 1 build-machine \
-                 path once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
-            ),
-            &format!(
-                "{EXT_MEMBER}: its {image} image (LZ4-compressed, {stored} bytes stored) claims \
-                 16 bytes decompressed in its header but decompresses to {}",
-                data.len()
-            ),
+            &store_path_leak(EXT_MEMBER, &image),
+            &lz4_size_mismatch(EXT_MEMBER, &image, stored, 16, data.len()),
         ],
     );
 }
@@ -270,23 +276,13 @@ fn a_library_past_the_in_memory_size_has_every_image_checked() {
         "demo-0.1-cp311-cp311-linux_x86_64.whl",
         &[(EXT_MEMBER, module)],
     );
-    let leak = |image: &str| {
-        format!(
-            "[build path] {EXT_MEMBER}: its compressed {image} image holds 1 build-machine \
-             path once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
-        )
-    };
     assert_run(
         &cuwheel_audit([&wheel]),
         EXIT_FAILED,
         &[
-            &leak("sm_90"),
-            &leak(&outside),
-            &format!(
-                "{EXT_MEMBER}: its sm_90 image (LZ4-compressed, {stored} bytes stored) claims \
-                 16 bytes decompressed in its header but decompresses to {}",
-                data.len()
-            ),
+            &store_path_leak(EXT_MEMBER, "sm_90"),
+            &store_path_leak(EXT_MEMBER, &outside),
+            &lz4_size_mismatch(EXT_MEMBER, "sm_90", stored, 16, data.len()),
         ],
     );
 }
@@ -310,15 +306,8 @@ fn a_standalone_fat_binary_has_its_images_checked() {
         &cuwheel_audit([&wheel]),
         EXIT_FAILED,
         &[
-            &format!(
-                "[build path] {member}: its compressed {image} image holds 1 build-machine path \
-                 once decompressed, e.g. `.file 1 \"{STORE_PATH}\"`"
-            ),
-            &format!(
-                "{member}: its {image} image (LZ4-compressed, {stored} bytes stored) claims 16 \
-                 bytes decompressed in its header but decompresses to {}",
-                data.len()
-            ),
+            &store_path_leak(member, image),
+            &lz4_size_mismatch(member, image, stored, 16, data.len()),
         ],
     );
 

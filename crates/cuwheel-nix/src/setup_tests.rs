@@ -12,7 +12,9 @@ const UNTRUSTED_CACHE_2_34: &str =
     include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache.stderr");
 /// The same, once the daemon's nix.conf has the two lines the refusal
 /// names (`extra-trusted-substituters`, `extra-trusted-public-keys`), and
-/// what `nix config show` then says of them.
+/// what `nix config show` then says of them (the four lines that matter;
+/// Nix's built-in default key, first on the `trusted-public-keys` line, is
+/// left out of the recording).
 const UNTRUSTED_CACHE_ALLOWED_2_34: &str =
     include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache-allowed.stderr");
 const CONFIG_CACHE_ALLOWED_2_34: &str =

@@ -10,6 +10,8 @@ const TRUSTED_2_26: &str = include_str!("../tests/fixtures/nix-2.26/store-info-t
 /// `require-sigs`).
 const UNTRUSTED_CACHE_2_34: &str =
     include_str!("../tests/fixtures/nix-2.34/store-info-untrusted-cache.stderr");
+const UNTRUSTED_CACHE_2_26: &str =
+    include_str!("../tests/fixtures/nix-2.26/store-info-untrusted-cache.stderr");
 /// The same, once the daemon's nix.conf has the two lines the refusal
 /// names (`extra-trusted-substituters`, `extra-trusted-public-keys`), and
 /// what `nix config show` then says of them (the four lines that matter;
@@ -121,7 +123,11 @@ fn an_untrusted_user_asking_for_a_cache_gets_the_nix_conf_lines() {
 #[test]
 fn a_daemon_ignoring_an_untrusted_users_cache_is_read_from_its_warnings() {
     // The substituter is not a restricted setting: the daemon drops the
-    // URL with a warning of its own.
+    // URL with a warning of its own (the same words in 2.26 and 2.34).
+    assert_eq!(
+        ignored_settings(UNTRUSTED_CACHE_2_26),
+        ignored_settings(UNTRUSTED_CACHE_2_34)
+    );
     assert_eq!(
         ignored_settings(UNTRUSTED_CACHE_2_34),
         [

@@ -34,6 +34,23 @@ fn store_path_leak(member: &str, image: &str) -> String {
     )
 }
 
+/// A compressed image's data holding [`STORE_PATH`] once, as nvcc's line
+/// info does; its LZ4 block; and the block's size as stored (padded to 8).
+fn store_path_lz4() -> (Vec<u8>, Vec<u8>, usize) {
+    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
+    let block = lz4_flex::block::compress(&data);
+    let stored = block.len().next_multiple_of(8);
+    (data, block, stored)
+}
+
+/// Where `module`'s bytes hold the fat-binary container magic.
+fn magic_offsets(module: &[u8]) -> Vec<usize> {
+    let magic = 0xBA55_ED50u32.to_le_bytes();
+    (0..module.len() - 3)
+        .filter(|&i| module[i..i + 4] == magic)
+        .collect()
+}
+
 /// The `fatbin-image` finding for an LZ4 `image` of `member`, `stored`
 /// bytes, whose header claims `claimed` bytes but which gives `real`.
 fn lz4_size_mismatch(
@@ -179,10 +196,7 @@ fn wheel_with_embedded_images(dir: &Path, entries: &[FatbinEntry]) -> (PathBuf, 
     let mut rodata = b"a table!".to_vec();
     rodata.extend(fatbin_container(entries));
     let module = extension_with_bytes_in(dir, ".rodata", &rodata);
-    let magic = 0xBA55_ED50u32.to_le_bytes();
-    let at: Vec<usize> = (0..module.len() - 3)
-        .filter(|&i| module[i..i + 4] == magic)
-        .collect();
+    let at = magic_offsets(&module);
     assert_eq!(at.len(), 1, "one fat binary in the module");
     let wheel = write_wheel(
         dir,
@@ -205,9 +219,7 @@ fn a_fat_binary_outside_nv_fatbin_is_decompressed_and_checked() {
     assert_run(&cuwheel_audit([&wheel]), EXIT_PASSED, &["PASSED"]);
 
     // a store path, under a header giving the wrong size: both are found
-    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
-    let payload = lz4_flex::block::compress(&data);
-    let stored = payload.len().next_multiple_of(8);
+    let (data, payload, stored) = store_path_lz4();
     let (wheel, at) = wheel_with_embedded_images(dir.path(), &[sm_90(FATBIN_LZ4, payload, 16)]);
     let image = format!("sm_90 (in a fat binary at byte {at}, outside .nv_fatbin)");
     assert_run(
@@ -226,9 +238,7 @@ fn a_library_past_the_in_memory_size_has_every_image_checked() {
     // compressed images are decompressed while it still streams: the
     // findings are those of a small one.
     let dir = tempfile::tempdir().unwrap();
-    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
-    let payload = lz4_flex::block::compress(&data);
-    let stored = payload.len().next_multiple_of(8);
+    let (data, payload, stored) = store_path_lz4();
     // 36 MiB that deflate about 50:1 (the audit refuses a large member
     // that claims more than 100:1 as a zip bomb): 64 varied bytes per 4 KiB
     let mut state = 0x2545_F491_4F6C_DD1Du64;
@@ -261,10 +271,7 @@ fn a_library_past_the_in_memory_size_has_every_image_checked() {
         &[(".nv_fatbin", &section[..]), (".rodata", &rodata[..])],
     );
     assert!(module.len() > 36 << 20);
-    let magic = 0xBA55_ED50u32.to_le_bytes();
-    let hits: Vec<usize> = (0..module.len() - 3)
-        .filter(|&i| module[i..i + 4] == magic)
-        .collect();
+    let hits = magic_offsets(&module);
     assert_eq!(hits.len(), 3, "three fat binaries in the module");
     // .rodata comes before .nv_fatbin in gcc's layout
     let outside = format!(
@@ -291,9 +298,7 @@ fn a_library_past_the_in_memory_size_has_every_image_checked() {
 fn a_standalone_fat_binary_has_its_images_checked() {
     // A `.fatbin` file shipped for cuModuleLoad: no ELF around it.
     let dir = tempfile::tempdir().unwrap();
-    let data = format!("\0.file 1 \"{STORE_PATH}\"\0").into_bytes();
-    let payload = lz4_flex::block::compress(&data);
-    let stored = payload.len().next_multiple_of(8);
+    let (data, payload, stored) = store_path_lz4();
     let fatbin = fatbin_container(&[sm_90(FATBIN_LZ4, payload, 16)]);
     let member = "demo/kernels.fatbin";
     let wheel = write_wheel(

@@ -14,7 +14,20 @@
 # for a cache (the nix.conf lines printed). The wheel's sha256 must be the
 # same in every root and mode: the script fails otherwise.
 #
-# Usage: sudo bash scripts/nix-versions.sh [--work DIR] [--only STEP] [--modes "M…"] SUITE...
+# `--quick` is the tier CI runs (tests/nix_versions_nix.rs): the newest Nix
+# only (SUITE sid unless named), as root and as the untrusted user, with what
+# the host's Nix already built instead of the registries: the host builds
+# the demo's two cells and exports their inputs (toolchains, kernel
+# objects, driver) to a binary cache; root fills the root's empty store from
+# it offline (`cuwheel fetch --substituter`, the pinned files and crates
+# from the host's download and cargo caches, hardlinked), builds the first cell and
+# `reproduce`s it; the untrusted user builds the second Python through the
+# daemon, whose nix.conf names that cache. Both wheels must be the host's,
+# byte for byte. That root, without its store, is kept between runs under
+# ${XDG_CACHE_HOME:-~/.cache}/cuwheel/nix-roots (made again when missing);
+# its store is emptied at every start.
+#
+# Usage: sudo bash scripts/nix-versions.sh [--quick] [--work DIR] [--only STEP] [--modes "M…"] SUITE...
 #   --work DIR   where the roots live (default target/nix-versions); a root
 #                and its store are kept between runs and reused when whole
 #                (a `.ready` marker), never assumed to exist.
@@ -24,9 +37,9 @@
 #                `all` (the default).
 #   --modes "M…" which of root, trusted, untrusted (default: all three; the
 #                sandbox-off case runs after untrusted).
-# Results: a table on stdout and under WORK/results.tsv, which also names
-# the commit every mode built (HEAD when the run starts, not the working
-# tree).
+# Results: a table on stdout and under WORK/results.tsv. Every mode builds
+# one commit: HEAD with the working tree's changes to tracked files (what
+# the cuwheel binary the roots run is built from), as it was at the start.
 #
 # How artifacts get into a root: `cuwheel fetch` inside it (the registries
 # are reached the way the host reaches them: its apt configuration, CA
@@ -38,9 +51,11 @@ repo=$PWD
 work=target/nix-versions
 only=all
 modes="root trusted untrusted"
+quick=false
 suites=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --quick) quick=true; work=target/nix-versions-quick; modes="root untrusted"; shift ;;
     --work) work=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
@@ -49,11 +64,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#suites[@]} -gt 0 ] || suites=(sid)
-commit=$(git rev-parse HEAD)
-if [ "$only" = all ] && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-  echo "nix-versions: the working tree has uncommitted changes; commit or stash them first, so that the cuwheel binary built here and the checkout every root builds are one commit" >&2
-  exit 1
-fi
+# HEAD with the tracked files' changes, as a commit no branch points at (the
+# same as HEAD when nothing changed).
+commit=$(git stash create)
+commit=${commit:-$(git rev-parse HEAD)}
 [ "$(id -u)" = 0 ] || { echo "nix-versions: run as root (debootstrap, unshare, pivot_root)" >&2; exit 1; }
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -89,12 +103,22 @@ in_root() {
   ' sh "$root" "$@"
 }
 
+# Where a suite's root lives: under WORK, or (--quick) in the cache
+# directory, where it outlives the checkout.
+root_of() {
+  if [ "$quick" = true ]; then echo "${XDG_CACHE_HOME:-$HOME/.cache}/cuwheel/nix-roots/$1"; else echo "$work/$1"; fi
+}
+
 make_root() {
-  local suite=$1 root=$work/$1
+  local suite=$1 root; root=$(root_of "$1")
+  # The quick tier reaches no registry from the root: neither pip nor cargo.
+  local include=ca-certificates,git,procps,passwd extra=
+  [ "$quick" = true ] || { include=$include,python3,python3-venv,xz-utils,zstd; extra=cargo; }
   if [ -e "$root/.ready" ]; then say "$suite: reusing the root at $root"; return; fi
   rm -rf "$root"
+  mkdir -p "$(dirname "$root")"
   say "$suite: debootstrap trixie into $root (minutes)"
-  debootstrap --variant=minbase --include=ca-certificates,python3,python3-venv,git,xz-utils,zstd,procps,passwd \
+  debootstrap --variant=minbase --include=$include \
     trixie "$root" "$mirror" > "$work/$suite-debootstrap.log" 2>&1 ||
     { tail -20 "$work/$suite-debootstrap.log" >&2; exit 1; }
   # How this machine reaches the registries: apt's and pip's configuration.
@@ -112,7 +136,7 @@ make_root() {
   in_root "$root" /bin/sh -ec "
     apt-get -o Acquire::Check-Valid-Until=false update -qq
     DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
-      --no-install-recommends ${target[*]} nix-bin cargo
+      --no-install-recommends ${target[*]} nix-bin $extra
   " > "$work/$suite-apt.log" 2>&1 || { tail -20 "$work/$suite-apt.log" >&2; exit 1; }
   local base; base=$(uid_base "$suite")
   in_root "$root" /bin/sh -ec "
@@ -132,11 +156,25 @@ substituters =
 trusted-users = root alice
 EOF
   " >> "$work/$suite-apt.log" 2>&1
+  cp "$root/etc/nix/nix.conf" "$root/etc/nix/nix.conf.base"
   touch "$root/.ready"
   say "$suite: root ready: $(in_root "$root" nix --version)"
 }
 
-for suite in "${suites[@]}"; do make_root "$suite"; done
+# The quick tier starts every run from an empty store and empty homes: only
+# the Debian system and its Nix are kept.
+empty_root() {
+  local root; root=$(root_of "$1")
+  rm -rf "${root:?}/nix" "$root/root" "$root/home/alice" "$root/home/bob" "$root/var/cache/cuwheel-seed"
+  mkdir -p "$root/root" "$root/home/alice" "$root/home/bob"
+  in_root "$root" /bin/sh -ec 'chown alice: /home/alice; chown bob: /home/bob; chmod 700 /root'
+  cp "$root/etc/nix/nix.conf.base" "$root/etc/nix/nix.conf"
+}
+
+for suite in "${suites[@]}"; do
+  make_root "$suite"
+  [ "$quick" = true ] && empty_root "$suite"
+done
 [ "$only" = root ] && exit 0
 
 # The cuwheel binary the roots run: built here (Debian 12's glibc; it runs in
@@ -149,17 +187,62 @@ fi
 results=$work/results.tsv
 : > "$results"
 
-# The commit under test (HEAD when the run starts) into DIR of a root:
-# every mode and version builds the same sources, whatever changes in the
-# working tree meanwhile.
+# The commit under test into DIR of a root: every mode and version builds
+# the same sources, whatever changes in the working tree meanwhile.
 # A clone, as a user has: the flake then sees the tracked files only (a
 # plain directory would be copied whole into the store, target/ included).
+# The commit may be one no branch points at: a ref of this run's own names
+# it while the clone fetches it.
 copy_checkout() {
-  local root=$1 dir=$2 owner=$3
+  local root=$1 dir=$2 owner=$3 ref=refs/cuwheel-nix-versions/$$
   rm -rf "${root:?}$dir"; mkdir -p "$(dirname "$root$dir")"
-  git clone -q --no-hardlinks "$repo" "$root$dir"
-  git -C "$root$dir" checkout -q --detach "$commit"
+  git update-ref "$ref" "$commit"
+  git clone -q --no-hardlinks --no-checkout "$repo" "$root$dir"
+  git -C "$root$dir" fetch -q "$repo" "$ref"
+  git update-ref -d "$ref"
+  git -C "$root$dir" checkout -q --detach FETCH_HEAD
   in_root "$root" chown -R "$owner" "$dir"
+}
+
+# The quick tier's seed, from the host's Nix: both cells built here (their
+# wheels' sha256s are what every root must build), their inputs exported
+# to a binary cache with a key of this run's, all of it hardlinked into the
+# root with the host's download cache and cargo's registry cache (cuwheel's
+# own crates); the daemon's nix.conf names the
+# cache, as an administrator's would.
+seed_root() {
+  local suite=$1 root; root=$(root_of "$1")
+  local seed=$work/seed project=examples/demo-ext cell host_nix
+  rm -rf "$seed"; mkdir -p "$seed"
+  local start=$SECONDS
+  host_nix=$(nix --version | awk '{ print $NF }')
+  say "host: Nix $host_nix builds the demo's two cells and exports their inputs (log: $work/seed.log)"
+  {
+    for cell in cu130-py313-torch211 cu130-py311-torch211; do
+      nix --extra-experimental-features 'nix-command flakes' build -L "$repo#wheels.$cell" -o "$seed/result-$cell"
+      printf '%s %s %s\n' "$cell" "$(sha256sum "$seed/result-$cell"/*.whl | cut -d' ' -f1)" "$(basename "$seed/result-$cell"/*.whl)" >> "$seed/sha256s"
+    done
+    "$cuwheel_bin" cache key host-1 --out "$seed/keys"
+    "$cuwheel_bin" cache export "$seed/cache" --key "$seed/keys/host-1.sec" --project "$project" \
+      --cell cu130-py313-torch211 --cell cu130-py311-torch211
+  } > "$work/seed.log" 2>&1 || { tail -20 "$work/seed.log" >&2; echo "nix-versions: the host could not build or export the seed (log: $work/seed.log)" >&2; exit 1; }
+  say "host: seeded in $((SECONDS - start)) s"
+  while read -r cell sha name; do
+    printf '%s\thost\twheel-sha256\tok\t%s %s\n' "$host_nix" "$sha" "$name" | tee -a "$results" >&2
+  done < "$seed/sha256s"
+  mkdir -p "$root/var/cache/cuwheel-seed" "$root/root/.cache/cuwheel"
+  cp -al "$seed/cache" "$seed/keys" "$seed/sha256s" "$root/var/cache/cuwheel-seed/"
+  local files=${XDG_CACHE_HOME:-$HOME/.cache}/cuwheel/files
+  [ -d "$files" ] || { echo "nix-versions: the host's download cache $files is missing: run README command 1 (bash scripts/demo.sh) first" >&2; exit 1; }
+  cp -al "$files" "$root/root/.cache/cuwheel/files"
+  # cuwheel's own crates, which fetch wants whatever it is asked for, from
+  # cargo's registry cache, where cargo's build of the CLI left them.
+  local crates=${CARGO_HOME:-$HOME/.cargo}/registry/cache
+  [ -d "$crates" ] || { echo "nix-versions: cargo's registry cache $crates is missing: build cuwheel with cargo first" >&2; exit 1; }
+  mkdir -p "$root/root/.cargo/registry"
+  cp -al "$crates" "$root/root/.cargo/registry/cache"
+  printf 'substituters = file:///var/cache/cuwheel-seed/cache\ntrusted-public-keys = %s\n' \
+    "$(cat "$seed/keys/host-1.pub")" >> "$root/etc/nix/nix.conf"
 }
 
 # Environment for the tier inside a root: pip's settings that reach the
@@ -172,7 +255,9 @@ pip_env+=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 if [ -d "${HOME:-/nonexistent}/.config/pip" ]; then have_user_pip=1; else have_user_pip=0; fi
 
 run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
-  local suite=$1 mode=$2 root=$work/$1 user home version
+  local suite=$1 mode=$2 root user home version seed=
+  root=$(root_of "$suite")
+  [ "$quick" = true ] && seed=/var/cache/cuwheel-seed
   case $mode in root) user=root ;; trusted) user=alice ;; *) user=bob ;; esac
   if [ "$user" = root ]; then home=/root; else home="/home/$user"; fi
   copy_checkout "$root" "$home/cuwheel" "$user"
@@ -181,7 +266,7 @@ run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
   version=$(in_root "$root" nix --version | awk '{ print $NF }')
   say "$suite: Nix $version, mode $mode (log: $work/$suite-$mode.log)"
   local start=$SECONDS
-  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel)
+  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel $seed)
   if [ "$mode" = root ]; then
     in_root "$root" "${tier[@]}"
   else
@@ -200,7 +285,8 @@ run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
 
 # The daemon with its sandbox off: a build must be refused, the fix named.
 sandbox_off() {
-  local suite=$1 root=$work/$1 version
+  local suite=$1 root version
+  root=$(root_of "$suite")
   version=$(in_root "$root" nix --version | awk '{ print $NF }')
   in_root "$root" /bin/sh -c '
     cp /etc/nix/nix.conf /etc/nix/nix.conf.on
@@ -222,27 +308,30 @@ sandbox_off() {
 }
 
 for suite in "${suites[@]}"; do
-  root=$work/$suite
-  if [ "$only" = probe ] || [ "$only" = all ]; then
+  root=$(root_of "$suite")
+  if [ "$only" = probe ] || { [ "$only" = all ] && [ "$quick" = false ]; }; then
     install -m 755 scripts/nix-probe.sh "$root/tmp/nix-probe.sh"
     rm -rf "$root/tmp/fixtures"
     in_root "$root" bash /tmp/nix-probe.sh /tmp/fixtures >&2
     cp -r "$root"/tmp/fixtures/nix-* crates/cuwheel-nix/tests/fixtures/
   fi
   [ "$only" = probe ] && continue
+  [ "$quick" = true ] && seed_root "$suite"
   for mode in $modes; do run_mode "$suite" "$mode"; done
   case " $modes " in *" untrusted "*) sandbox_off "$suite" ;; esac
 done
 [ "$only" = probe ] && exit 0
 
-# The wheel's sha256 must be one across every version and mode.
+# Each wheel's sha256 must be one across every version and mode.
 echo
-column -t -s $'\t' "$results"
-shas=$(awk -F'\t' '$3 == "wheel-sha256" { split($5, a, " "); print a[1] }' "$results" | sort -u)
+if command -v column >/dev/null; then column -t -s $'\t' "$results"; else cat "$results"; fi
+shas=$(awk -F'\t' '$3 == "wheel-sha256" { split($5, a, " "); print a[2], a[1] }' "$results" | sort -u)
 fails=$(awk -F'\t' '$4 == "FAIL"' "$results" | wc -l)
-if [ "$(printf '%s\n' "$shas" | grep -c .)" != 1 ]; then
-  echo "nix-versions: FAIL at commit $commit: the wheel differs across Nix versions or modes: $shas" >&2
+differ=$(printf '%s\n' "$shas" | awk '{ n[$1]++ } END { for (w in n) if (n[w] > 1) print w }')
+if [ -z "$shas" ] || [ -n "$differ" ]; then
+  echo "nix-versions: FAIL at commit $commit: a wheel differs across Nix versions or modes (or none was built): $differ" >&2
   exit 1
 fi
 [ "$fails" = 0 ] || { echo "nix-versions: FAIL: $fails steps failed (above)" >&2; exit 1; }
-echo "nix-versions: every step passed at commit $commit; the wheel's sha256 is $shas in every version and mode"
+echo "nix-versions: every step passed at commit $commit; each wheel's sha256 is one in every version and mode:"
+printf '%s\n' "$shas" | sed 's/^/  /'

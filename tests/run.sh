@@ -41,6 +41,7 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 command -v npm >/dev/null || missing+=(nodejs npm)
 command -v gpg >/dev/null || missing+=(gnupg)
 command -v git >/dev/null || missing+=(git)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
 . scripts/apt-install.sh
 apt_install "tests: installing what the tests run against" "${missing[@]}"
 

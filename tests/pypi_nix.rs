@@ -3,9 +3,9 @@
 //! label whose extension module is byte for byte the one of the cell's
 //! labelled wheel (the same link node: no second compile), whose METADATA
 //! pins the same torch and whose SBOM names the PyPI version; its audit ran
-//! PyPI's rules, real `twine check` accepts it, and
-//! `nix run .#publish -- --pypi DIR` writes exactly it into DIR. The
-//! labelled wheel fails `cuwheel audit --pypi`, naming the local label.
+//! PyPI's rules, and real `twine check` accepts it. The labelled wheel fails
+//! `cuwheel audit --pypi`, naming the local label. In the heavy tier,
+//! `nix run .#publish -- --pypi DIR` writes exactly the PyPI wheel into DIR.
 //!
 //! The pinned artifacts must be in the store (`bash tests/prepare.sh`).
 
@@ -125,9 +125,23 @@ fn the_pypi_wheel_shares_the_link_and_passes_pypis_rules() {
         said.contains("0.1.0+pt211cu130 has a local label"),
         "{said}"
     );
+}
 
-    // The publish app builds the PyPI wheels of the cells named and writes
-    // exactly them.
+/// The publish app builds the PyPI wheels of the cells named and writes
+/// exactly them. Heavy: the app runs the CLI that Nix builds, a second
+/// compilation of cuwheel (minutes on 2 cores) that no other test of CI's
+/// tier needs.
+#[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
+fn the_publish_app_writes_exactly_the_pypi_wheels_of_the_cells_named() {
+    let built = json(&nix_ok(&[
+        "build",
+        "--no-link",
+        "--json",
+        &installable(&format!("pypi.{CELL}")),
+    ]));
+    let pypi = wheel_in(Path::new(built[0]["outputs"]["out"].as_str().unwrap()));
+    let name = pypi.file_name().unwrap().to_str().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("dist");
     let dir_arg = dir.to_str().unwrap();

@@ -1,7 +1,8 @@
 //! `cuwheel reproduce` (the real binary) on the demo's real
 //! `cu130-py313-torch211` wheel, rebuilt by real Nix through the repository's flake:
 //! - the wheel Nix built reproduces identically after every derivation of
-//!   its cell was built again and compared (`nix-store --check`);
+//!   its cell was built again and compared (`nix-store --check`; heavy
+//!   tier);
 //! - a copy with one byte of the extension module's `.text` flipped (and a
 //!   correct RECORD) is different, and the report names the member and the
 //!   section;
@@ -107,7 +108,12 @@ fn rewrite(from: &Path, dir: &Path, edit: impl Fn(&str, &mut Vec<u8>) -> bool) -
     path
 }
 
+/// Heavy: CI's tier rebuilds the same derivations of the same wheel with
+/// `cuwheel reproduce` under the newest Nix, against the outputs the host's
+/// Nix built (tests/nix_versions_nix.rs); this is the host's Nix against
+/// itself.
 #[test]
+#[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn the_built_wheel_reproduces_identically_with_every_derivation_built_again() {
     let wheel = built_wheel();
     let out = reproduce(&[wheel.to_str().unwrap()]);

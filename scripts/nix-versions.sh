@@ -66,7 +66,7 @@ done
 [ ${#suites[@]} -gt 0 ] || suites=(sid)
 # HEAD with the tracked files' changes, as a commit no branch points at (the
 # same as HEAD when nothing changed).
-commit=$(git stash create)
+commit=$(git -c user.name=nix-versions -c user.email=nix-versions@localhost stash create)
 commit=${commit:-$(git rev-parse HEAD)}
 [ "$(id -u)" = 0 ] || { echo "nix-versions: run as root (debootstrap, unshare, pivot_root)" >&2; exit 1; }
 mkdir -p "$work"

@@ -165,9 +165,11 @@ EOF
 # the Debian system and its Nix are kept.
 empty_root() {
   local root; root=$(root_of "$1")
-  rm -rf "${root:?}/nix" "$root/root" "$root/home/alice" "$root/home/bob" "$root/var/cache/cuwheel-seed"
-  mkdir -p "$root/root" "$root/home/alice" "$root/home/bob"
-  in_root "$root" /bin/sh -ec 'chown alice: /home/alice; chown bob: /home/bob; chmod 700 /root'
+  rm -rf "${root:?}/nix" "$root/root" "$root/var/cache/cuwheel-seed"
+  mkdir -p "$root/root"
+  local user
+  for user in alice bob; do rm -rf "$root/home/$user"; mkdir -p "$root/home/$user"; done
+  in_root "$root" /bin/sh -ec 'for user in alice bob; do chown "$user": "/home/$user"; done; chmod 700 /root'
   cp "$root/etc/nix/nix.conf.base" "$root/etc/nix/nix.conf"
 }
 

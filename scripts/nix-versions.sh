@@ -43,7 +43,8 @@
 #
 # How artifacts get into a root: `cuwheel fetch` inside it (the registries
 # are reached the way the host reaches them: its apt configuration, CA
-# certificates and pip configuration are copied in).
+# certificates and pip configuration are copied in); with --quick, from the
+# host's caches and exported binary cache, as above.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD

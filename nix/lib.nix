@@ -38,9 +38,8 @@ let
         if builtins.pathExists pyprojectFile then builtins.fromTOML (builtins.readFile pyprojectFile)
         else throw "cuwheel: ${where} has no pyproject.toml (a flake sees only the files git tracks: `git add pyproject.toml`).";
       config = pyproject.tool.cuwheel or (throw "cuwheel: ${where}/pyproject.toml has no [tool.cuwheel] table: write one (cuwheel init; docs/guide/init.md).");
-      # What `cuwheel lock` records as config-sha256 (crates/cuwheel-build/src/json.rs writes the same JSON), of all
-      # but [tool.cuwheel.pypi], which locks nothing (crates/cuwheel-build/src/lock/mod.rs: config_sha256).
-      configSha256 = builtins.hashString "sha256" (builtins.toJSON (builtins.removeAttrs config [ "pypi" ]));
+      # What `cuwheel lock` records as config-sha256.
+      configSha256 = import ./config-digest.nix config;
       lockData =
         if builtins.pathExists lock then builtins.fromJSON (builtins.readFile lock)
         else throw "cuwheel: ${toString lock} is missing: run `cuwheel lock --project <the project directory>`, then `git add cuwheel.lock` (a flake sees only the files git tracks).";

@@ -1,6 +1,7 @@
 //! Cross-checks of `cuwheel::store` against Nix 2.8 itself: NAR hashes and
-//! fixed-output paths of generated files and trees, and `.drv` paths, bytes
-//! and output paths of generated `derivation { … }` expressions.
+//! fixed-output paths of generated files and trees, `.drv` paths, bytes
+//! and output paths of generated `derivation { … }` expressions, and the
+//! lock's config digest against the flake's (`nix/config-digest.nix`).
 //!
 //! Everything runs in a store rooted in a temporary directory (`--store`),
 //! so the tests need neither root nor a daemon, and leave nothing behind.
@@ -700,6 +701,80 @@ fn derivations_equal_nix_instantiate() {
         "compared {} derivations with nix-instantiate and nix-store --query --outputs",
         cases.len()
     );
+}
+
+/// `[tool.cuwheel]` tables that tell JSON writers apart: escapes and
+/// control characters, non-ASCII text and keys, key order (upper case,
+/// underscores, dotted keys), integers past a double's precision, empty and
+/// nested arrays and tables, arrays of tables, and a `pypi` table, which
+/// neither digest covers.
+const CONFIGS: &[&str] = &[
+    r#"module = "demo._C"
+kernels = ["csrc/*.cu"]
+cuda-archs = ["9.0", "10.0+PTX"]
+"#,
+    r#"name = "quote \" backslash \\ tab \t newline \n cr \r bell \u0007 del \u007f nul-ish \u0001"
+"é" = "中文 ☃ 🦀"
+Z = true
+a = false
+_ = 0
+B.c.d = -9007199254740993
+big = 9223372036854775807
+empty = []
+nested = [[1, 2], [], ["x", ["y"]]]
+inline = { b = 1, a = { z = "" } }
+[[tool.cuwheel.flavour]]
+name = "one"
+[[tool.cuwheel.flavour]]
+name = "two"
+extra = [{ k = "v" }]
+[tool.cuwheel.pypi]
+cuda = "13.0"
+max-file-size = 104857600
+"#,
+    "",
+];
+
+#[test]
+fn config_digests_equal_the_flakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let digest_nix = Path::new(env!("CARGO_MANIFEST_DIR")).join("nix/config-digest.nix");
+    for (i, config) in CONFIGS.iter().enumerate() {
+        let pyproject = dir.path().join(format!("pyproject-{i}.toml"));
+        fs::write(
+            &pyproject,
+            format!("[project]\nname = \"p\"\n[tool.cuwheel]\n{config}"),
+        )
+        .unwrap();
+        let ours = cuwheel::lock::config_sha256(&pyproject).unwrap();
+        let expr = format!(
+            "import {} (builtins.fromTOML (builtins.readFile {})).tool.cuwheel",
+            digest_nix.display(),
+            pyproject.display()
+        );
+        let out = run_ok(Command::new("nix").args([
+            "--extra-experimental-features",
+            "nix-command",
+            "eval",
+            "--impure",
+            "--raw",
+            "--expr",
+            &expr,
+        ]));
+        let nix = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(ours, nix, "config {i}:\n{config}");
+    }
+    // The PyPI table is left out, and nothing else is.
+    let digest = |config: &str| {
+        let pyproject = dir.path().join("pyproject.toml");
+        fs::write(&pyproject, format!("[tool.cuwheel]\n{config}")).unwrap();
+        cuwheel::lock::config_sha256(&pyproject).unwrap()
+    };
+    assert_eq!(
+        digest("a = 1\n"),
+        digest("a = 1\n[tool.cuwheel.pypi]\ncuda = \"13.0\"\n")
+    );
+    assert_ne!(digest("a = 1\n"), digest("a = 2\n"));
 }
 
 #[test]

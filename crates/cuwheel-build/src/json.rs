@@ -27,6 +27,13 @@ pub fn nix_compact(value: &serde_json::Value) -> String {
     out
 }
 
+/// The sha256, in hex, of `value` as [`nix_compact`] writes it: Nix's
+/// `builtins.hashString "sha256" (builtins.toJSON …)` of the same value.
+/// What the lock's config digest and a wheel's provenance digest are.
+pub fn nix_sha256(value: &serde_json::Value) -> String {
+    crate::store::Hash::sha256(nix_compact(value)).to_hex()
+}
+
 fn write_nix(value: &serde_json::Value, out: &mut String) {
     use serde_json::Value;
     match value {

@@ -125,7 +125,7 @@ impl ToolchainIdentity {
 /// `[project]` table (the wheel's metadata) and its `[tool.cuwheel]` table
 /// without `matrix` (which only says which cells exist) and `pypi` (which
 /// only says which of them also make a wheel for PyPI), as compact JSON
-/// ([`crate::json::nix_compact`]).
+/// ([`crate::json::nix_sha256`]).
 pub fn shaping_config_sha256(document: &toml::Table) -> String {
     let mut shaping = serde_json::Map::new();
     if let Some(project) = document.get("project") {
@@ -137,8 +137,7 @@ pub fn shaping_config_sha256(document: &toml::Table) -> String {
         config.remove(crate::lock::LOCK_FREE_KEY);
         shaping.insert("tool.cuwheel".into(), to_json(&toml::Value::Table(config)));
     }
-    let json = crate::json::nix_compact(&serde_json::Value::Object(shaping));
-    crate::store::Hash::sha256(json).to_hex()
+    crate::json::nix_sha256(&serde_json::Value::Object(shaping))
 }
 
 fn to_json(value: &toml::Value) -> serde_json::Value {

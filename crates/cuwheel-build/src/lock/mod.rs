@@ -339,8 +339,9 @@ fn progress(message: &str) {
 }
 
 /// The sha256 of the `[tool.cuwheel]` table as compact JSON, written as
-/// Nix's `builtins.toJSON` writes it ([`crate::json::nix_compact`]), so that
-/// the flake computes the same digest to refuse a stale lock: it changes
+/// Nix's `builtins.toJSON` writes it ([`crate::json::nix_sha256`]), so that
+/// the flake computes the same digest (`nix/config-digest.nix`) to refuse a
+/// stale lock: it changes
 /// exactly when the config does — but for `[tool.cuwheel.pypi]`, which only
 /// picks the cells that also make a wheel for PyPI and locks nothing, so
 /// choosing or changing it needs no new lock.
@@ -354,12 +355,11 @@ pub fn config_sha256(pyproject: &Path) -> Result<String> {
     if let Some(table) = table.as_table_mut() {
         table.remove(LOCK_FREE_KEY);
     }
-    let json = crate::json::nix_compact(&serde_json::to_value(&table)?);
-    Ok(crate::store::Hash::sha256(json).to_hex())
+    Ok(crate::json::nix_sha256(&serde_json::to_value(&table)?))
 }
 
 /// The key of `[tool.cuwheel]` that [`config_sha256`] leaves out (so does
-/// `nix/lib.nix`).
+/// `nix/config-digest.nix`).
 pub const LOCK_FREE_KEY: &str = "pypi";
 
 /// `pyproject.toml` as a TOML table.

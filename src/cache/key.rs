@@ -1,86 +1,33 @@
-//! Signing keys of a binary cache, in Nix's text form `NAME:BASE64`: a
-//! public key is 32 bytes (Ed25519), a secret key 64 (the seed, then the
-//! public key, as libsodium lays it out, which is how Nix stores it).
+//! A binary cache's signing keys on disk: a public key given as text or as
+//! the file holding it, a secret key file's public half, and a new pair
+//! written with `nix-store --generate-binary-cache-key` (never over an
+//! existing file). The key format itself is `cuwheel::store::signing`.
 //!
-//! In: key text or files, or a name to generate a pair under. Out: parsed
-//! keys, or a new pair written with `nix-store --generate-binary-cache-key`
-//! (never over an existing file).
+//! In: key text, key files, or a name to generate a pair under. Out: a
+//! [`PublicKey`], or the new pair's files.
 
-use std::fmt;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 
-const PUBLIC_LEN: usize = 32;
-const SECRET_LEN: usize = 64;
+pub use crate::store::signing::PublicKey;
+use crate::store::signing::check_name;
 
-/// A public key Nix checks signatures with (`trusted-public-keys`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublicKey {
-    pub name: String,
-    key: [u8; PUBLIC_LEN],
-}
-
-impl fmt::Display for PublicKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.name, STANDARD.encode(self.key))
+/// The key itself, or the file holding it (as `cuwheel cache key` writes
+/// `NAME.pub`).
+pub fn public_key_from_text_or_file(value: &str) -> Result<PublicKey> {
+    let file = Path::new(value);
+    if file.is_file() {
+        let text = fs::read_to_string(file)
+            .with_context(|| format!("cannot read the public key file {value}"))?;
+        return PublicKey::parse(&text).with_context(|| format!("in {value}"));
     }
-}
-
-/// `NAME:BASE64` with `len` bytes behind the colon.
-fn parse_key(text: &str, len: usize, what: &str) -> Result<(String, Vec<u8>)> {
-    let text = text.trim();
-    let Some((name, data)) = text.split_once(':') else {
-        bail!("'{text}' is not a Nix {what} key: expected NAME:BASE64");
-    };
-    check_name(name).with_context(|| format!("'{text}' is not a Nix {what} key (NAME:BASE64)"))?;
-    let bytes = STANDARD
-        .decode(data)
-        .ok()
-        .filter(|b| b.len() == len)
-        .with_context(|| {
-            format!("'{text}' is not a Nix {what} key: after NAME: expected {len} bytes in base64")
-        })?;
-    Ok((name.to_owned(), bytes))
-}
-
-/// A key name as Nix writes it before the colon.
-fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.contains(|c: char| c == ':' || c.is_whitespace() || c == '/') {
-        bail!(
-            "'{name}' cannot name a key: use a non-empty name without ':', '/' or spaces, such as \
-             'my-cache-1'"
-        );
-    }
-    Ok(())
-}
-
-impl PublicKey {
-    pub fn parse(text: &str) -> Result<PublicKey> {
-        let (name, bytes) = parse_key(text, PUBLIC_LEN, "public")?;
-        let mut key = [0; PUBLIC_LEN];
-        key.copy_from_slice(&bytes);
-        Ok(PublicKey { name, key })
-    }
-
-    /// The key itself, or the file holding it (as `cuwheel cache key` writes
-    /// `NAME.pub`).
-    pub fn from_text_or_file(value: &str) -> Result<PublicKey> {
-        let file = Path::new(value);
-        if file.is_file() {
-            let text = fs::read_to_string(file)
-                .with_context(|| format!("cannot read the public key file {value}"))?;
-            return PublicKey::parse(&text).with_context(|| format!("in {value}"));
-        }
-        PublicKey::parse(value).with_context(|| {
-            format!("'{value}' is neither a public key file nor a public key (NAME:BASE64)")
-        })
-    }
+    PublicKey::parse(value).with_context(|| {
+        format!("'{value}' is neither a public key file nor a public key (NAME:BASE64)")
+    })
 }
 
 /// A secret key file (`nix-store --generate-binary-cache-key`'s first
@@ -88,15 +35,12 @@ impl PublicKey {
 pub fn public_key_of_secret(file: &Path) -> Result<PublicKey> {
     let text = fs::read_to_string(file)
         .with_context(|| format!("cannot read the secret key file {}", file.display()))?;
-    let (name, bytes) = parse_key(&text, SECRET_LEN, "secret").with_context(|| {
+    PublicKey::of_secret(&text).with_context(|| {
         format!(
             "{} is not a Nix secret key file (make one with `cuwheel cache key NAME --out DIR`)",
             file.display()
         )
-    })?;
-    let mut key = [0; PUBLIC_LEN];
-    key.copy_from_slice(&bytes[PUBLIC_LEN..]);
-    Ok(PublicKey { name, key })
+    })
 }
 
 /// The files a new key pair is written to.
@@ -155,30 +99,25 @@ pub fn generate(name: &str, dir: &Path) -> Result<KeyPair> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_keys_and_derives_the_public_half() {
-        let public = format!("demo-1:{}", STANDARD.encode([7u8; 32]));
-        let key = PublicKey::parse(&format!("  {public}\n")).unwrap();
-        assert_eq!(key.name, "demo-1");
-        assert_eq!(key.to_string(), public);
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
 
+    #[test]
+    fn a_secret_key_files_public_half_is_read() {
+        let public = format!("demo-1:{}", STANDARD.encode([7u8; 32]));
         let mut secret = vec![1u8; 32];
         secret.extend([7u8; 32]);
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("demo-1.sec");
         fs::write(&file, format!("demo-1:{}", STANDARD.encode(&secret))).unwrap();
-        assert_eq!(public_key_of_secret(&file).unwrap(), key);
+        assert_eq!(public_key_of_secret(&file).unwrap().to_string(), public);
     }
 
     #[test]
-    fn bad_keys_say_what_a_key_looks_like() {
-        for bad in ["", "demo", ":AAAA", "demo:not-base64!", "demo:AAAA"] {
-            let err = format!("{:#}", PublicKey::parse(bad).unwrap_err());
-            assert!(err.contains("NAME"), "{bad}: {err}");
-        }
+    fn bad_key_files_say_what_a_key_looks_like() {
         let err = format!(
             "{:#}",
-            PublicKey::from_text_or_file("keys/missing.pub").unwrap_err()
+            public_key_from_text_or_file("keys/missing.pub").unwrap_err()
         );
         assert!(err.contains("neither a public key file"), "{err}");
         let public = format!("demo-1:{}", STANDARD.encode([7u8; 32]));

@@ -1,5 +1,6 @@
 //! The Nix store formats, computed without asking Nix: hashes and their
-//! printed forms, NAR serialisation, store paths, and `.drv` files — plus a
+//! printed forms, NAR serialisation, store paths, `.drv` files, `.narinfo`
+//! files and binary-cache signing keys — plus a
 //! typed wrapper over the `nix` commands for what only Nix can do.
 //!
 //! Every later stage of cuwheel names store objects through this crate (to
@@ -19,6 +20,7 @@ pub mod path;
 pub mod path_info;
 pub mod setup;
 pub mod shown_command;
+pub mod signing;
 
 pub use derivation::{Derivation, DerivationOutput};
 pub use hash::{Hash, HashAlgo};

@@ -18,6 +18,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::store::StorePath;
+use crate::store::narinfo::NarInfo;
 use crate::store::nix::{Nix, PathInfo};
 use key::PublicKey;
 
@@ -34,7 +35,7 @@ impl Substituter {
     pub fn new(location: &str, key: &str) -> Result<Substituter> {
         Ok(Substituter {
             url: cache_url(location)?,
-            public_key: PublicKey::from_text_or_file(key)?,
+            public_key: key::public_key_from_text_or_file(key)?,
         })
     }
 
@@ -118,7 +119,7 @@ pub fn unsigned(nix: &Nix, key: &PublicKey, infos: &[PathInfo]) -> Result<Vec<St
             .parse()
             .with_context(|| format!("Nix reported '{}' as a store path", info.path))?;
         let file = scratch.path().join(format!("{}.narinfo", path.hash_part()));
-        fs::write(&file, narinfo_without_ca(info))
+        fs::write(&file, narinfo_without_ca(info, path.clone())?)
             .with_context(|| format!("cannot write {}", file.display()))?;
         paths.push(path);
     }
@@ -128,24 +129,29 @@ pub fn unsigned(nix: &Nix, key: &PublicKey, infos: &[PathInfo]) -> Result<Vec<St
 
 /// A `.narinfo` with what a signature covers and the signatures, and no
 /// content address (`URL` is required but unused: nothing is downloaded).
-fn narinfo_without_ca(info: &PathInfo) -> String {
-    let references: Vec<&str> = info
+fn narinfo_without_ca(info: &PathInfo, path: StorePath) -> Result<String> {
+    let references = info
         .references
         .iter()
-        .map(|r| r.rsplit('/').next().unwrap_or(r))
-        .collect();
-    let mut text = format!(
-        "StorePath: {}\nURL: nar/unused.nar\nCompression: none\nNarHash: {}\nNarSize: {}\n\
-         References: {}\n",
-        info.path,
-        info.nar_hash,
-        info.nar_size,
-        references.join(" ")
-    );
-    for sig in &info.signatures {
-        text += &format!("Sig: {sig}\n");
-    }
-    text
+        .map(|r| {
+            r.parse()
+                .with_context(|| format!("Nix reported '{r}' as a reference of {}", info.path))
+        })
+        .collect::<Result<Vec<StorePath>>>()?;
+    let narinfo = NarInfo {
+        store_path: path,
+        url: "nar/unused.nar".into(),
+        compression: "none".into(),
+        file_hash: None,
+        file_size: None,
+        nar_hash: info.nar_hash.clone(),
+        nar_size: info.nar_size,
+        references,
+        deriver: None,
+        signatures: info.signatures.clone(),
+        ca: None,
+    };
+    Ok(narinfo.to_text())
 }
 
 #[cfg(test)]
@@ -196,8 +202,9 @@ mod tests {
             ca: Some("fixed:sha256:0x5l".into()),
             download_size: Some(97),
         };
+        let path = info.path.parse().unwrap();
         assert_eq!(
-            narinfo_without_ca(&info),
+            narinfo_without_ca(&info, path).unwrap(),
             "StorePath: /nix/store/gjb2860bxnnqh6i0jpqn9hv5s96cdvl0-f.txt\nURL: nar/unused.nar\n\
              Compression: none\nNarHash: sha256-N+5d3l9pfZXFYD1HNs1/0gt56XWcqknGQ5twsRkSves=\n\
              NarSize: 128\nReferences: 71fc7s32zl20dc955bhghy5dvalm7ndz-busybox\n\

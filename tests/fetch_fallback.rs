@@ -373,7 +373,7 @@ fn build_deb(dir: &Path, spec: &DebSpec) -> Built {
             .arg(&tree)
             .arg(&path),
     );
-    let (sha256, size) = cuwheel::lock::cache::sha256_file(&path).unwrap();
+    let (sha256, size) = cuwheel::lock::downloads::sha256_file(&path).unwrap();
     Built {
         name: spec.name.to_owned(),
         version: spec.version.to_owned(),

@@ -23,7 +23,7 @@ use anyhow::Result;
 
 use super::session::Session;
 use crate::lock::apt::{self, AptSuite};
-use crate::lock::cache::Clients;
+use crate::lock::downloads::Clients;
 use crate::lock::format::{Artifact, Source};
 use crate::lock::pins;
 use crate::lock::pip::Pip;

@@ -42,7 +42,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cache::{Substituter, unsigned};
 use crate::lock::apt::{self, AptSuite, Gone, Listing};
-use crate::lock::cache::{Cache, Clients, Expected};
+use crate::lock::downloads::{Cache, Clients, Expected};
 use crate::lock::format::{Artifact, Lock, Source, store_name};
 use crate::lock::pip::Pip;
 use crate::store::nix::Nix;

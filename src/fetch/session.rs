@@ -20,7 +20,7 @@ use super::crates::{self, LockedCrate};
 use super::progress::{Progress, megabytes};
 use super::{Wanted, expected, flat_path};
 use crate::lock::apt::Gone;
-use crate::lock::cache::{Cache, Clients, Expected};
+use crate::lock::downloads::{Cache, Clients, Expected};
 use crate::lock::format::{Lock, Source};
 use crate::lock::tree;
 use crate::store::StorePath;

@@ -215,11 +215,13 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
                 crate::lock::torch::PROBE_PYTHON,
             ));
         let read = match &options.torch_archs {
-            torch_archs::Origin::Wheels => crate::lock::cache::Cache::locate().and_then(|cache| {
-                torch_archs::for_toolkits(bound, &pip, &cache, python, &baseline, &|line| {
-                    eprintln!("{line}")
+            torch_archs::Origin::Wheels => {
+                crate::lock::downloads::Cache::locate().and_then(|cache| {
+                    torch_archs::for_toolkits(bound, &pip, &cache, python, &baseline, &|line| {
+                        eprintln!("{line}")
+                    })
                 })
-            }),
+            }
             torch_archs::Origin::Given(given) => torch_archs::given(bound, given),
         };
         match read {

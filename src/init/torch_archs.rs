@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 
 use super::python::Toolkit;
 use crate::audit::fatbin::{self, Fatbin, ImageKind};
-use crate::lock::cache::{Cache, Clients, Expected};
+use crate::lock::downloads::{Cache, Clients, Expected};
 use crate::lock::format::Source;
 use crate::lock::pip::{Pip, Target};
 use crate::spec::{Baseline, PythonAbi};

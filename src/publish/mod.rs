@@ -29,7 +29,7 @@
 
 pub mod binary_cache;
 pub mod index;
-pub mod lock;
+pub mod index_lock;
 pub mod pypi;
 pub mod tree;
 pub mod verify;
@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::audit::{AuditOptions, audit_file};
-use crate::lock::cache::sha256_file;
+use crate::lock::downloads::sha256_file;
 use crate::store::hash::Hash;
 use crate::wheel::WheelFile;
 use index::{PublishedWheel, WheelLinks};
@@ -87,7 +87,7 @@ pub fn publish_with(
     dir: &Path,
     wheels: &[PathBuf],
     links: &WheelLinks,
-    on_wait: &mut dyn FnMut(&lock::Waiting),
+    on_wait: &mut dyn FnMut(&index_lock::Waiting),
 ) -> Result<PublishSummary> {
     if fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) && !dir.is_dir() {
         bail!(
@@ -99,14 +99,14 @@ pub fn publish_with(
     // that has a lock file may be a first publish's, half written: it is
     // judged again under the lock, once that publish is done.
     if let Err(error) = check_index_dir(dir) {
-        if !dir.join(lock::LOCK_FILE).exists() {
+        if !dir.join(index_lock::LOCK_FILE).exists() {
             return Err(error);
         }
     }
     tree::check_generations_dir(dir)?;
     // The slow part, reading only the wheels: before the lock.
     let given = check_wheels(wheels, &Refusal::publish(dir), &AuditOptions::default())?;
-    let held = lock::lock(dir, on_wait)?;
+    let held = index_lock::lock(dir, on_wait)?;
     let result = publish_locked(dir, given, links);
     if result.is_err() {
         // Leave no trace of a refused publish into a new directory.
@@ -186,7 +186,7 @@ fn check_index_dir(dir: &Path) -> Result<()> {
         Ok(entries) => {
             let mut entries = entries.filter(|e| {
                 e.as_ref()
-                    .map_or(true, |e| e.file_name() != lock::LOCK_FILE)
+                    .map_or(true, |e| e.file_name() != index_lock::LOCK_FILE)
             });
             if entries.next().is_some() {
                 bail!(

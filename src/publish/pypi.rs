@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{NewWheel, Refusal, check_wheels, lock, remove_stale_temp_files, store_wheel};
+use super::{NewWheel, Refusal, check_wheels, index_lock, remove_stale_temp_files, store_wheel};
 use crate::audit::{AuditOptions, PypiRules};
-use crate::lock::cache::sha256_file;
+use crate::lock::downloads::sha256_file;
 
 /// What a PyPI publish did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub fn publish_pypi(dir: &Path, wheels: &[PathBuf], rules: PypiRules) -> Result<
         );
     }
     let given = checked(wheels, rules, Refusal::publish(dir))?;
-    let held = lock::lock(dir, &mut |waiting| {
+    let held = index_lock::lock(dir, &mut |waiting| {
         let _ = writeln!(io::stderr(), "publish: {waiting}");
     })?;
     let result = (|| {

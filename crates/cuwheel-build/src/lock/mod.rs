@@ -16,15 +16,15 @@
 //! [`archive`] finds and reads the Python header archives no registry
 //! carries; the files whose contents the lock describes further (torch
 //! headers, seeds, archives) or whose size pip does not report are
-//! downloaded through [`cache`] and measured by [`tree`]; [`format`] writes
+//! downloaded through [`downloads`] and measured by [`tree`]; [`format`] writes
 //! the result, with the date of each suite's index, where [`snapshot`] finds
 //! the pinned files after the mirror has dropped them. [`refresh`] re-pins
 //! only what the mirror dropped.
 
 pub mod apt;
 pub mod archive;
-pub mod cache;
 pub mod debian;
+pub mod downloads;
 pub mod driver;
 pub mod format;
 pub mod net;
@@ -47,8 +47,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::spec::{CompatTable, HeaderArchive, MatrixFacts, Spec};
 use crate::wheel::WheelFilename;
-use cache::{Cache, Clients, Expected};
 use debian::{DebianData, Index};
+use downloads::{Cache, Clients, Expected};
 use driver::DriverLock;
 use format::{Artifact, CudaToolchain, Lock, Seed, Source, SuiteIndex, Toolchain};
 use pip::{Pip, Target};
@@ -589,7 +589,7 @@ impl Resolver<'_> {
                     size: None,
                 };
                 let path = self.clients.download(&source, &unchecked, dir.path())?;
-                let (sha256, _) = cache::sha256_file(&path)?;
+                let (sha256, _) = downloads::sha256_file(&path)?;
                 let expected = Expected {
                     file: &archive.file,
                     sha256: &sha256,

@@ -17,7 +17,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::cache::Cache;
+use super::downloads::Cache;
 use crate::file_lock::{FileLock, Mode};
 use crate::process::checked_output;
 

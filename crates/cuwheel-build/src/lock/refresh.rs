@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::cache::{Cache, Clients, Expected};
 use super::debian::{DebianData, Index};
+use super::downloads::{Cache, Clients, Expected};
 use super::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
 use super::pip::Pip;
 use super::{LOCK_FILE, LockOptions, apt, config_sha256, pins, tree};

@@ -18,6 +18,8 @@
 
 mod common;
 
+use common::{demo, text};
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -31,14 +33,6 @@ use common::{
 use cuwheel::cache::Substituter;
 use cuwheel::fetch::pinned_paths;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
-
-fn demo() -> PathBuf {
-    repo().join("examples/demo-ext")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `cuwheel fetch` of the demo into `store`, offline, where pip, apt-get
 /// and cargo cannot be reached: PATH holds only nix and nix-store, HOME and

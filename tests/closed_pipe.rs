@@ -12,10 +12,11 @@
 
 mod common;
 
+use common::demo;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{cuwheel_bin, run_ok};
@@ -64,10 +65,6 @@ fn assert_quiet(args: &[&str], closed: Closed) {
         "cuwheel {args:?} with a closed {closed:?} ended with {} instead of SIGPIPE:\n{other}",
         out.status
     );
-}
-
-fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
 }
 
 #[test]

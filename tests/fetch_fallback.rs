@@ -25,6 +25,8 @@
 
 mod common;
 
+use common::text;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -455,10 +457,6 @@ fn cuwheel_with(args: &[&str], cache: &Path, env: &[(&str, String)]) -> Output {
         .env_remove("HTTP_PROXY")
         .output()
         .expect("cannot run cuwheel")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Who uses each toolchain: the cells that name it in a role.

@@ -19,6 +19,8 @@
 
 mod common;
 
+use common::{demo, stderr};
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -30,10 +32,6 @@ use common::project::copy_dir;
 const FULL_STDOUT: &str =
     "error: cannot write to standard output: No space left on device (os error 28)";
 
-fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
-}
-
 fn full_device() -> Stdio {
     Stdio::from(
         fs::OpenOptions::new()
@@ -41,10 +39,6 @@ fn full_device() -> Stdio {
             .open("/dev/full")
             .unwrap(),
     )
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

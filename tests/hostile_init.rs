@@ -11,6 +11,8 @@
 
 mod common;
 
+use common::stderr;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -40,10 +42,6 @@ fn init_ci(root: &Path) -> Output {
         .arg(root)
         .output()
         .unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn mkfifo(path: &Path) {

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::stderr;
+
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::Path;
 use std::process::Output;
@@ -21,10 +23,6 @@ fn cuwheel(args: &[&str], paths: &[&Path]) -> Output {
         .args(paths)
         .output()
         .expect("cuwheel runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn mkfifo(path: &Path) {

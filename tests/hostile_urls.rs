@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::texts;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -38,13 +40,6 @@ fn reproduce(project: &Path, url: &str, extra: &[&str], env: &[(&str, &str)]) ->
     cmd.output().expect("cuwheel runs")
 }
 
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// A loopback port where nothing listens.
 fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -66,7 +61,7 @@ fn a_newline_in_a_url_overwrites_nothing_and_asks_no_server() {
         victim.display()
     );
     let out = reproduce(tmp.path(), &url, &[], &[]);
-    let (stdout, stderr) = text(&out);
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stdout, "");
     assert_eq!(
@@ -92,7 +87,7 @@ fn a_newline_in_a_url_overwrites_nothing_and_asks_no_server() {
     ] {
         let url = format!("http://127.0.0.1:{port}/x{bad}.whl");
         let out = reproduce(tmp.path(), &url, &[], &[]);
-        let (_, stderr) = text(&out);
+        let (_, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(
             stderr,
@@ -138,7 +133,7 @@ fn a_server_that_never_answers_fails_the_download_with_how_to_wait_longer() {
         (&[][..], &[("CUWHEEL_STALL_TIMEOUT", "1")][..]),
     ] {
         let out = reproduce(tmp.path(), &url, flags, env);
-        let (stdout, stderr) = text(&out);
+        let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(stdout, "");
         assert_eq!(stderr, expected);
@@ -150,7 +145,7 @@ fn a_server_that_never_answers_fails_the_download_with_how_to_wait_longer() {
         (&[][..], &[("CUWHEEL_DOWNLOAD_TIMEOUT", "1")][..]),
     ] {
         let out = reproduce(tmp.path(), &url, flags, env);
-        let (stdout, stderr) = text(&out);
+        let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(stdout, "");
         assert_eq!(
@@ -166,7 +161,7 @@ fn a_server_that_never_answers_fails_the_download_with_how_to_wait_longer() {
     }
 
     let out = reproduce(tmp.path(), &url, &[], &[("CUWHEEL_STALL_TIMEOUT", "soon")]);
-    let (_, stderr) = text(&out);
+    let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(
         stderr,
@@ -288,7 +283,7 @@ fn no_form_of_password_is_printed_by_reproduce() {
     for (url, secrets, before_curl, curl_status) in cases {
         for json in [false, true] {
             let out = reproduce(tmp.path(), &url, if json { &["--json"] } else { &[] }, &[]);
-            let (stdout, stderr) = text(&out);
+            let (stdout, stderr) = texts(&out);
             assert_eq!(out.status.code(), Some(1), "{url:?}: {stderr}");
             for secret in &secrets {
                 assert!(
@@ -403,7 +398,7 @@ fn no_form_of_password_is_printed_by_publish_base_url() {
             .arg(&wheel)
             .output()
             .unwrap();
-        let (stdout, stderr) = text(&out);
+        let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(stdout, "");
         assert_eq!(
@@ -546,7 +541,7 @@ fn upload_refuses_every_url_with_credentials_and_never_passes_one_to_twine() {
     ];
     for (url, secret, message) in cases {
         let out = upload(&fake, url, &wheel);
-        let (stdout, stderr) = text(&out);
+        let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(1), "{url:?}: {stderr}");
         assert_eq!(
             (stdout.as_str(), stderr.as_str()),
@@ -560,7 +555,7 @@ fn upload_refuses_every_url_with_credentials_and_never_passes_one_to_twine() {
     // in its environment only, never on its command line (what process
     // lists show).
     let out = upload(&fake, "http://127.0.0.1:9/legacy/", &wheel);
-    let (stdout, stderr) = text(&out);
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stdout.contains("env-Secret-0") && !stderr.contains("env-Secret-0"));
     let args = std::fs::read_to_string(&argv).unwrap();

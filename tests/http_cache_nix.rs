@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::text;
+
 use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,10 +30,6 @@ use cuwheel::cache::Substituter;
 
 /// The cell `build_cell_from_cache` builds.
 const CELL: &str = "cu130-py313-torch211";
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[test]
 #[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::stderr;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -82,10 +84,6 @@ fn init(root: &Path, path: Option<&Path>) -> Output {
         cmd.env("PATH", path);
     }
     cmd.output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn pyproject(root: &Path) -> toml::Table {

@@ -24,6 +24,8 @@
 mod audit_support;
 mod common;
 
+use common::demo;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,10 +44,6 @@ const TORCH_211: &str = "torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl";
 const TORCH_291: &str = "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl";
 const CUDA_RUNTIME: &str =
     "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
-
-fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
-}
 
 /// The store path of an artifact the demo's lock pins, which must be there.
 fn artifact(name: &str) -> PathBuf {

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::stderr;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -66,10 +68,6 @@ fn cuwheel(args: &[&str], cache: &Path) -> Output {
         cmd.arg("--python").arg(env.python());
     }
     cmd.output().expect("cannot run cuwheel")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn shared_cache() -> PathBuf {

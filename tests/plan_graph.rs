@@ -3,8 +3,12 @@
 //! set, inputs that never name Python, torch's nvcc flags with the configured
 //! gencode set, names that stay unique, and deterministic JSON.
 
+mod common;
+
+use common::demo;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use cuwheel::lock::format::{CellToolchains, Lock, Toolchain};
@@ -13,16 +17,12 @@ use cuwheel::plan::{
 };
 use cuwheel::spec::{BindingFlavour, Config, Spec, matrix};
 
-fn demo_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
-}
-
 fn demo_lock() -> Lock {
-    Lock::read(&demo_dir().join("cuwheel.lock")).unwrap()
+    Lock::read(&demo().join("cuwheel.lock")).unwrap()
 }
 
 fn demo_plan() -> Plan {
-    let spec = Spec::load(&demo_dir()).unwrap();
+    let spec = Spec::load(&demo()).unwrap();
     let cells = spec.cells(&demo_lock().facts).unwrap();
     let project = sources::read(&spec).unwrap();
     // Each kernel includes its own device header, the shared one, and the
@@ -647,7 +647,7 @@ fn a_source_outside_the_project_is_refused() {
 #[test]
 fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     // Without asking Nix what is built (tests/wheels_nix.rs does).
-    let text = plan_without_store(&demo_dir());
+    let text = plan_without_store(&demo());
     assert!(text.starts_with("cells (29):\n"), "{text}");
     assert!(
         text.contains(
@@ -680,7 +680,7 @@ fn cuwheel_plan_prints_the_cells_the_shared_objects_and_the_arithmetic() {
     );
     let json = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
         .args(["plan", "--json", "--project"])
-        .arg(demo_dir())
+        .arg(demo())
         .output()
         .expect("cuwheel runs");
     assert_eq!(
@@ -702,7 +702,7 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
     ] {
         let to = dir.path().join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(demo_dir().join(file), to).unwrap();
+        std::fs::copy(demo().join(file), to).unwrap();
     }
     std::fs::create_dir_all(dir.path().join("csrc/include")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cuwheel"))
@@ -722,11 +722,11 @@ fn cuwheel_plan_without_a_lock_says_to_run_cuwheel_lock() {
 fn a_kernel_symlinked_outside_the_project_is_refused_as_json_too() {
     let project = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
-    let mut todo = vec![demo_dir()];
+    let mut todo = vec![demo()];
     while let Some(dir) = todo.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            let to = project.path().join(path.strip_prefix(demo_dir()).unwrap());
+            let to = project.path().join(path.strip_prefix(demo()).unwrap());
             if path.is_dir() {
                 std::fs::create_dir_all(&to).unwrap();
                 todo.push(path);
@@ -950,7 +950,7 @@ fn the_recipe_pins_torch_and_records_the_provenance() {
     // The nvcc is not the CUDA the cell serves, and the provenance says so.
     assert_eq!(p.nvcc, "12.5");
     assert_eq!(p.cuda_archs, ["8.0", "9.0+PTX"]);
-    let pyproject = std::fs::read_to_string(demo_dir().join("pyproject.toml")).unwrap();
+    let pyproject = std::fs::read_to_string(demo().join("pyproject.toml")).unwrap();
     assert_eq!(
         p.config_sha256,
         cuwheel::build::provenance::shaping_config_sha256(&toml::from_str(&pyproject).unwrap())

@@ -22,6 +22,8 @@
 
 mod common;
 
+use common::texts;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,13 +42,6 @@ fn attr(flake: &Path, attr: &str) -> String {
 
 fn cuwheel(args: &[&str]) -> Output {
     Command::new(cuwheel_bin()).args(args).output().unwrap()
-}
-
-fn texts(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn eval_raw(installable: &str) -> String {

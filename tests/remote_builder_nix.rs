@@ -19,6 +19,8 @@
 
 mod common;
 
+use common::text;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -29,10 +31,6 @@ use common::sshd::Sshd;
 use common::{TempStore, run_ok};
 
 const KERNEL: &str = "kernels.kernel-cuda130-torch211-axpby";
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// `nix path-info --json` of `path` in the store at `url` (`None`: the
 /// system store): its NAR hash and size.

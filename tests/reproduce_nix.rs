@@ -18,6 +18,8 @@
 
 mod common;
 
+use common::texts;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -68,13 +70,6 @@ fn reproduce(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn texts(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The wheel at `from` written again into `dir` with `edit` applied to its

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::demo;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,14 +32,10 @@ use serde_json::Value;
 const CELL: &str = "cu130-py313-torch211";
 const EPOCH: u64 = 1_700_000_000;
 
-fn demo_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
-}
-
 /// The recipe the demo's wheel node hands `cuwheel build-wheel` for CELL.
 fn demo_recipe() -> WheelRecipe {
-    let spec = Spec::load(&demo_dir()).unwrap();
-    let lock = Lock::read(&demo_dir().join("cuwheel.lock")).unwrap();
+    let spec = Spec::load(&demo()).unwrap();
+    let lock = Lock::read(&demo().join("cuwheel.lock")).unwrap();
     let cells = spec.cells(&lock.facts).unwrap();
     let project = sources::read(&spec).unwrap();
     let plan = Plan::new(

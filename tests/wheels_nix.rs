@@ -19,10 +19,12 @@
 
 mod common;
 
+use common::stderr;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::flake::{
@@ -75,10 +77,6 @@ fn append(file: &Path, text: &str) {
     let mut body = fs::read_to_string(file).unwrap();
     body.push_str(text);
     fs::write(file, body).unwrap();
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

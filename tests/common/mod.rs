@@ -105,16 +105,32 @@ pub fn store_listing(store: &Path) -> std::collections::BTreeSet<String> {
     }
 }
 
-/// The path of the `cuwheel` binary built for this test run.
-/// A command's stdout then stderr, as one text.
-pub fn output_text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// Bytes a process wrote, as text (invalid UTF-8 replaced).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A command's stderr, as text.
+pub fn stderr(out: &Output) -> String {
+    text(&out.stderr)
+}
+
+/// A command's stdout and stderr, as two texts.
+pub fn texts(out: &Output) -> (String, String) {
+    (text(&out.stdout), text(&out.stderr))
+}
+
+/// A command's stdout then stderr, as one text.
+pub fn output_text(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// The demo project, `examples/demo-ext`.
+pub fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext")
+}
+
+/// The path of the `cuwheel` binary built for this test run.
 pub fn cuwheel_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_cuwheel"))
 }

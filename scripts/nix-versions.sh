@@ -65,6 +65,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#suites[@]} -gt 0 ] || suites=(sid)
+# The demo's cells every mode builds: the first, then a second Python of
+# the same toolkit and torch (whose kernel objects are the first's).
+cells="cu130-py313-torch211 cu130-py311-torch211"
 # HEAD with the tracked files' changes, as a commit no branch points at (the
 # same as HEAD when nothing changed).
 commit=$(git -c user.name=nix-versions -c user.email=nix-versions@localhost stash create)
@@ -221,13 +224,14 @@ seed_root() {
   host_nix=$(nix --version | awk '{ print $NF }')
   say "host: Nix $host_nix builds the demo's two cells and exports their inputs (log: $work/seed.log)"
   {
-    for cell in cu130-py313-torch211 cu130-py311-torch211; do
+    for cell in $cells; do
       nix --extra-experimental-features 'nix-command flakes' build -L "$repo#wheels.$cell" -o "$seed/result-$cell"
       printf '%s %s %s\n' "$cell" "$(sha256sum "$seed/result-$cell"/*.whl | cut -d' ' -f1)" "$(basename "$seed/result-$cell"/*.whl)" >> "$seed/sha256s"
     done
     "$cuwheel_bin" cache key host-1 --out "$seed/keys"
+    # shellcheck disable=SC2046 # one --cell per cell
     "$cuwheel_bin" cache export "$seed/cache" --key "$seed/keys/host-1.sec" --project "$project" \
-      --cell cu130-py313-torch211 --cell cu130-py311-torch211
+      $(printf -- '--cell %s ' $cells)
   } > "$work/seed.log" 2>&1 || { tail -20 "$work/seed.log" >&2; echo "nix-versions: the host could not build or export the seed (log: $work/seed.log)" >&2; exit 1; }
   say "host: seeded in $((SECONDS - start)) s"
   while read -r cell sha name; do
@@ -269,7 +273,7 @@ run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
   version=$(in_root "$root" nix --version | awk '{ print $NF }')
   say "$suite: Nix $version, mode $mode (log: $work/$suite-$mode.log)"
   local start=$SECONDS
-  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel $seed)
+  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel $cells $seed)
   if [ "$mode" = root ]; then
     in_root "$root" "${tier[@]}"
   else

@@ -210,17 +210,13 @@ copy_checkout() {
   in_root "$root" chown -R "$owner" "$dir"
 }
 
-# The quick tier's seed, from the host's Nix: both cells built here (their
-# wheels' sha256s are what every root must build), their inputs exported
-# to a binary cache with a key of this run's, all of it hardlinked into the
-# root with the host's download cache and cargo's registry cache (cuwheel's
-# own crates); the daemon's nix.conf names the
-# cache, as an administrator's would.
-seed_root() {
-  local suite=$1 root; root=$(root_of "$1")
-  local seed=$work/seed project=examples/demo-ext cell host_nix
+# The quick tier's seed, made once from the host's Nix: both cells built
+# here (their wheels' sha256s are what every root must build), their inputs
+# exported to a binary cache with a key of this run's.
+seed=$work/seed
+seed_host() {
+  local project=examples/demo-ext host_nix start=$SECONDS
   rm -rf "$seed"; mkdir -p "$seed"
-  local start=$SECONDS
   host_nix=$(nix --version | awk '{ print $NF }')
   say "host: Nix $host_nix builds the demo's two cells and exports their inputs (log: $work/seed.log)"
   {
@@ -234,9 +230,17 @@ seed_root() {
       $(printf -- '--cell %s ' $cells)
   } > "$work/seed.log" 2>&1 || { tail -20 "$work/seed.log" >&2; echo "nix-versions: the host could not build or export the seed (log: $work/seed.log)" >&2; exit 1; }
   say "host: seeded in $((SECONDS - start)) s"
+  local cell sha name
   while read -r cell sha name; do
     printf '%s\thost\twheel-sha256\tok\t%s %s\n' "$host_nix" "$sha" "$name" | tee -a "$results" >&2
   done < "$seed/sha256s"
+}
+
+# The seed hardlinked into a root, with the host's download cache and
+# cargo's registry cache (cuwheel's own crates); the daemon's nix.conf names
+# the seed's cache, as an administrator's would.
+plant_seed() {
+  local root; root=$(root_of "$1")
   mkdir -p "$root/var/cache/cuwheel-seed" "$root/root/.cache/cuwheel"
   cp -al "$seed/cache" "$seed/keys" "$seed/sha256s" "$root/var/cache/cuwheel-seed/"
   local files=${XDG_CACHE_HOME:-$HOME/.cache}/cuwheel/files
@@ -262,9 +266,9 @@ pip_env+=(PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 if [ -d "${HOME:-/nonexistent}/.config/pip" ]; then have_user_pip=1; else have_user_pip=0; fi
 
 run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
-  local suite=$1 mode=$2 root user home version seed=
+  local suite=$1 mode=$2 root user home version root_seed=
   root=$(root_of "$suite")
-  [ "$quick" = true ] && seed=/var/cache/cuwheel-seed
+  [ "$quick" = true ] && root_seed=/var/cache/cuwheel-seed
   case $mode in root) user=root ;; trusted) user=alice ;; *) user=bob ;; esac
   if [ "$user" = root ]; then home=/root; else home="/home/$user"; fi
   copy_checkout "$root" "$home/cuwheel" "$user"
@@ -273,7 +277,7 @@ run_mode() { # run_mode SUITE MODE: the tier's commands, results into $results
   version=$(in_root "$root" nix --version | awk '{ print $NF }')
   say "$suite: Nix $version, mode $mode (log: $work/$suite-$mode.log)"
   local start=$SECONDS
-  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel $cells $seed)
+  local tier=(env "${pip_env[@]}" bash "$home/cuwheel/scripts/nix-versions-in-root.sh" "$mode" "$home/cuwheel" /usr/local/bin/cuwheel $cells $root_seed)
   if [ "$mode" = root ]; then
     in_root "$root" "${tier[@]}"
   else
@@ -314,6 +318,7 @@ sandbox_off() {
   fi
 }
 
+[ "$quick" = true ] && [ "$only" != probe ] && seed_host
 for suite in "${suites[@]}"; do
   root=$(root_of "$suite")
   if [ "$only" = probe ] || { [ "$only" = all ] && [ "$quick" = false ]; }; then
@@ -323,7 +328,7 @@ for suite in "${suites[@]}"; do
     cp -r "$root"/tmp/fixtures/nix-* crates/cuwheel-nix/tests/fixtures/
   fi
   [ "$only" = probe ] && continue
-  [ "$quick" = true ] && seed_root "$suite"
+  [ "$quick" = true ] && plant_seed "$suite"
   for mode in $modes; do run_mode "$suite" "$mode"; done
   case " $modes " in *" untrusted "*) sandbox_off "$suite" ;; esac
 done
@@ -344,7 +349,7 @@ fi
 # tests that follow (a failed run keeps it, to be looked into).
 if [ "$quick" = true ]; then
   for suite in "${suites[@]}"; do empty_root "$suite"; done
-  rm -rf "$work/seed"
+  rm -rf "$seed"
 fi
 echo "nix-versions: every step passed at commit $commit; each wheel's sha256 is one in every version and mode:"
 printf '%s\n' "$shas" | sed 's/^/  /'

@@ -12,12 +12,12 @@
 #   SEED  the quick tier (CI's): a directory the host filled — cache/ (a
 #         binary cache of the two cells' inputs, exported by the host's
 #         Nix), keys/host-1.pub, and sha256s (each cell's wheel as the host
-#         built it). Root fills its empty store from it offline (cuwheel's
-#         download cache is the host's, hardlinked), builds the first cell
-#         and reproduces it; the untrusted user builds the second Python
-#         through the daemon, which substitutes from the same cache because
-#         its nix.conf names it. Without SEED every mode fetches from the
-#         registries and builds everything itself.
+#         built it); the root's nix.conf names that cache as a
+#         substituter. Root fills its empty store from it offline
+#         (cuwheel's download cache is the host's, hardlinked), builds the
+#         first cell and reproduces it; the untrusted user builds the second
+#         Python through the daemon. Without SEED every mode fetches from
+#         the registries and builds everything itself.
 set -uo pipefail
 mode=$1 src=$2 cuwheel=$3 cell=$4 second=$5 seed=${6:-}
 cd "$src"
@@ -46,14 +46,10 @@ wheel_result() {
 }
 nix=(nix --extra-experimental-features 'nix-command flakes' --option sandbox true
   --option sandbox-fallback false --max-jobs auto)
-# Root takes the host's cache on the command line; the daemon's users take
-# whatever the daemon's nix.conf names (an untrusted user's --option
-# substituters would be ignored anyway).
-if [ -n "$seed" ] && [ "$mode" = root ]; then
-  nix+=(--option substituters "file://$seed/cache" --option trusted-public-keys "$(cat "$seed/keys/host-1.pub")")
-elif [ -z "$seed" ]; then
-  nix+=(--option substituters '')
-fi
+# With a seed, every mode substitutes from the cache the root's nix.conf
+# names (an untrusted user's --option substituters would be ignored
+# anyway); without one, from nothing.
+[ -n "$seed" ] || nix+=(--option substituters '')
 mkdir -p target
 
 # The binary cache of a user's own: a key, an export of one cell.

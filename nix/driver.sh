@@ -1,5 +1,6 @@
-# Builder of driver.nix's binaries. Inputs: $rust, $rustRoot, $vendor, $source, and which
-# binary: $package (the workspace member) and $bin (its binary).
+# Builder of driver.nix's binaries. Inputs: $rust, $rustRoot, $vendor, $source, which binary:
+# $package (the workspace member) and $bin (its binary), and $workspace: empty for the root
+# workspace, else the directory in $source whose Cargo.toml and Cargo.lock are the workspace's.
 # The sandbox's build directory is always /build; it, the vendor directory and the toolchain are
 # mapped out of the binary's strings (panic locations), so the output names no store path.
 export HOME="$TMPDIR" CARGO_HOME="$TMPDIR/cargo-home" CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
@@ -19,6 +20,9 @@ EOC
 cp -r "$source" "$TMPDIR/cuwheel"
 chmod -R u+w "$TMPDIR/cuwheel"
 cd "$TMPDIR/cuwheel"
+if [ -n "$workspace" ]; then
+  cp "$workspace/Cargo.toml" "$workspace/Cargo.lock" .
+fi
 # With --target, these flags reach only the target's crates, not build scripts and proc macros
 # (which stay dynamic programs that the toolchain's cc points at the root's loader).
 sep=$(printf '\037')
@@ -29,7 +33,7 @@ if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
 # shellcheck disable=SC2086 # $jobs is empty or two words
 # No default features: the CLI's `init` is for a project's author, never a build (Cargo.toml's
 # [features]), and its sources are not even among the inputs (driver.nix).
-# The profile `nix` (the workspace's Cargo.toml): release, at opt-level 1 but for the hot loops.
+# The profile `nix` (the workspace's Cargo.toml; the driver's and the root's are the same): release, at opt-level 1 but for the hot loops.
 cargo build --profile nix --offline --frozen --locked --no-default-features \
   --target x86_64-unknown-linux-gnu -p "$package" --bin "$bin" $jobs
 mkdir -p "$out/bin"

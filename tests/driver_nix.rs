@@ -141,31 +141,19 @@ fn nix_built_cli_is_static_self_contained_and_answers_help() {
     assert_eq!(String::from_utf8(app.stdout).unwrap(), expected);
 }
 
-#[test]
-fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
-    let text = std::fs::read_to_string(repo().join("Cargo.lock")).unwrap();
-    // What `cuwheel fetch` adds to the store for the driver.
-    let expected: BTreeMap<String, String> = locked_crates(&text)
-        .unwrap()
-        .into_iter()
-        .map(|krate| (krate.file(), krate.checksum))
-        .collect();
-    assert!(
-        expected.len() > 50,
-        "Cargo.lock lists {} crates",
-        expected.len()
-    );
-
+/// The `.crate` inputs of a vendor directory's derivation (`attr`, named
+/// `name`): file name to sha256.
+fn vendor_inputs(attr: &str, name: &str) -> BTreeMap<String, String> {
     // The vendor directory's derivation and, recursively, every derivation it depends on.
     let shown = json(&nix_ok(&[
         "show-derivation",
         "--recursive",
-        &installable("driver.vendor"),
+        &installable(attr),
     ]));
     let drvs = shown.as_object().unwrap();
     let vendor = drvs
         .values()
-        .find(|d| d["env"]["name"] == "cuwheel-vendor")
+        .find(|d| d["env"]["name"] == name)
         .expect("the vendor derivation is shown");
     let mut inputs = BTreeMap::new();
     for drv_path in vendor["inputDrvs"].as_object().unwrap().keys() {
@@ -181,7 +169,37 @@ fn crate_inputs_are_exactly_cargo_locks_registry_packages() {
         );
         inputs.insert(name, output["hash"].as_str().unwrap().to_owned());
     }
-    assert_eq!(inputs, expected);
+    inputs
+}
+
+/// A lock's registry crates, as `cuwheel fetch` adds them to the store.
+fn registry_crates(lock: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(repo().join(lock)).unwrap();
+    locked_crates(&text)
+        .unwrap()
+        .into_iter()
+        .map(|krate| (krate.file(), krate.checksum))
+        .collect()
+}
+
+/// The driver's vendor directory holds exactly its own lock's crates
+/// (nix/driver-workspace/Cargo.lock), the CLI's exactly the root lock's; and
+/// the root lock's are what `cuwheel fetch` pins, the driver's among them.
+#[test]
+fn crate_inputs_are_exactly_each_locks_registry_packages() {
+    let root = registry_crates("Cargo.lock");
+    let driver = registry_crates("nix/driver-workspace/Cargo.lock");
+    assert!(
+        driver.len() > 50,
+        "the driver's lock lists {} crates",
+        driver.len()
+    );
+    assert!(driver.iter().all(|(file, sum)| root.get(file) == Some(sum)));
+    assert_eq!(vendor_inputs("driver.vendor", "cuwheel-vendor"), driver);
+    assert_eq!(
+        vendor_inputs("driver.cliVendor", "cuwheel-cli-vendor"),
+        root
+    );
 }
 
 #[test]
@@ -222,10 +240,42 @@ fn append_comment(file: &Path) {
     std::fs::write(file, text).unwrap();
 }
 
-/// The driver is built from crates/ alone: an edit to the CLI's host-side
-/// stages (init, fetch, publish, cache, reproduce, the CLI itself) changes
-/// neither it nor any wheel's derivation, only the CLI's; an edit to
-/// cuwheel-build changes the driver.
+/// A dependency only the CLI uses, added as `cargo add` would: a line in the
+/// root manifest's `[dependencies]`, and its package in the root lock (the
+/// lock's own registry source, a made-up checksum: nothing is fetched to
+/// evaluate a derivation).
+fn add_cli_only_dependency(flake: &Path) {
+    let manifest = flake.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replacen(
+        "[dependencies]\n",
+        "[dependencies]\ncli-only-dependency = \"1\"\n",
+        1,
+    );
+    assert!(
+        text.contains("cli-only-dependency"),
+        "no [dependencies] table"
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let lock = flake.join("Cargo.lock");
+    let mut text = std::fs::read_to_string(&lock).unwrap();
+    let source = text
+        .lines()
+        .find(|l| l.starts_with("source = \"registry+"))
+        .expect("a registry package in Cargo.lock")
+        .to_owned();
+    text.push_str(&format!(
+        "\n[[package]]\nname = \"cli-only-dependency\"\nversion = \"1.0.0\"\n{source}\nchecksum = \"{}\"\n",
+        "ab".repeat(32)
+    ));
+    std::fs::write(&lock, text).unwrap();
+}
+
+/// The driver is built from its own workspace alone (nix/driver-workspace
+/// and the crates it names): an edit to the CLI's host-side stages (init,
+/// fetch, publish, cache, reproduce, the CLI itself) or a dependency only
+/// the CLI uses changes neither it nor any wheel's derivation, only the
+/// CLI's; an edit to cuwheel-build changes the driver.
 #[test]
 fn an_edit_outside_the_build_crates_changes_no_wheel_derivation() {
     nix_built_driver(); // the plan (import from derivation) runs it
@@ -245,6 +295,21 @@ fn an_edit_outside_the_build_crates_changes_no_wheel_derivation() {
     assert_eq!(driver_after, driver, "the driver's derivation changed");
     assert_eq!(wheels_after, wheels, "a wheel's derivation changed");
     assert_ne!(cli_after, cli, "the CLI is built from src/");
+
+    add_cli_only_dependency(flake.path());
+    let [driver_after, cli_after_dependency, wheels_after] = drvs(flake.path());
+    assert_eq!(
+        driver_after, driver,
+        "a CLI-only dependency changed the driver"
+    );
+    assert_eq!(
+        wheels_after, wheels,
+        "a CLI-only dependency changed a wheel"
+    );
+    assert_ne!(
+        cli_after_dependency, cli_after,
+        "the CLI is built from Cargo.lock"
+    );
 
     // The driver's own `.drv` alone: the wheels' would build the edited
     // driver to make their plan, one more compile of it for nothing.

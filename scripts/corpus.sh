@@ -17,7 +17,12 @@
 #         3. `cuwheel fetch`, `nix build .#wheels.<cell>` for every cell (the
 #            audit is part of the build), `cuwheel reproduce` with the full
 #            check (every derivation of the cell built again);
-#         4. the wheels and their checks copied to $WORK/gpu/ for
+#         4. scripts/corpus/pip-check.py on each wheel: pip installs it
+#            (--no-deps --no-index, the wheel's own Python, ABI and platform
+#            as pip's target), and its Requires-Dist resolve with
+#            `pip install --dry-run` against a loopback index of stand-ins
+#            with the names and versions the real index lists;
+#         5. the wheels and their checks copied to $WORK/gpu/ for
 #            scripts/corpus/gpu.sh, which the device runs.
 #       Prints a results table; every log stays in $WORK.
 #   bash scripts/corpus.sh bundle DIR
@@ -97,7 +102,7 @@ run_package() {
   archive=$(python3 "$repo/scripts/corpus/sdist.py" "$name" "$version" "$sha256" "$dir/sdist")
   local top
   top=$(tar -tzf "$archive" | head -n 1 | cut -d/ -f1)
-  tar -xzf "$archive" -C "$dir"
+  tar -xzf "$archive" -C "$dir" --no-same-owner
   mv "$dir/$top" "$dir/src"
   cd "$dir/src"
   git init -q
@@ -113,7 +118,7 @@ run_package() {
   local init_secs=$((SECONDS - t0))
   if [ $rc -ne 0 ]; then
     tail -n 20 "$dir.init.log" >&2
-    printf '| %s %s | init failed (%s s): %s | | | | | |\n' "$name" "$version" "$init_secs" \
+    printf '| %s %s | init failed (%s s): %s | | | | | | |\n' "$name" "$version" "$init_secs" \
       "$(grep -m1 '^error' "$dir.init.log" | cut -c1-200)" >"$row"
     return
   fi
@@ -121,12 +126,12 @@ run_package() {
   say "$name: cuwheel fetch"
   "$cuwheel" fetch >"$dir.fetch.log" 2>&1 || {
     tail -n 20 "$dir.fetch.log" >&2
-    printf '| %s %s | fetch failed | | | | | |\n' "$name" "$version" >"$row"
+    printf '| %s %s | fetch failed | | | | | | |\n' "$name" "$version" >"$row"
     return
   }
   local cells
   cells=$("$cuwheel" plan --no-store --json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["cells"]))')
-  local cell built="" build_secs=0 kernels=0 bindings=0 audit="" reproduced="" wheels=()
+  local cell built="" build_secs=0 kernels=0 bindings=0 audit="" reproduced="" piped="" wheels=()
   for cell in $cells; do
     say "$name: nix build .#wheels.$cell"
     t0=$SECONDS rc=0
@@ -143,6 +148,8 @@ run_package() {
     wheel=$(find -L "$dir/result-$cell" -maxdepth 1 -name '*.whl' | head -n 1)
     wheels+=("$wheel")
     audit+="$(head -n 1 "$dir/result-$cell/audit.txt"); "
+    say "$name: pip-check $(basename "$wheel")"
+    piped+="$(python3 "$repo/scripts/corpus/pip-check.py" "$wheel" "$dir" 2>&1 | tail -n 1 | sed 's/^pip-check: //'); "
     built+="$cell ok; "
     if [ "${REPRODUCE:-1}" != 0 ]; then
       say "$name: cuwheel reproduce $(basename "$wheel") (full check)"
@@ -162,9 +169,9 @@ run_package() {
   done
   local archs
   archs=$(grep -m1 '^cuda-archs' "$dir/init-per-toolkit.toml" | sed 's/^cuda-archs = //' || true)
-  printf '| %s %s | %s | %s | %s s init, %s s build | %s kernel, %s binding | %s | %s |\n' \
+  printf '| %s %s | %s | %s | %s s init, %s s build | %s kernel, %s binding | %s | %s | %s |\n' \
     "$name" "$version" "${built% ; }" "${archs:-none inferred}" "$init_secs" "$build_secs" \
-    "$kernels" "$bindings" "${audit%; }" "${reproduced:-not run}" >"$row"
+    "$kernels" "$bindings" "${audit%; }" "${reproduced:-not run}" "${piped%; }" >"$row"
   say "$name: $(cat "$row")"
 }
 
@@ -202,8 +209,8 @@ run)
     (run_package "$name" "$version" "$sha256") || say "$name: stopped (see $work/$name.*.log)"
   done < <(packages)
   echo
-  echo "| package | cells built | archs init infers per toolkit (no --cuda-archs) | seconds | compiled | audit | reproduce (full check) |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| package | cells built | archs init infers per toolkit (no --cuda-archs) | seconds | compiled | audit | reproduce (full check) | pip |"
+  echo "|---|---|---|---|---|---|---|---|"
   cat "$work"/*.row 2>/dev/null || true
   echo
   echo "(logs: $work/*.log; wheels for the GPU run: $work/gpu/wheels)"

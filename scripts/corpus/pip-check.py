@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Does pip take a built wheel? For scripts/corpus.sh, per wheel it builds.
+
+    python3 scripts/corpus/pip-check.py WHEEL WORKDIR
+
+1. Install: `pip install --no-deps --no-index --target DIR WHEEL`, with the
+   wheel's own Python version, ABI and platform handed to pip's target
+   options (the build machine has no interpreter of the cell's Python; the
+   device's `scripts/corpus/gpu.sh` installs the same wheel into a venv of
+   the real one). pip parses METADATA and checks the tags as it would for
+   that interpreter, except `Requires-Python`, which pip checks against the
+   interpreter it runs on: that field is checked against the wheel's Python
+   version here, by the specifier parser pip itself vendors.
+2. Resolve: every name the wheel's `Requires-Dist` lines give (any marker,
+   any extra) gets stand-in wheels, code-free `py3-none-any`, one per
+   version the real index lists for that name (`pip index versions`), in a
+   PEP 503 index served from loopback. Then `pip install --dry-run` of
+   `WHEEL[every extra]` against that index alone, with the same target
+   options: the dependencies resolve, or the reason pip gives is printed.
+   A direct reference (`name @ URL`) cannot be stood in for; it is named.
+
+Prints one line, `pip-check: install ok; resolve ok (torch 2.11.0, ...)`,
+and exits 0 when both passed, 1 otherwise. A script whose result goes into
+docs/reports/corpus.md, not a test.
+"""
+
+import email.parser
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", "-q"]
+
+
+def metadata(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
+        return email.parser.Parser().parsestr(z.read(name).decode())
+
+
+def target_options(wheel):
+    """pip's --python-version/--implementation/--abi/--platform for WHEEL's tags."""
+    parts = Path(wheel).name[: -len(".whl")].split("-")
+    py, abi, plats = parts[-3], parts[-2], parts[-1]
+    opts = ["--only-binary", ":all:", "--implementation", "cp"]
+    m = re.fullmatch(r"cp(\d)(\d+)", py.split(".")[0])
+    if m:
+        opts += ["--python-version", f"{m.group(1)}.{m.group(2)}"]
+    if abi != "none":
+        opts += ["--abi", abi.split(".")[0]]
+    for plat in plats.split("."):
+        if plat != "any":
+            opts += ["--platform", plat]
+    return opts
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_names(meta):
+    names, direct = set(), []
+    for line in meta.get_all("Requires-Dist") or []:
+        head = line.split(";", 1)[0].strip()
+        m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", head)
+        if not m:
+            continue
+        if "@" in head:
+            direct.append(head)
+        else:
+            names.add(normalize(m.group(0)))
+    return sorted(names), direct
+
+
+def real_versions(name):
+    out = subprocess.run(PIP[:-1] + ["index", "versions", name], capture_output=True, text=True)
+    m = re.search(r"Available versions: (.*)", out.stdout)
+    return [v.strip() for v in m.group(1).split(",")] if m else []
+
+
+def stand_in(index, name, version):
+    dist = re.sub(r"[-.]+", "_", name)
+    info = f"{dist}-{version}.dist-info"
+    path = index / name / f"{dist}-{version}-py3-none-any.whl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: stand-in\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+
+
+def write_index(index):
+    root = ["<html><body>"]
+    for project in sorted(p for p in index.iterdir() if p.is_dir()):
+        root.append(f'<a href="{project.name}/">{project.name}</a>')
+        links = "".join(f'<a href="{f.name}">{f.name}</a>\n' for f in sorted(project.glob("*.whl")))
+        (project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    (index / "index.html").write_text("\n".join(root) + "</body></html>\n")
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: pip-check.py WHEEL WORKDIR")
+    wheel = os.path.abspath(sys.argv[1])
+    work = Path(tempfile.mkdtemp(dir=sys.argv[2], prefix="pip-check."))
+    opts = target_options(wheel) + ["--ignore-requires-python"]
+    install = subprocess.run(
+        PIP + ["install", "--no-deps", "--no-index", "--target", str(work / "target")] + opts + [wheel],
+        capture_output=True, text=True)
+    ok = install.returncode == 0
+    said = ["install ok" if ok else "install FAILED: " + install.stderr.strip().splitlines()[-1]]
+
+    meta = metadata(wheel)
+    requires_python = meta.get("Requires-Python")
+    if requires_python and "--python-version" in opts:
+        from pip._vendor.packaging.specifiers import InvalidSpecifier, SpecifierSet
+        target = opts[opts.index("--python-version") + 1]
+        try:
+            if not SpecifierSet(requires_python).contains(target + ".0"):
+                ok = False
+                said.append(f"Requires-Python {requires_python!r} excludes {target}")
+        except InvalidSpecifier:
+            ok = False
+            said.append(f"Requires-Python {requires_python!r} does not parse")
+    names, direct = requirement_names(meta)
+    index = work / "index"
+    index.mkdir()
+    missing = []
+    for name in names:
+        versions = real_versions(name)
+        if not versions:
+            missing.append(name)
+        for version in versions:
+            stand_in(index, name, version)
+    write_index(index)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(index)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    extras = meta.get_all("Provides-Extra") or []
+    spec = wheel + (f"[{','.join(extras)}]" if extras and not direct else "")
+    report = work / "resolve.json"
+    resolve = subprocess.run(
+        PIP + ["install", "--dry-run", "--ignore-installed", "--report", str(report),
+               "--index-url", f"http://127.0.0.1:{server.server_port}/", "--target", str(work / "dry")]
+        + opts + [spec],
+        capture_output=True, text=True)
+    server.shutdown()
+    if resolve.returncode == 0:
+        import json
+        chosen = [f"{i['metadata']['name']} {i['metadata']['version']}"
+                  for i in json.loads(report.read_text())["install"]
+                  if normalize(i["metadata"]["name"]) in names]
+        said.append("resolve ok" + (f" ({', '.join(chosen)})" if chosen else " (no dependencies)")
+                    + (f", extras {','.join(extras)}" if extras and not direct else ""))
+    else:
+        ok = False
+        tail = [l for l in resolve.stderr.strip().splitlines() if l.startswith("ERROR")] or resolve.stderr.strip().splitlines()[-1:]
+        said.append("resolve FAILED: " + " ".join(tail))
+    if missing:
+        said.append("not on the index: " + ", ".join(missing))
+    if direct:
+        said.append("direct references, not stood in for: " + "; ".join(direct))
+    print("pip-check: " + "; ".join(said))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,7 @@ let
   vendor = vendorOf "cuwheel-vendor" (cratesOf (src + "/${driverWorkspace}/Cargo.lock"));
 
   # What cargo reads. The driver: its workspace's manifest and lock, the crates that manifest
-  # names, and nix/driver.lock (which cuwheel-build embeds); so an edit to the CLI (src/), to a
+  # names less their integration tests, and nix/driver.lock (which cuwheel-build embeds); so an edit to the CLI (src/), to a
   # crate the driver is not made of, to the root manifest or lock, the rest of nix/, docs or
   # tests leaves it, and every derivation built with it, unchanged. The CLI: the root workspace
   # (manifests, lock, crates/) and src/ less `cuwheel init` (src/init/, src/cli/init.rs), a
@@ -64,7 +64,9 @@ let
         || under rel "crates" || (under rel "src" && !initOnly)
       else
         builtins.elem rel [ "nix" "nix/driver.lock" driverWorkspace "${driverWorkspace}/Cargo.toml" "${driverWorkspace}/Cargo.lock" ]
-        || aboveMember || builtins.any (under rel) driverMembers;
+        || aboveMember
+        # A member's integration tests (its tests/) are no part of the binary.
+        || builtins.any (m: under rel m && !under rel "${m}/tests") driverMembers;
   };
 
   binary = { name, package, bin, withCli }: import ./busybox-derivation.nix seeds {

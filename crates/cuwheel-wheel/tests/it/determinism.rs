@@ -7,8 +7,6 @@
 //! the umask and environment really differ; the child builds the input tree
 //! itself and reads `SOURCE_DATE_EPOCH` through `ZipTimestamp::from_env`.
 
-mod common;
-
 use std::fs;
 use std::io::{Cursor, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -16,8 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use common::run_ok;
-use cuwheel::wheel::{
+use cuwheel_wheel::{
     CoreMetadata, ProjectName, TagSet, Version, WheelArchive, WheelBuilder, ZipTimestamp,
 };
 
@@ -135,7 +132,7 @@ fn child_command(conditions: &Conditions, out: &Path) -> Command {
         .arg(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_writes_the_demo_wheel",
+            "determinism::child_writes_the_demo_wheel",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -156,7 +153,12 @@ fn child_command(conditions: &Conditions, out: &Path) -> Command {
 /// after checking the output directory holds just the wheel, mode 0644.
 fn write_in_child(conditions: &Conditions) -> Vec<u8> {
     let out = tempfile::tempdir().unwrap();
-    run_ok(&mut child_command(conditions, out.path()));
+    let child = child_command(conditions, out.path()).output().unwrap();
+    assert!(
+        child.status.success(),
+        "the child writing the wheel failed: {}",
+        String::from_utf8_lossy(&child.stderr)
+    );
     let dist = out.path().join("dist");
     let names: Vec<String> = fs::read_dir(&dist)
         .unwrap()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use cuwheel::wheel::{ProblemKind, WheelArchive, WheelError, WheelProblem};
+use cuwheel_wheel::{ProblemKind, WheelArchive, WheelError, WheelProblem};
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};

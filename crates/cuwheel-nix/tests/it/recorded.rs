@@ -9,21 +9,21 @@ use cuwheel_nix::{DerivationOutput, StorePath};
 const VERSIONS: &[(&str, &[u8], &str, &str)] = &[
     (
         "2.8",
-        include_bytes!("fixtures/nix-2.8/probe.drv"),
-        include_str!("fixtures/nix-2.8/derivation-show.json"),
-        include_str!("fixtures/nix-2.8/query.txt"),
+        include_bytes!("../fixtures/nix-2.8/probe.drv"),
+        include_str!("../fixtures/nix-2.8/derivation-show.json"),
+        include_str!("../fixtures/nix-2.8/query.txt"),
     ),
     (
         "2.26",
-        include_bytes!("fixtures/nix-2.26/probe.drv"),
-        include_str!("fixtures/nix-2.26/derivation-show.json"),
-        include_str!("fixtures/nix-2.26/query.txt"),
+        include_bytes!("../fixtures/nix-2.26/probe.drv"),
+        include_str!("../fixtures/nix-2.26/derivation-show.json"),
+        include_str!("../fixtures/nix-2.26/query.txt"),
     ),
     (
         "2.34",
-        include_bytes!("fixtures/nix-2.34/probe.drv"),
-        include_str!("fixtures/nix-2.34/derivation-show.json"),
-        include_str!("fixtures/nix-2.34/query.txt"),
+        include_bytes!("../fixtures/nix-2.34/probe.drv"),
+        include_str!("../fixtures/nix-2.34/derivation-show.json"),
+        include_str!("../fixtures/nix-2.34/query.txt"),
     ),
 ];
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use cuwheel::wheel::{
+use cuwheel_wheel::{
     CoreMetadata, FileHash, ProjectName, RecordEntry, Tag, TagSet, Version, WheelArchive,
     WheelBuilder, WheelFilename, WheelInfo, ZipTimestamp, check_member_path, parse_record,
     write_record,

@@ -1,0 +1,3 @@
+//! cuwheel-nix's integration tests: one binary, a module per concern.
+
+mod recorded;

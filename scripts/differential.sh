@@ -17,7 +17,8 @@
 #   bash BUNDLE/differential.sh device BUNDLE
 #       4. the upstream wheel (differential/upstream.sh: pip wheel .
 #          --no-build-isolation --no-deps, TORCH_CUDA_ARCH_LIST=9.0, with
-#          the minimal patch it prints; fast-transformers through
+#          the minimal patch it prints; fast-transformers, torch-scatter and
+#          torch-sparse, of many modules each, through
 #          `setup.py build_ext -j bdist_wheel`, see there);
 #       5. differential/compare.py: kernels per arch, SASS with addresses
 #          normalized, resources, LDL/STL, dynamic symbols, DT_NEEDED,
@@ -40,8 +41,12 @@ device() {
   dir=$(cd "${1:?usage: differential.sh device BUNDLE}" && pwd)
   local name
   name=$(cat "$dir/package")
+  # Packages of many extension modules, which setup.py builds one after the
+  # other: all at once instead (upstream.sh says how), to fit a device call.
   local jobs=1
-  [ "$name" != pytorch-fast-transformers ] || jobs=16
+  case "$name" in
+  pytorch-fast-transformers | torch-scatter | torch-sparse) jobs=16 ;;
+  esac
   rm -rf "$dir/upstream" "$dir/compare" "$dir"/gpu-*
   EXT_JOBS=$jobs bash "$dir/differential/upstream.sh" "$name" "$dir"/sdist/*.tar.gz "$dir/upstream"
   local ours theirs

@@ -16,7 +16,8 @@
    version the real index lists for that name (`pip index versions`), in a
    PEP 503 index served from loopback. Then `pip install --dry-run` of
    `WHEEL[every extra]` against that index alone, with the same target
-   options: the dependencies resolve, or the reason pip gives is printed.
+   options: the dependencies resolve, or the reason pip gives is printed;
+   then each extra on its own (`WHEEL[extra]`).
    A direct reference (`name @ URL`) cannot be stood in for; it is named.
 
 Prints one line, `pip-check: install ok; resolve ok (torch 2.11.0, ...)`,
@@ -25,6 +26,7 @@ docs/reports/corpus.md, not a test.
 """
 
 import email.parser
+import json
 import functools
 import http.server
 import os
@@ -79,8 +81,10 @@ def requirement_names(meta):
     return sorted(names), direct
 
 
-def real_versions(name):
-    out = subprocess.run(PIP[:-1] + ["index", "versions", name], capture_output=True, text=True)
+def real_versions(name, python_version):
+    """The versions the real index lists for name, as pip sees it for that Python."""
+    target = ["--python-version", python_version] if python_version else []
+    out = subprocess.run(PIP[:-1] + ["index", "versions", name] + target, capture_output=True, text=True)
     m = re.search(r"Available versions: (.*)", out.stdout)
     return [v.strip() for v in m.group(1).split(",")] if m else []
 
@@ -139,7 +143,7 @@ def main():
     index.mkdir()
     missing = []
     for name in names:
-        versions = real_versions(name)
+        versions = real_versions(name, opts[opts.index("--python-version") + 1] if "--python-version" in opts else None)
         if not versions:
             missing.append(name)
         for version in versions:
@@ -148,25 +152,38 @@ def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(index)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     extras = meta.get_all("Provides-Extra") or []
-    spec = wheel + (f"[{','.join(extras)}]" if extras and not direct else "")
-    report = work / "resolve.json"
-    resolve = subprocess.run(
-        PIP + ["install", "--dry-run", "--ignore-installed", "--report", str(report),
-               "--index-url", f"http://127.0.0.1:{server.server_port}/", "--target", str(work / "dry")]
-        + opts + [spec],
-        capture_output=True, text=True)
-    server.shutdown()
-    if resolve.returncode == 0:
-        import json
-        chosen = [f"{i['metadata']['name']} {i['metadata']['version']}"
-                  for i in json.loads(report.read_text())["install"]
-                  if normalize(i["metadata"]["name"]) in names]
-        said.append("resolve ok" + (f" ({', '.join(chosen)})" if chosen else " (no dependencies)")
-                    + (f", extras {','.join(extras)}" if extras and not direct else ""))
-    else:
+    url = f"http://127.0.0.1:{server.server_port}/"
+
+    def dry_run(spec, report):
+        """pip's resolution of spec: (chosen 'name version' list, None) or (None, why)."""
+        out = subprocess.run(
+            PIP + ["install", "--dry-run", "--ignore-installed", "--report", str(report),
+                   "--index-url", url, "--target", str(work / "dry")] + opts + [spec],
+            capture_output=True, text=True)
+        if out.returncode != 0:
+            errors = [l for l in out.stderr.strip().splitlines() if l.startswith("ERROR")]
+            return None, " ".join(errors or out.stderr.strip().splitlines()[-1:])
+        installed = json.loads(report.read_text())["install"]
+        return [f"{i['metadata']['name']} {i['metadata']['version']}" for i in installed
+                if normalize(i["metadata"]["name"]) in names], None
+
+    chosen, why = dry_run(wheel, work / "resolve.json")
+    if chosen is None:
         ok = False
-        tail = [l for l in resolve.stderr.strip().splitlines() if l.startswith("ERROR")] or resolve.stderr.strip().splitlines()[-1:]
-        said.append("resolve FAILED: " + " ".join(tail))
+        said.append("resolve FAILED: " + why)
+    else:
+        said.append("resolve ok" + (f" ({', '.join(chosen)})" if chosen else " (no dependencies)"))
+    # Each extra on its own, so one extra's broken requirement does not hide the rest.
+    failing = []
+    for extra in [] if direct else extras:
+        chosen, why = dry_run(f"{wheel}[{extra}]", work / f"resolve-{extra}.json")
+        if chosen is None:
+            failing.append(f"{extra} ({why})")
+    if extras and not direct:
+        said.append(f"extras {','.join(extras)}: "
+                    + ("all resolve" if not failing else "FAILED: " + "; ".join(failing)))
+        ok = ok and not failing
+    server.shutdown()
     if missing:
         said.append("not on the index: " + ", ".join(missing))
     if direct:

@@ -31,11 +31,14 @@ pytorch-fast-transformers)
   # --cuda-archs 9.0 did for cuwheel.
   sed -i 's/extra_compile_args=\["-arch=compute_50"\]/extra_compile_args=[]/' setup.py
   ;;
-mamba-ssm)
-  # setup.py builds its own -gencode list per nvcc version (for 13.0:
-  # sm_75, 80, 87, 90, 100, 120, 103, 110, 121) on top of torch's; it is
-  # cut to sm_90, the cell's one arch, right after it is built.
-  # MAMBA_FORCE_BUILD=TRUE (below) skips its download of a prebuilt wheel.
+mamba-ssm | causal-conv1d)
+  # setup.py builds its own -gencode list per nvcc version on top of
+  # torch's (mamba-ssm for 13.0: sm_75, 80, 87, 90, 100, 120, 103, 110, 121;
+  # causal-conv1d: sm_53, 62, 70, 72, 80, 87, 90, 100, the first four of
+  # which nvcc 13 refuses); it is cut to sm_90, the cell's one arch, right
+  # after it is built (both files mark the spot with the same comment).
+  # MAMBA_FORCE_BUILD / CAUSAL_CONV1D_FORCE_BUILD (below) skip their
+  # download of a prebuilt wheel.
   sed -i 's/^    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI/    cc_flag = ["-gencode", "arch=compute_90,code=sm_90"]  # differential: the cell'"'"'s one arch\n&/' setup.py
   ;;
 *)
@@ -44,7 +47,7 @@ esac
 (cd "$src" && diff -ru "$(basename "$top").orig" "$(basename "$top")") >"$out/$name.patch" || true
 echo "upstream: $name: patch applied to the sdist:"
 cat "$out/$name.patch"
-export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=${MAX_JOBS:-16} MAMBA_FORCE_BUILD=TRUE
+export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=${MAX_JOBS:-16} MAMBA_FORCE_BUILD=TRUE CAUSAL_CONV1D_FORCE_BUILD=TRUE
 command -v nvcc >/dev/null || export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 echo "upstream: $name: $(nvcc --version | tail -n 2 | head -n 1); $("$python" -c 'import torch,sys; print("torch", torch.__version__, "python", sys.version.split()[0])')"
 t0=$SECONDS

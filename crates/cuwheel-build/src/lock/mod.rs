@@ -23,6 +23,7 @@
 
 pub mod apt;
 pub mod archive;
+pub mod data;
 pub mod debian;
 pub mod downloads;
 pub mod driver;
@@ -36,6 +37,7 @@ pub mod preflight;
 pub mod refresh;
 pub mod reuse;
 pub mod snapshot;
+pub mod toolkit_pins;
 pub mod toolkits;
 pub mod torch;
 pub mod tree;
@@ -104,7 +106,7 @@ pub fn read_facts_reusing(
         Some(toolkits) => toolkits,
         None => {
             progress("listing the CUDA toolkits PyPI carries (cuda-toolkit)");
-            toolkits::probe(pip, baseline, CompatTable::embedded())?
+            toolkit_pins::probe(pip, baseline, CompatTable::embedded())?
         }
     };
     Ok(MatrixFacts { torch, toolkits })
@@ -386,7 +388,7 @@ struct ForToolchain<'r, 'a> {
     users: &'r BTreeSet<String>,
 }
 
-impl toolkits::Registries for ForToolchain<'_, '_> {
+impl toolkit_pins::Registries for ForToolchain<'_, '_> {
     fn debian_index(&self, suite: &str) -> &Index {
         &self.resolver.indexes[suite]
     }
@@ -433,7 +435,7 @@ impl Resolver<'_> {
                 kind: cuda.kind.clone(),
                 version: cuda.version.to_string(),
                 fields: cuda.fields.clone(),
-                artifacts: cuda.source().resolve(
+                artifacts: toolkit_pins::resolve(
                     cuda,
                     &mut ForToolchain {
                         resolver: self,

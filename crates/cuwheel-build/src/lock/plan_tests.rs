@@ -252,9 +252,7 @@ fn a_future_torch_resolves_with_no_table_edit() {
         Request::Cuda(cuda) if cuda.kind == "cuda-wheels" && cuda.version.to_string() == "13.5"
     ));
     assert_eq!(
-        PypiData::embedded()
-            .cuda_wheels
-            .requirement_for("13.5".parse().unwrap()),
+        PypiData::embedded().cuda_wheels.requirement_for("13.5"),
         "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver,curand]==13.5.*"
     );
 }

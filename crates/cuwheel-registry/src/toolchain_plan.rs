@@ -22,10 +22,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::data::DebianData;
-pub use super::data::PypiData;
-use super::format::{CellToolchains, DRIVER};
-use super::toolkits::{self, CudaRequest};
+use crate::lock::data::DebianData;
+use crate::lock::format::{CellToolchains, DRIVER};
+use crate::lock::toolkits::{self, CudaRequest};
 use crate::spec::compat::join;
 use crate::spec::{
     Baseline, Cell, CompatTable, CudaVersion, HeaderArchive, MatrixFacts, PythonAbi, PythonVersion,
@@ -33,6 +32,7 @@ use crate::spec::{
 };
 use crate::wheel::Arch;
 use anyhow::{Context, Result, bail};
+pub use cuwheel_build::lock::data::PypiData;
 
 /// What one toolchain is to be resolved from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The Debian suites the plan reads, sorted.
+    /// The Debian suites the plan reads, sorted (the unit tests check them).
+    #[cfg(test)]
     pub fn suites(&self) -> BTreeSet<String> {
         self.toolchains
             .values()
@@ -446,5 +447,5 @@ fn cuda_request(
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "toolchain_plan_tests.rs"]
 mod tests;

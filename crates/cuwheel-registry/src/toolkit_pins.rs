@@ -6,17 +6,17 @@
 //! answers [`Registries`]. Out: the available toolkits; each toolkit's
 //! pinned store names; for `cuwheel lock --refresh`, whether a suite's index
 //! still carries a Debian toolkit's release. The sources themselves
-//! ([`super::toolkits`]) are pure: they say what pins a toolkit, and this
+//! ([`crate::lock::toolkits`]) are pure: they say what pins a toolkit, and this
 //! is the one place that asks a registry for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, bail};
 
-use super::data::PypiData;
 use super::debian::Index;
 use super::pip::{Pip, ResolvedWheel, Target};
-use super::toolkits::{CudaRequest, Listing, Pins, SOURCES, TARGET_RUNTIME, available};
+use crate::lock::data::PypiData;
+use crate::lock::toolkits::{CudaRequest, Listing, Pins, SOURCES, TARGET_RUNTIME, available};
 use crate::spec::{Baseline, CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
 use crate::wheel::Arch;
 

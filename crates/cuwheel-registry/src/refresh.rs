@@ -18,10 +18,12 @@ use anyhow::{Context, Result, bail};
 
 use super::debian::{DebianData, Index};
 use super::downloads::{Cache, Clients, Expected};
-use super::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
 use super::pip::Pip;
-use super::toolkits::Pins;
-use super::{LOCK_FILE, LockOptions, apt, config_sha256, pins, tree};
+use crate::lock::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
+use crate::lock::toolkits::Pins;
+use crate::lock::{LOCK_FILE, config_sha256};
+use crate::resolve::LockOptions;
+use crate::{apt, pins, tree};
 
 /// One pinned package whose version changed.
 #[derive(Debug, Clone, PartialEq, Eq)]

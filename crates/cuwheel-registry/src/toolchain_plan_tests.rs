@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::*;
-use crate::lock::pip::ResolvedWheel;
 use crate::lock::toolkits;
-use crate::lock::torch;
+use crate::pip::ResolvedWheel;
 use crate::spec::Spec;
 use crate::spec::facts::fabricated;
+use crate::torch;
 
 fn spec(matrix: &str) -> Spec {
     let bindings = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";

@@ -18,7 +18,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
-pub use super::data::{DebianData, ExcludeGroup, KindRecipe, Patterns, gcc_recipe};
+pub use cuwheel_build::lock::data::{DebianData, Patterns, gcc_recipe};
 
 /// Compares two Debian versions as dpkg does (`epoch:upstream-revision`,
 /// `~` before everything, even the end of the string).

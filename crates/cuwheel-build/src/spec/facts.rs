@@ -2,7 +2,7 @@
 //! matrix's cells are made from, recorded in `cuwheel.lock` (`facts`) so that
 //! `cuwheel plan` makes the same cells offline.
 //!
-//! In: nothing (plain data; `cuwheel lock` fills it, crates/cuwheel-build/src/lock/torch.rs and
+//! In: nothing (plain data; `cuwheel lock` fills it, crates/cuwheel-registry/src/torch.rs and
 //! crates/cuwheel-build/src/lock/toolkits/). Out: per torch minor, its newest release, the CUDA
 //! runtime its wheels require, their platform tag, and which of the
 //! matrix's Pythons it has a wheel for; per CUDA toolkit cuwheel can build

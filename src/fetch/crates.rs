@@ -32,6 +32,10 @@ const MEMBERS: &[(&str, &str)] = &[
         include_str!("../../crates/cuwheel-nix/Cargo.toml"),
     ),
     (
+        "crates/cuwheel-registry",
+        include_str!("../../crates/cuwheel-registry/Cargo.toml"),
+    ),
+    (
         "crates/cuwheel-wheel",
         include_str!("../../crates/cuwheel-wheel/Cargo.toml"),
     ),

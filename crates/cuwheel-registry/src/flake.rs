@@ -2,10 +2,10 @@
 //!
 //! `cuwheel plan`, `reproduce` and `cache export` ask a flake about a
 //! project directory; the flake may build another project (the nearest
-//! `flake.nix` above the directory is only a guess), or this project as git
-//! tracks it, without a file that is not added yet. In: the flake, the
-//! project directory and the project files its wheels are built from. Out:
-//! `Ok`, or an error naming each difference and the fix. The flake's side
+//! `flake.nix` above the directory, [`nearest_flake`], is only a guess), or
+//! this project as git tracks it, without a file that is not added yet. In:
+//! the flake, the project directory and the project files its wheels are
+//! built from. Out: `Ok`, or an error naming each difference and the fix. The flake's side
 //! is its `project` output (nix/lib.nix): the name, and the store paths of
 //! the source and lock it builds from, whose files Nix hashes here in one
 //! evaluation (no build).

@@ -43,12 +43,13 @@ let
   driverMembers = (builtins.fromTOML (builtins.readFile (src + "/${driverWorkspace}/Cargo.toml"))).workspace.members;
   vendor = vendorOf "cuwheel-vendor" (cratesOf (src + "/${driverWorkspace}/Cargo.lock"));
 
-  # What cargo reads. The driver: its workspace's manifest and lock, the crates that manifest
-  # names less their integration tests, and nix/driver.lock (which cuwheel-build embeds); so an edit to the CLI (src/), to a
-  # crate the driver is not made of, to the root manifest or lock, the rest of nix/, docs or
-  # tests leaves it, and every derivation built with it, unchanged. The CLI: the root workspace
-  # (manifests, lock, crates/) and src/ less `cuwheel init` (src/init/, src/cli/init.rs), a
-  # feature it leaves out.
+  # What cargo reads. The driver: its workspace's manifest and lock and the crates that manifest
+  # names, less their integration tests (tests/); so an edit to the CLI (src/), to a crate the
+  # driver is not made of (the registry clients, crates/cuwheel-registry), to a test, to the
+  # root manifest or lock, the rest of nix/ (and nix/driver.lock, which only cuwheel-registry
+  # embeds), or docs leaves it, and every derivation built with it, unchanged. The CLI: the
+  # root workspace (manifests, lock, crates/), nix/driver.lock and src/ less `cuwheel init`
+  # (src/init/, src/cli/init.rs), a feature it leaves out.
   under = rel: dir: rel == dir || builtins.substring 0 (builtins.stringLength dir + 1) rel == dir + "/";
   sourceOf = { name, withCli }: builtins.path {
     inherit name;
@@ -63,7 +64,7 @@ let
         builtins.elem rel [ "Cargo.toml" "Cargo.lock" "nix" "nix/driver.lock" ]
         || under rel "crates" || (under rel "src" && !initOnly)
       else
-        builtins.elem rel [ "nix" "nix/driver.lock" driverWorkspace "${driverWorkspace}/Cargo.toml" "${driverWorkspace}/Cargo.lock" ]
+        builtins.elem rel [ "nix" driverWorkspace "${driverWorkspace}/Cargo.toml" "${driverWorkspace}/Cargo.lock" ]
         || aboveMember
         # A member's integration tests (its tests/) are no part of the binary.
         || builtins.any (m: under rel m && !under rel "${m}/tests") driverMembers;

@@ -11,21 +11,26 @@
 //! `reproduce` the verdict on whether a checkout rebuilds a wheel bit for
 //! bit.
 //!
-//! The stages a build runs (spec, lock, plan, build, audit) live in
-//! `cuwheel-build`, the Nix formats in `cuwheel-nix` and the wheel format in
-//! `cuwheel-wheel` (crates/; docs/reference/internals.md draws the graph).
-//! They are re-exported here under their stage names, so `cuwheel::lock`
-//! is the lock whichever crate holds it.
+//! The stages a build runs (spec, the lock's format, plan, build, audit)
+//! live in `cuwheel-build`, the registry clients and `cuwheel lock`'s
+//! resolver in `cuwheel-registry`, the Nix formats in `cuwheel-nix` and the
+//! wheel format in `cuwheel-wheel` (crates/; docs/reference/internals.md
+//! draws the graph). They are re-exported here under their stage names, so
+//! `cuwheel::lock` is the lock's format and `cuwheel::registry` the
+//! registries' clients whichever crate holds them.
 
 pub mod cache;
 pub mod fetch;
 #[cfg(feature = "init")]
 pub mod init;
+pub mod jobs;
 pub mod publish;
 pub mod reproduce;
 
-pub use cuwheel_build::{audit, build, flake, json, lock, plan, process, safe_io, spec, url};
+pub use cuwheel_build::{audit, build, json, lock, plan, safe_io, spec, url};
 /// The Nix formats, in their own crate (crates/cuwheel-nix).
 pub use cuwheel_nix as store;
+/// The registries' clients and `cuwheel lock`, in their own crate (crates/cuwheel-registry).
+pub use cuwheel_registry as registry;
 /// The wheel format and its policy data, in their own crate (crates/cuwheel-wheel).
 pub use cuwheel_wheel as wheel;

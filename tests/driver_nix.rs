@@ -109,13 +109,31 @@ fn nix_built_driver_is_static_self_contained_and_runs_only_the_build_commands() 
 
     // Exactly the subcommands the plan's derivations run, each the CLI's own (the same
     // arguments, from the same code in cuwheel-build): the driver carries nothing else.
+    // `plan` is the one the CLI extends: the driver prints only the JSON, and the CLI adds
+    // the host's forms (the summary, `--jobs`, the store query: src/cli/plan.rs), so each
+    // of the driver's options is the CLI's, word for word.
     let driver = help(&mut Command::new(&bin));
     assert_eq!(subcommands(&driver), BUILD_COMMANDS, "{driver}");
     for command in BUILD_COMMANDS {
-        let ours = help(Command::new(&bin).arg(command));
+        let ours = help(Command::new(&bin).arg(command)).replace("cuwheel-build ", "cuwheel ");
         let cli = help(Command::new(cuwheel_bin()).arg(command));
-        assert_eq!(ours.replace("cuwheel-build ", "cuwheel "), cli, "{command}");
+        if command == "plan" {
+            let theirs = options(&cli);
+            for option in options(&ours) {
+                assert!(theirs.contains(&option), "plan: {option}\n{cli}");
+            }
+        } else {
+            assert_eq!(ours, cli, "{command}");
+        }
     }
+}
+
+/// The option lines of a `--help` (each `-x, --name <VALUE>  what it does`).
+fn options(help: &str) -> Vec<String> {
+    help.lines()
+        .filter(|line| line.trim_start().starts_with('-'))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
 #[test]

@@ -375,7 +375,7 @@ fn build_deb(dir: &Path, spec: &DebSpec) -> Built {
             .arg(&tree)
             .arg(&path),
     );
-    let (sha256, size) = cuwheel::lock::downloads::sha256_file(&path).unwrap();
+    let (sha256, size) = cuwheel::registry::downloads::sha256_file(&path).unwrap();
     Built {
         name: spec.name.to_owned(),
         version: spec.version.to_owned(),
@@ -646,7 +646,7 @@ fn torch_bytes() -> &'static [u8] {
 
 fn seed_hash(busybox: &Built) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let (_, hash) = cuwheel::lock::tree::seed(
+    let (_, hash) = cuwheel::registry::tree::seed(
         &busybox.path,
         &busybox.file(),
         "bin/busybox",

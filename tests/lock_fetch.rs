@@ -469,7 +469,7 @@ fn fetch_also_puts_what_builds_the_driver_into_the_store() {
     );
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    let driver = cuwheel::lock::driver::DriverLock::embedded().unwrap();
+    let driver = cuwheel::registry::driver::DriverLock::embedded().unwrap();
     let pinned = cuwheel::fetch::pinned_paths(&driver.pins()).unwrap();
     assert!(pinned.len() > driver.artifacts.len(), "{}", pinned.len());
     assert!(

@@ -74,7 +74,7 @@ pub fn generate(name: &str, dir: &Path) -> Result<KeyPair> {
     let work = tempfile::tempdir_in(dir)
         .with_context(|| format!("cannot create a temporary directory in {}", dir.display()))?;
     let (secret, public) = (work.path().join("sec"), work.path().join("pub"));
-    crate::process::checked_output(
+    crate::registry::process::checked_output(
         Command::new("nix-store")
             .arg("--generate-binary-cache-key")
             .arg(name)

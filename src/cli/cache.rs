@@ -10,10 +10,11 @@ use clap::{Args, Subcommand};
 use cuwheel::cache::Substituter;
 use cuwheel::cache::key::generate;
 use cuwheel::fetch::progress::megabytes;
-use cuwheel::flake::check_builds_project;
 use cuwheel::lock::format::{LOCK_FILE, Lock};
-use cuwheel::plan::sources::{find_flake, plan_project};
+use cuwheel::plan::sources::plan_project;
 use cuwheel::publish::binary_cache::{Scope, export};
+use cuwheel::registry::flake::check_builds_project;
+use cuwheel::registry::flake::find_flake;
 use cuwheel::store::nix::Nix;
 
 #[derive(Subcommand)]

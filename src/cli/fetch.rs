@@ -21,8 +21,8 @@ use super::cache::SubstituterArgs;
 use cuwheel::fetch::select::artifacts_for_cells;
 use cuwheel::fetch::{FetchOptions, Vanished, fetch};
 use cuwheel::lock::LOCK_FILE;
-use cuwheel::lock::driver::{DRIVER_LOCK_FILE, DriverLock};
 use cuwheel::lock::format::Lock;
+use cuwheel::registry::driver::{DRIVER_LOCK_FILE, DriverLock};
 use cuwheel::store::nix::Nix;
 
 /// The exit status for pinned Debian files gone from every source.

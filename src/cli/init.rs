@@ -110,7 +110,7 @@ pub fn run(args: InitArgs) -> Result<ExitCode> {
     }
     let locked = super::lock::lock_and_report(
         &args.dir,
-        cuwheel::lock::LockOptions {
+        cuwheel::registry::LockOptions {
             python: args.pip_python,
             archives: args.archives,
             ..Default::default()

@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use cuwheel::lock::net::NetLimits;
-use cuwheel::lock::refresh::refresh_project;
-use cuwheel::lock::{LockOptions, lock_driver, lock_project};
+use cuwheel::registry::net::NetLimits;
+use cuwheel::registry::refresh_project;
+use cuwheel::registry::{LockOptions, lock_driver, lock_project};
 
 #[derive(Args)]
 pub struct LockArgs {

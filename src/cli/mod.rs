@@ -6,6 +6,7 @@ mod fetch;
 #[cfg(feature = "init")]
 mod init;
 mod lock;
+mod plan;
 mod publish;
 mod reproduce;
 mod store;
@@ -17,7 +18,7 @@ use clap::{Parser, Subcommand};
 
 // The subcommands the driver runs inside builds, which the CLI offers too.
 use cuwheel_build::cli::{
-    AFTER_HELP, about, audit, build_wheel, finish, output, parse_failure, plan, symbols,
+    AFTER_HELP, about, audit, build_wheel, finish, output, parse_failure, symbols,
 };
 
 #[derive(Parser)]

@@ -15,7 +15,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::process::checked_output;
+use crate::registry::process::checked_output;
 
 /// cuwheel's own lock and manifest, as they were when it was built.
 pub const CARGO_LOCK: &str = include_str!("../../Cargo.lock");
@@ -30,6 +30,10 @@ const MEMBERS: &[(&str, &str)] = &[
     (
         "crates/cuwheel-nix",
         include_str!("../../crates/cuwheel-nix/Cargo.toml"),
+    ),
+    (
+        "crates/cuwheel-registry",
+        include_str!("../../crates/cuwheel-registry/Cargo.toml"),
     ),
     (
         "crates/cuwheel-wheel",
@@ -145,7 +149,7 @@ pub fn cargo_fetch(dir: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     checked_output(
         Command::new(&cargo)
-            .envs(crate::lock::net::NetLimits::current().cargo_env())
+            .envs(crate::registry::net::NetLimits::current().cargo_env())
             .args(["fetch", "--locked", "--manifest-path"])
             .arg(project.join("Cargo.toml")),
         "cargo fetch of cuwheel's locked crates",

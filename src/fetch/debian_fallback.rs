@@ -8,7 +8,7 @@
 //!    next newer and the next older release (a version leaves unstable for
 //!    testing, and testing's may stay in the release before it);
 //! 2. Debian's snapshot archive, as it was when the lock read the suite's
-//!    index ([`crate::lock::snapshot`]), read through apt, which checks the
+//!    index ([`crate::registry::snapshot`]), read through apt, which checks the
 //!    suite's signed Release of that moment.
 //!
 //! In: the lost artifacts and a [`Session`]. Out: the ones no fallback
@@ -22,12 +22,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::session::Session;
-use crate::lock::apt::{self, AptSuite};
-use crate::lock::downloads::Clients;
 use crate::lock::format::{Artifact, Source};
-use crate::lock::pins;
-use crate::lock::pip::Pip;
-use crate::lock::snapshot;
+use crate::registry::apt::{self, AptSuite};
+use crate::registry::downloads::Clients;
+use crate::registry::pins;
+use crate::registry::pip::Pip;
+use crate::registry::snapshot;
 use crate::store::StorePath;
 
 /// Debian's releases, oldest first.

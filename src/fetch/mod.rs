@@ -41,10 +41,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result, bail};
 
 use crate::cache::{Substituter, unsigned};
-use crate::lock::apt::{self, AptSuite, Gone, Listing};
-use crate::lock::downloads::{Cache, Clients, Expected};
 use crate::lock::format::{Artifact, Lock, Source, store_name};
-use crate::lock::pip::Pip;
+use crate::registry::apt::{self, AptSuite, Gone, Listing};
+use crate::registry::downloads::{Cache, Clients, Expected};
+use crate::registry::pip::Pip;
 use crate::store::nix::Nix;
 use crate::store::path::{FileIngestion, fixed_output_path};
 use crate::store::{Hash, HashAlgo, StorePath};
@@ -70,7 +70,7 @@ pub struct FetchOptions {
     /// With `cells`: what their compatibility nodes (`compat.<cell>`) need
     /// too, the other torch releases of their CUDA majors.
     pub compat: bool,
-    /// The snapshot archive's base URL ([`crate::lock::snapshot::base`]).
+    /// The snapshot archive's base URL ([`crate::registry::snapshot::base`]).
     pub debian_snapshot: Option<String>,
     /// The project directory, named in the re-pin command of [`Vanished`].
     pub project: Option<PathBuf>,
@@ -267,7 +267,7 @@ pub fn fetch(lock: &Lock, nix: &Nix, options: &FetchOptions) -> Result<Summary> 
         }
     }
     if !lost.is_empty() && !options.offline {
-        let base = crate::lock::snapshot::base(options.debian_snapshot.as_deref());
+        let base = crate::registry::snapshot::base(options.debian_snapshot.as_deref());
         let (still, served) = debian_fallback::recover(&session, lost, &pip, &base, options.jobs);
         summary.added += served.values().sum::<usize>();
         summary.from_fallbacks = served;
@@ -569,7 +569,7 @@ fn prepare_clients(
     let mut clients = Clients {
         pip: pip.clone(),
         apt: BTreeMap::new(),
-        archives: crate::lock::archive::archive_dirs(archives),
+        archives: crate::registry::archive::archive_dirs(archives),
     };
     let mut unreadable = BTreeMap::new();
     if !suites.is_empty() {

@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::lock::archive;
+use crate::registry::archive;
 use crate::spec::PythonAbi;
 
 /// A header archive found for one Python.
@@ -91,7 +91,7 @@ fn in_dir(dir: &Path, python: PythonAbi) -> Option<(String, PathBuf, String)> {
     names.into_iter().find_map(|name| {
         let path = dir.join(&name);
         archive::inspect(&path, python).ok()?;
-        let (sha256, _) = crate::lock::downloads::sha256_file(&path).ok()?;
+        let (sha256, _) = crate::registry::downloads::sha256_file(&path).ok()?;
         Some((name, path, sha256))
     })
 }
@@ -153,7 +153,7 @@ mod tests {
         let headers = find(&["3.12".into()], &[archives.path().to_path_buf()]);
         assert_eq!(headers.found.len(), 1, "{:?}", headers.notes);
         assert_eq!(headers.found[0].file, "py312.tar");
-        let (sha, _) = crate::lock::downloads::sha256_file(&demo).unwrap();
+        let (sha, _) = crate::registry::downloads::sha256_file(&demo).unwrap();
         assert_eq!(headers.found[0].sha256, sha);
         let text = render(&headers.found);
         assert!(

@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, bail};
 
-use crate::lock::debian::DebianData;
-use crate::lock::pip::{Pip, Target};
-use crate::lock::torch::{PROBE_PYTHON, minors};
+use crate::lock::data::DebianData;
+use crate::registry::pip::{Pip, Target};
+use crate::registry::torch::{PROBE_PYTHON, minors};
 use crate::spec::{Baseline, CudaArch, CudaVersion, PythonAbi, TorchSelector, TorchVersion};
 
 /// How many of the newest torch minors the default matrix serves.

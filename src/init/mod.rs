@@ -190,7 +190,7 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
         .modules
         .iter()
         .any(|m| m.bindings.contains_key(&classify::Flavour::Pybind11));
-    let pip = crate::lock::pip::Pip::new(options.pip_python.as_deref());
+    let pip = crate::registry::pip::Pip::new(options.pip_python.as_deref());
     let baseline: crate::spec::Baseline = render::DEFAULT_BASELINE
         .parse()
         .expect("init's baseline is a known manylinux tag");
@@ -212,11 +212,11 @@ pub fn init(dir: &Path, options: &InitOptions) -> Result<Outcome> {
             .first()
             .and_then(|p| p.parse().ok())
             .unwrap_or(crate::spec::PythonAbi::regular(
-                crate::lock::torch::PROBE_PYTHON,
+                crate::registry::torch::PROBE_PYTHON,
             ));
         let read = match &options.torch_archs {
             torch_archs::Origin::Wheels => {
-                crate::lock::downloads::Cache::locate().and_then(|cache| {
+                crate::registry::downloads::Cache::locate().and_then(|cache| {
                     torch_archs::for_toolkits(bound, &pip, &cache, python, &baseline, &|line| {
                         eprintln!("{line}")
                     })

@@ -22,9 +22,9 @@ use anyhow::{Context, Result, bail};
 
 use super::python::Toolkit;
 use crate::audit::fatbin::{self, Fatbin, ImageKind};
-use crate::lock::downloads::{Cache, Clients, Expected};
 use crate::lock::format::Source;
-use crate::lock::pip::{Pip, Target};
+use crate::registry::downloads::{Cache, Clients, Expected};
+use crate::registry::pip::{Pip, Target};
 use crate::spec::{Baseline, PythonAbi};
 use crate::wheel::reader::WheelFile;
 

@@ -36,10 +36,10 @@ use anyhow::{Context, Result, bail};
 use crate::cache::key::public_key_of_secret;
 use crate::cache::{file_url, unsigned, url_safe};
 use crate::fetch::pinned_paths;
-use crate::lock::driver::DriverLock;
 use crate::lock::format::Lock;
 use crate::plan::Plan;
 use crate::plan::kernel::NAME_PREFIX;
+use crate::registry::driver::DriverLock;
 use crate::store::StorePath;
 use crate::store::nix::Nix;
 

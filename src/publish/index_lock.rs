@@ -20,7 +20,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use cuwheel_build::file_lock::{FileLock, flock};
+use cuwheel_registry::file_lock::{FileLock, flock};
 
 /// The lock file inside the index directory.
 pub const LOCK_FILE: &str = ".lock";

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::audit::{AuditOptions, audit_file};
-use crate::lock::downloads::sha256_file;
+use crate::registry::downloads::sha256_file;
 use crate::store::hash::Hash;
 use crate::wheel::WheelFile;
 use index::{PublishedWheel, WheelLinks};

@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{NewWheel, Refusal, check_wheels, index_lock, remove_stale_temp_files, store_wheel};
 use crate::audit::{AuditOptions, PypiRules};
-use crate::lock::downloads::sha256_file;
+use crate::registry::downloads::sha256_file;
 
 /// What a PyPI publish did.
 #[derive(Debug, Clone, PartialEq, Eq)]

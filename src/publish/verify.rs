@@ -19,7 +19,7 @@ use super::index::{
     JSON_PAGE, ProjectList, ProjectPage, PublishedWheel, WheelLinks, render_indexes,
 };
 use super::tree::generation_name;
-use crate::lock::downloads::sha256_file;
+use crate::registry::downloads::sha256_file;
 
 /// Every regular file under `root`, by `/`-separated relative path; a
 /// symlink or any other kind of entry inside is an error.

@@ -210,7 +210,7 @@ pub fn reproduce(
     };
     let flake = match &options.flake {
         Some(flake) => flake.clone(),
-        None => crate::plan::sources::find_flake(project)?
+        None => crate::registry::flake::find_flake(project)?
             .display()
             .to_string(),
     };
@@ -221,7 +221,12 @@ pub fn reproduce(
     if let Some(substituter) = &options.substituter {
         nix = nix.with_options(substituter.nix_options());
     }
-    crate::flake::check_builds_project(&nix, &flake, project, cell.provenance.sources.keys())?;
+    crate::registry::flake::check_builds_project(
+        &nix,
+        &flake,
+        project,
+        cell.provenance.sources.keys(),
+    )?;
     let result = match rebuild::rebuild(
         &nix,
         &flake,

@@ -6,25 +6,26 @@
 //!
 //! One module per pipeline stage: `spec` reads an extension's
 //! `[tool.cuwheel]` config and expands its matrix into checked cells; `lock`
-//! pins every toolchain artifact by hash (`cuwheel.lock`: its format, its
-//! toolkit sources and the resolver that writes it); `plan` the derivation
+//! the lock that pins every toolchain artifact by hash (`cuwheel.lock`: its
+//! format, its toolkit sources, the data both it and the resolver read);
+//! `plan` the derivation
 //! graph Nix builds; `build` what the driver does inside it (the wheel
 //! assembly, its provenance and SBOM); `audit` the verdict on a wheel.
 //! Around them: `cli` the driver's subcommands (which the `cuwheel` CLI
-//! offers too); `flake` checks that a flake builds the project it is asked
-//! about; `process` runs the registries' clients; `json` writes the
-//! canonical JSON of cuwheel's files; `safe_io` reads and writes only
-//! regular files; `url` shows URLs without their secrets.
+//! offers too); `json` writes the canonical JSON of cuwheel's files;
+//! `safe_io` reads and writes only regular files; `url` shows URLs without
+//! their secrets.
+//!
+//! What runs only on the host is elsewhere: the registry clients and the
+//! resolver that writes `cuwheel.lock` in `cuwheel-registry`, which depends
+//! on this crate (never the other way), the CLI's own commands in `cuwheel`.
 
 pub mod audit;
 pub mod build;
 pub mod cli;
-pub mod file_lock;
-pub mod flake;
 pub mod json;
 pub mod lock;
 pub mod plan;
-pub mod process;
 pub mod safe_io;
 pub mod spec;
 /// The Nix formats, in their own crate (crates/cuwheel-nix).

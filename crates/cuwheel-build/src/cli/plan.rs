@@ -1,21 +1,15 @@
-//! `cuwheel plan`: the derivation graph of the project's matrix — as JSON
-//! for `nix/plan.nix` (`--json`), or as a summary for people: the cells and
-//! their wheels, every node, which cells share it and whether it is already
-//! built (asked of the flake that builds the project, after checking that it
-//! builds this project as it is), and what the sharing saves.
+//! `plan --json`: the derivation graph of the project's matrix, as JSON for
+//! `nix/plan.nix`. The driver prints only this; the `cuwheel` CLI's `plan`
+//! adds, on the host, the forms for people and CI (a summary with what is
+//! already built, the CI jobs) and prints this one through [`print_json`].
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail};
 use clap::Args;
 
-use crate::flake::check_builds_project;
-use crate::plan::{Plan, sources};
-use crate::spec::config::pypi::show_size;
-use crate::store::StorePath;
-use crate::store::nix::Nix;
+use crate::plan::sources;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -25,151 +19,20 @@ pub struct PlanArgs {
     /// Print the plan as JSON (the input of nix/plan.nix)
     #[arg(long)]
     pub json: bool,
-    /// Print the CI jobs as one line of JSON, GitHub Actions' `strategy.matrix`
-    /// form: one job per nvcc toolkit with its cells and its PyPI cells
-    #[arg(long, conflicts_with = "json")]
-    jobs: bool,
-    /// The flake that builds the project, asked which derivations are built
-    /// (default: the nearest directory holding flake.nix, from the project up)
-    #[arg(long, value_name = "DIR")]
-    flake: Option<PathBuf>,
-    /// Do not ask Nix which derivations are already built
-    #[arg(long, conflicts_with = "flake")]
-    no_store: bool,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
-    let (_, project, plan) = sources::plan_project(&args.project)?;
-    if args.json {
-        super::output::stdout(&plan.to_json())?;
-        return Ok(ExitCode::SUCCESS);
+    if !args.json {
+        bail!(
+            "the driver prints the plan only as JSON (--json); `cuwheel plan` prints the summary"
+        );
     }
-    if args.jobs {
-        let jobs = serde_json::to_string(&plan.ci_jobs()).context("cannot encode the jobs")?;
-        super::output::stdout_line(&jobs)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let flake = match args.flake {
-        Some(flake) => Some(flake),
-        None if args.no_store => None,
-        None => sources::nearest_flake(&args.project)?,
-    };
-    let built = match &flake {
-        Some(flake) => {
-            let nix = Nix::system();
-            let flake = flake.display().to_string();
-            check_builds_project(&nix, &flake, &args.project, project.digests.keys())?;
-            eprintln!("plan: asking Nix which derivations of {flake}#nodes are built");
-            Some(built_nodes(&nix, &flake)?)
-        }
-        None => None,
-    };
-    super::output::stdout(&summary(&plan, built.as_ref()))?;
-    for line in project.whole_include_dirs() {
-        super::output::stdout_line(&format!("note: {line}"))?;
-    }
-    if flake.is_none() && !args.no_store {
-        super::output::stdout_line(
-            "(no flake.nix above the project: whether each derivation is built is not shown)",
-        )?;
-    }
+    print_json(&args.project)
+}
+
+/// Prints the plan of the project in `project` as JSON.
+pub fn print_json(project: &Path) -> Result<ExitCode> {
+    let (_, _, plan) = sources::plan_project(project)?;
+    super::output::stdout(&plan.to_json())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The flake's plan nodes whose outputs are valid in the store.
-fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeSet<String>> {
-    let installable = format!("{flake}#nodes");
-    let outs: BTreeMap<String, String> = nix
-        .eval_json(
-            &installable,
-            Some("builtins.mapAttrs (name: node: node.outPath)"),
-        )
-        .with_context(|| {
-            format!(
-                "cannot ask {installable} for its derivations; pass --no-store to plan without \
-                 Nix, or --flake for the flake that builds this project"
-            )
-        })?;
-    let mut by_path = BTreeMap::new();
-    for (name, out) in outs {
-        let path: StorePath = out
-            .parse()
-            .with_context(|| format!("{installable}.{name}: `{out}` is not a store path"))?;
-        by_path.insert(path, name);
-    }
-    let paths: Vec<StorePath> = by_path.keys().cloned().collect();
-    let valid = nix.valid_paths(&paths)?;
-    Ok(valid.iter().map(|p| by_path[p].clone()).collect())
-}
-
-/// The summary; `built` (when known) names the nodes already in the store.
-fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
-    let mut text = format!("cells ({}):\n", plan.cells.len());
-    for (name, cell) in &plan.cells {
-        text += &format!(
-            "  {name}  {}  (torch {}, nvcc {})\n",
-            cell.predicted_wheel_file, cell.torch, cell.nvcc
-        );
-    }
-    if let Some(pypi) = &plan.pypi {
-        text += &format!(
-            "PyPI wheels ({}, from the same links; checked against PyPI's rules, files up to {}):\n",
-            pypi.cells.len(),
-            show_size(pypi.max_file_size)
-        );
-        for (name, cell) in &pypi.cells {
-            text += &format!("  {name}  {}\n", cell.predicted_wheel_file);
-        }
-    }
-    text += "  (wheel names are predicted: each wheel's platform tag is computed from its linked \
-             module by the audit's rule — the most compatible tag its symbols prove, never more \
-             than its torch wheel's nor less than the baseline's)\n";
-    // Which cells use each node.
-    let mut users: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for (name, cell) in &plan.cells {
-        for node in cell.nodes() {
-            users.entry(node).or_default().push(name.clone());
-        }
-    }
-    // What `compat.<cell>` builds beyond the cell's wheel.
-    for (name, cell) in &plan.cells {
-        for node in cell.compat_symbols.iter().chain([&cell.compat]) {
-            users
-                .entry(node)
-                .or_default()
-                .push(format!("{name} (compat)"));
-        }
-    }
-    for (name, cell) in plan.pypi.iter().flat_map(|p| &p.cells) {
-        for node in [&cell.wheel, &cell.audit] {
-            users
-                .entry(node)
-                .or_default()
-                .push(format!("{name} (PyPI)"));
-        }
-    }
-    text += &format!("derivations ({}):\n", plan.nodes.len());
-    for name in plan.nodes.keys() {
-        let cells = users.get(name.as_str()).cloned().unwrap_or_default();
-        let shared = if cells.len() > 1 {
-            "shared by"
-        } else {
-            "used by"
-        };
-        let state = match built {
-            Some(built) if built.contains(name) => "built     ",
-            Some(_) => "to build  ",
-            None => "",
-        };
-        text += &format!("  {state}{name}  {shared} {}\n", cells.join(" "));
-    }
-    if let Some(built) = built {
-        let count = plan.nodes.keys().filter(|n| built.contains(*n)).count();
-        text += &format!(
-            "{count} of {} derivations are built; `nix build` builds the others\n",
-            plan.nodes.len()
-        );
-    }
-    text += &format!("{}\n", plan.sharing());
-    text
 }

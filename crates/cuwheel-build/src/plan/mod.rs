@@ -25,7 +25,6 @@ pub mod compile;
 pub mod compilers;
 mod error;
 pub mod includes;
-pub mod jobs;
 pub mod kernel;
 pub mod lineinfo;
 pub mod link;

@@ -193,30 +193,6 @@ pub fn plan_project(dir: &Path) -> Result<(Spec, ProjectSources, Plan)> {
     Ok((spec, project, plan))
 }
 
-/// The nearest directory holding `flake.nix`, from `project` up: the flake
-/// that builds the project, whose derivations `cuwheel plan` and
-/// `cuwheel reproduce` ask Nix about.
-pub fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
-    let start = project
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", project.display()))?;
-    Ok(start
-        .ancestors()
-        .find(|dir| dir.join("flake.nix").is_file())
-        .map(Path::to_path_buf))
-}
-
-/// [`nearest_flake`], or an error saying to name the flake.
-pub fn find_flake(project: &Path) -> Result<PathBuf> {
-    nearest_flake(project)?.with_context(|| {
-        format!(
-            "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
-             builds this project",
-            project.display()
-        )
-    })
-}
-
 /// A source must resolve inside the project: the Nix build copies only the
 /// project's files (a symlink out of it would dangle there), and a
 /// reproducer has only the checkout.

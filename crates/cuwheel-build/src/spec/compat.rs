@@ -649,7 +649,7 @@ impl CompatTable {
 }
 
 /// `a, b, c`: how messages list the values a key may take.
-pub(crate) fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> String {
+pub fn join<T: fmt::Display>(values: impl IntoIterator<Item = T>) -> String {
     values
         .into_iter()
         .map(|value| value.to_string())

@@ -2,7 +2,7 @@
 //! matrix's cells are made from, recorded in `cuwheel.lock` (`facts`) so that
 //! `cuwheel plan` makes the same cells offline.
 //!
-//! In: nothing (plain data; `cuwheel lock` fills it, crates/cuwheel-build/src/lock/torch.rs and
+//! In: nothing (plain data; `cuwheel lock` fills it, crates/cuwheel-registry/src/torch.rs and
 //! crates/cuwheel-build/src/lock/toolkits/). Out: per torch minor, its newest release, the CUDA
 //! runtime its wheels require, their platform tag, and which of the
 //! matrix's Pythons it has a wheel for; per CUDA toolkit cuwheel can build
@@ -167,8 +167,11 @@ impl MatrixFacts {
 /// Facts for unit tests: each `(torch, cuda, pythons with a wheel)`, with
 /// the matrix's other Pythons (`all_pythons`) missing; toolkits of major 12
 /// or below from Debian, later ones from PyPI.
-#[cfg(test)]
-pub(crate) fn fabricated(
+///
+/// The registry crate's unit tests use it too, through the feature
+/// `test-support`.
+#[cfg(any(test, feature = "test-support"))]
+pub fn fabricated(
     torches: &[(&str, &str, &[&str])],
     all_pythons: &[&str],
     toolkits: &[&str],
@@ -227,8 +230,11 @@ pub(crate) fn fabricated(
 /// `facts` with aarch64 wheels for `torches` (a copy of each x86_64 wheel,
 /// tagged `manylinux_2_28_aarch64`) and none for its other torches, as a
 /// lock of a matrix with aarch64 cells records them.
-#[cfg(test)]
-pub(crate) fn with_aarch64(mut facts: MatrixFacts, torches: &[&str]) -> MatrixFacts {
+///
+/// The registry crate's unit tests use it too, through the feature
+/// `test-support`.
+#[cfg(any(test, feature = "test-support"))]
+pub fn with_aarch64(mut facts: MatrixFacts, torches: &[&str]) -> MatrixFacts {
     for (torch, release) in facts.torch.iter_mut() {
         let wheels: BTreeMap<PythonAbi, TorchWheel> =
             if torches.contains(&torch.to_string().as_str()) {

@@ -193,8 +193,11 @@ pub(crate) fn test_cell(cuda: &str, python: Option<&str>, torch: &str) -> Cell {
 /// A config for unit tests: the demo's `[tool.cuwheel]` with `bindings`
 /// (the body of `[tool.cuwheel.bindings]`) and `matrix` (the body of
 /// `[tool.cuwheel.matrix]`, and any tables after it).
-#[cfg(test)]
-pub(crate) fn test_config(matrix: &str, bindings: &str) -> Config {
+///
+/// The registry crate's unit tests use it too, through the feature
+/// `test-support`.
+#[cfg(any(test, feature = "test-support"))]
+pub fn test_config(matrix: &str, bindings: &str) -> Config {
     let text = format!(
         r#"
 [project]

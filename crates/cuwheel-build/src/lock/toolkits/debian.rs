@@ -1,19 +1,19 @@
 //! Toolkits from Debian: the suites whose non-free `nvidia-cuda-toolkit` is a
 //! given CUDA release (`data/debian.toml` `[cuda-suites]`).
 //!
-//! In: the data, and the suite's index when locking. Out: each CUDA version
-//! and its suite (facts `{"source": "debian", "suite": ...}`); lock entries
-//! of kind `cuda-debian`: the package's dependency closure in that suite
-//! (`data/debian.toml` `[kinds.cuda-debian]`), checked to be that release,
-//! re-pinned by `cuwheel lock --refresh`, and built by
-//! `nix/cuda-debian.nix`.
+//! In: the data. Out: each CUDA version and its suite (facts `{"source":
+//! "debian", "suite": ...}`); lock entries of kind `cuda-debian`: the
+//! package's dependency closure in that suite (`data/debian.toml`
+//! `[kinds.cuda-debian]`), which the suite's index must carry at that release
+//! ([`Pins::DebianClosure`]), re-pinned by `cuwheel lock --refresh`, and
+//! built by `nix/cuda-debian.nix`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use super::{CudaRequest, Listing, Registries, ToolkitSource};
-use crate::lock::debian::{DebianData, Index};
+use super::{Listing, Pins, ToolkitSource};
+use crate::lock::data::DebianData;
 use crate::lock::format::Fields;
 use crate::spec::{CudaVersion, ToolkitOrigin};
 
@@ -62,29 +62,13 @@ impl ToolkitSource for Debian {
         fields.get("suite").map(String::as_str)
     }
 
-    fn resolve(
-        &self,
-        request: &CudaRequest,
-        registries: &mut dyn Registries,
-    ) -> Result<BTreeSet<String>> {
-        let suite = &request.fields["suite"];
-        let version = request.version.to_string();
-        if let Err(carried) = self.check_index(&version, registries.debian_index(suite)) {
-            bail!(
-                "Debian {suite} carries {carried}, not CUDA {version}: \
-                 crates/cuwheel-build/src/lock/data/debian.toml [cuda-suites] must name a suite \
-                 that has it"
-            );
-        }
-        registries.debian_closure(self.kind(), suite)
-    }
-
-    fn check_index(&self, version: &str, index: &Index) -> Result<(), String> {
-        let carried = index.get(TOOLKIT).map(|p| p.version.as_str());
-        match carried {
-            Some(v) if v.starts_with(&format!("{version}.")) => Ok(()),
-            Some(v) => Err(format!("{TOOLKIT} {v}")),
-            None => Err(format!("{TOOLKIT} (none)")),
+    /// The closure of the `cuda-debian` recipe in its suite, which must
+    /// carry the release.
+    fn pins(&self, _version: &str, fields: &Fields) -> Pins {
+        Pins::DebianClosure {
+            recipe: self.kind(),
+            suite: fields.get("suite").cloned().unwrap_or_default(),
+            package: TOOLKIT,
         }
     }
 }

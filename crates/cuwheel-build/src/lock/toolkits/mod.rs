@@ -16,24 +16,25 @@
 //!    knows its host-compiler bounds and GPU archs.
 //!
 //! Each source is one module implementing [`ToolkitSource`] for the whole
-//! life cycle of its toolkits (offer, lock entry, resolve, refresh, what
-//! its Nix expression reads), listed once in [`SOURCES`].
+//! life cycle of its toolkits (offer, lock entry, what pins it, refresh,
+//! what its Nix expression reads), listed once in [`SOURCES`]. A source
+//! says *what* pins an entry ([`Pins`]); the registries' clients, in the
+//! `cuwheel-registry` crate (its `toolkits` module), carry that out, so no
+//! source reaches a registry and a build, which reads the lock's entries
+//! through this trait, carries no client.
 //!
-//! In: what pip listed, the data files, the table. Out: the lock's
-//! `facts.toolkits`, from which the matrix picks each cell's nvcc
-//! ([`crate::spec::MatrixFacts::default_nvcc`]), and each cell's toolkit
-//! as a [`CudaRequest`] the lock resolves through its source. Pure but
-//! for [`probe`] (pip) and what [`Registries`] answers; the unit tests feed
-//! fabricated listings.
+//! In: what pip listed ([`Listing`]), the data files, the table. Out: the
+//! lock's `facts.toolkits`, from which the matrix picks each cell's nvcc
+//! ([`crate::spec::MatrixFacts::default_nvcc`]), each cell's toolkit as a
+//! [`CudaRequest`] and what pins it, and the checks of a lock's entries.
+//! Pure; the unit tests feed fabricated listings.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
-use super::debian::Index;
 use super::format::{Artifact, CudaToolchain, Fields};
-use super::pip::{Pip, ResolvedWheel, Target};
-use crate::spec::{Baseline, CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
+use crate::spec::{CompatTable, CudaVersion, PythonVersion, ToolkitOrigin};
 use crate::wheel::Arch;
 
 mod debian;
@@ -107,18 +108,16 @@ pub trait ToolkitSource: Sync {
     /// The Debian suite whose package index resolving the entry reads, if
     /// it is one suite's package closure; then `cuwheel lock --refresh`
     /// re-pins it by the recipe called [`ToolkitSource::kind`] in
-    /// `data/debian.toml`, and [`ToolkitSource::check_index`] must pass.
+    /// `data/debian.toml`, checked as its [`Pins::DebianClosure`] says.
     fn debian_suite<'a>(&self, fields: &'a Fields) -> Option<&'a str> {
         let _ = fields;
         None
     }
 
-    /// Pins the entry's files and returns their store names.
-    fn resolve(
-        &self,
-        request: &CudaRequest,
-        registries: &mut dyn Registries,
-    ) -> Result<BTreeSet<String>>;
+    /// What pins the files of its entry for CUDA `version` (`13.0`) with
+    /// `fields`: the registries' clients carry it out when locking, and
+    /// `cuwheel lock --refresh` checks a re-pinned Debian closure by it.
+    fn pins(&self, version: &str, fields: &Fields) -> Pins;
 
     /// Whether an entry an earlier lock wrote (with its artifacts) is
     /// still what it pins now, so that a relock may reuse it; by default,
@@ -127,13 +126,6 @@ pub trait ToolkitSource: Sync {
     fn current(&self, entry: &CudaToolchain, artifacts: &[Artifact]) -> bool {
         let _ = (entry, artifacts);
         true
-    }
-
-    /// Whether `index`, the suite's current index, still carries CUDA
-    /// `version`; `Err` says what it carries instead.
-    fn check_index(&self, version: &str, index: &Index) -> Result<(), String> {
-        let _ = (version, index);
-        Ok(())
     }
 
     /// Other toolchains of the lock whose files its Nix expression reads
@@ -196,6 +188,32 @@ fn check_fields(fields: &Fields, expected: &[&str]) -> Result<(), String> {
     ))
 }
 
+/// What pins a toolkit's files, as its source says
+/// ([`ToolkitSource::pins`]): data, which the registries' clients (the
+/// `cuwheel-registry` crate) carry out, recording every file for the cells
+/// that use the toolkit. A source that needs a registry cuwheel has no
+/// client for adds a variant here and its client there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pins {
+    /// The closure of `data/debian.toml`'s recipe `recipe` in Debian
+    /// `suite`, whose index must carry `package` at the toolkit's release
+    /// (`X.Y.*`).
+    DebianClosure {
+        recipe: &'static str,
+        suite: String,
+        package: &'static str,
+    },
+    /// NVIDIA's wheels pip resolves from `requirement` (a `cuda-toolkit`
+    /// requirement): the components `data/pypi.toml` names, all x86_64
+    /// (nvcc runs there) but for a cross cell's runtime library
+    /// ([`TARGET_RUNTIME`]), resolved for the cell's architecture.
+    PypiComponents { requirement: String },
+}
+
+/// The component whose files a cross-built cell links (`libcudart`): the
+/// one wheel of a cross toolkit taken from the cells' architecture.
+pub const TARGET_RUNTIME: &str = "nvidia-cuda-runtime";
+
 /// What a lock asks a source to resolve: a toolkit it offered, for the
 /// cells that use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,7 +241,8 @@ impl CudaRequest {
     }
 }
 
-/// What a source may ask of the registries while offering.
+/// What a source may ask of the registries while offering (the lock's
+/// listing asks pip).
 pub trait Listing {
     /// The releases of `package` on the package index, as pip lists them.
     fn releases(&self, package: &str) -> Result<Vec<String>>;
@@ -236,43 +255,6 @@ impl Listing for Listed<'_> {
     fn releases(&self, _package: &str) -> Result<Vec<String>> {
         Ok(self.0.to_vec())
     }
-}
-
-/// pip's listing for the baseline's platform.
-struct PipListing<'a> {
-    pip: &'a Pip,
-    baseline: &'a Baseline,
-}
-
-/// The Python pip lists with: the packages listed are pure
-/// (`py2.py3-none-any`), so any CPython 3 lists the same releases.
-const LISTING_PYTHON: PythonVersion = PythonVersion::new(3, 12);
-
-impl Listing for PipListing<'_> {
-    fn releases(&self, package: &str) -> Result<Vec<String>> {
-        let target = Target::manylinux(LISTING_PYTHON, self.baseline);
-        self.pip.index_versions(package, &target)
-    }
-}
-
-/// What a source may ask of the registries while resolving; the lock's
-/// resolver answers, recording every file pinned for the cells that use
-/// the toolkit.
-pub trait Registries {
-    /// The index of a Debian suite ([`ToolkitSource::debian_suite`]).
-    fn debian_index(&self, suite: &str) -> &Index;
-    /// Pins the closure of `data/debian.toml`'s recipe `recipe` in `suite`.
-    fn debian_closure(&mut self, recipe: &str, suite: &str) -> Result<BTreeSet<String>>;
-    /// What pip installs for `requirement` (dependencies included) for
-    /// CPython `python` on the baseline's platform for `arch`.
-    fn pip_resolve(
-        &mut self,
-        requirement: &str,
-        python: PythonVersion,
-        arch: Arch,
-    ) -> Result<Vec<ResolvedWheel>>;
-    /// Downloads and pins one wheel pip resolved.
-    fn pypi_artifact(&mut self, wheel: &ResolvedWheel) -> Result<String>;
 }
 
 /// The available toolkits: what the sources offer (earlier sources win a
@@ -290,21 +272,6 @@ pub fn available(
         }
     }
     available
-}
-
-/// Asks every source what it offers (pip lists for those that ask) and
-/// returns the available toolkits.
-pub fn probe(
-    pip: &Pip,
-    baseline: &Baseline,
-    compat: &CompatTable,
-) -> Result<BTreeMap<CudaVersion, ToolkitOrigin>> {
-    let listing = PipListing { pip, baseline };
-    let offers = SOURCES
-        .iter()
-        .map(|source| source.offers(&listing))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(available(offers, compat))
 }
 
 #[cfg(test)]

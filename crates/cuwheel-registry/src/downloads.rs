@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::apt::AptSuite;
-use super::format::{Source, store_name};
 use super::pip::Pip;
+use crate::lock::format::{Source, store_name};
 use crate::store::hash::HashingWriter;
 
 /// cuwheel's cache directory.

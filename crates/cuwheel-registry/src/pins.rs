@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Result, bail};
 
 use super::debian::{self, DebianData, Index, Package};
-use super::format::{Artifact, Source, store_name};
+use crate::lock::format::{Artifact, Source, store_name};
 
 /// The artifacts of the `kind` toolchain of `suite`: the dependency closure
 /// of its recipe's roots in `index`, each used by `users`.

@@ -16,13 +16,13 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::format::{Artifact, LOCK_VERSION, Lock, Seed, SuiteIndex, Toolchain};
+use crate::lock::format::{Artifact, LOCK_VERSION, Lock, Seed, SuiteIndex, Toolchain};
 
 /// Where the driver lock lives in cuwheel's repository.
 pub const DRIVER_LOCK_FILE: &str = "nix/driver.lock";
 
 /// The driver lock this binary was built with.
-const EMBEDDED: &str = include_str!("../../../../nix/driver.lock");
+const EMBEDDED: &str = include_str!("../../../nix/driver.lock");
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -2,16 +2,16 @@
 //!
 //! `cuwheel plan`, `reproduce` and `cache export` ask a flake about a
 //! project directory; the flake may build another project (the nearest
-//! `flake.nix` above the directory is only a guess), or this project as git
-//! tracks it, without a file that is not added yet. In: the flake, the
-//! project directory and the project files its wheels are built from. Out:
-//! `Ok`, or an error naming each difference and the fix. The flake's side
+//! `flake.nix` above the directory, [`nearest_flake`], is only a guess), or
+//! this project as git tracks it, without a file that is not added yet. In:
+//! the flake, the project directory and the project files its wheels are
+//! built from. Out: `Ok`, or an error naming each difference and the fix. The flake's side
 //! is its `project` output (nix/lib.nix): the name, and the store paths of
 //! the source and lock it builds from, whose files Nix hashes here in one
 //! evaluation (no build).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -125,6 +125,30 @@ pub fn check_builds_project<'a>(
                     source is this directory.";
     }
     bail!("{message}")
+}
+
+/// The nearest directory holding `flake.nix`, from `project` up: the flake
+/// that builds the project, whose derivations `cuwheel plan` and
+/// `cuwheel reproduce` ask Nix about.
+pub fn nearest_flake(project: &Path) -> Result<Option<PathBuf>> {
+    let start = project
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", project.display()))?;
+    Ok(start
+        .ancestors()
+        .find(|dir| dir.join("flake.nix").is_file())
+        .map(Path::to_path_buf))
+}
+
+/// [`nearest_flake`], or an error saying to name the flake.
+pub fn find_flake(project: &Path) -> Result<PathBuf> {
+    nearest_flake(project)?.with_context(|| {
+        format!(
+            "no flake.nix in {} or any directory above it: pass --flake REF, the flake that \
+             builds this project",
+            project.display()
+        )
+    })
 }
 
 /// The `--apply` function: the name, and each file's sha256 (`null` when

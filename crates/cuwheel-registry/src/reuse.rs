@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::spec::{CudaVersion, PythonAbi, ToolkitOrigin, TorchRelease, TorchVersion};
 
-use super::format::{Artifact, Lock, Seed, SuiteIndex, Toolchain};
-use super::plan::Request;
+use crate::lock::format::{Artifact, Lock, Seed, SuiteIndex, Toolchain};
+use crate::toolchain_plan::Request;
 
 /// The previous lock, as far as it can be reused.
 #[derive(Debug)]
@@ -193,7 +193,7 @@ mod tests {
 
     fn lock(toolchains: Vec<(&str, Toolchain)>, artifacts: Vec<(&str, Artifact)>) -> Lock {
         Lock {
-            version: super::super::format::LOCK_VERSION,
+            version: crate::lock::format::LOCK_VERSION,
             project: "p".into(),
             config_sha256: String::new(),
             facts: Default::default(),
@@ -244,7 +244,9 @@ mod tests {
 
     #[test]
     fn a_pypi_toolkit_is_reused_only_while_it_has_every_component_the_data_names() {
-        let packages = &crate::lock::plan::PypiData::embedded().cuda_wheels.packages;
+        let packages = &crate::toolchain_plan::PypiData::embedded()
+            .cuda_wheels
+            .packages;
         let wheel = |package: &String| Artifact {
             source: Source::Pypi {
                 name: package.clone(),

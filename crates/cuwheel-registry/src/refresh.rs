@@ -18,9 +18,12 @@ use anyhow::{Context, Result, bail};
 
 use super::debian::{DebianData, Index};
 use super::downloads::{Cache, Clients, Expected};
-use super::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
 use super::pip::Pip;
-use super::{LOCK_FILE, LockOptions, apt, config_sha256, pins, tree};
+use crate::lock::format::{Artifact, Lock, Source, SuiteIndex, Toolchain};
+use crate::lock::toolkits::Pins;
+use crate::lock::{LOCK_FILE, config_sha256};
+use crate::resolve::LockOptions;
+use crate::{apt, pins, tree};
 
 /// One pinned package whose version changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,7 +238,14 @@ pub fn refresh_project(project: &Path, options: &LockOptions) -> Result<Refreshe
             &users_of(&lock, name),
         )?;
         if let Toolchain::Cuda(cuda) = toolchain {
-            if let Err(carried) = cuda.source().check_index(&cuda.version, index) {
+            let pins = cuda.source().pins(&cuda.version, &cuda.fields);
+            let carried = match pins {
+                Pins::DebianClosure { package, .. } => {
+                    super::toolkit_pins::carries(index, package, &cuda.version)
+                }
+                Pins::PypiComponents { .. } => Ok(()),
+            };
+            if let Err(carried) = carried {
                 bail!(
                     "Debian {} now carries {carried}, not CUDA {}, so toolchain {name} cannot \
                      be re-pinned: the suite moved on to another CUDA release; run `cuwheel \

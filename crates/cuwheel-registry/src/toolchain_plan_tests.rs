@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::*;
-use crate::lock::pip::ResolvedWheel;
 use crate::lock::toolkits;
-use crate::lock::torch;
+use crate::pip::ResolvedWheel;
 use crate::spec::Spec;
 use crate::spec::facts::fabricated;
+use crate::torch;
 
 fn spec(matrix: &str) -> Spec {
     let bindings = "pybind11 = [\"csrc/bindings.cpp\"]\ntorch-library = [\"csrc/ops.cpp\"]";
@@ -252,9 +252,7 @@ fn a_future_torch_resolves_with_no_table_edit() {
         Request::Cuda(cuda) if cuda.kind == "cuda-wheels" && cuda.version.to_string() == "13.5"
     ));
     assert_eq!(
-        PypiData::embedded()
-            .cuda_wheels
-            .requirement_for("13.5".parse().unwrap()),
+        PypiData::embedded().cuda_wheels.requirement_for("13.5"),
         "cuda-toolkit[nvcc,crt,nvvm,cudart,cccl,cublas,cusparse,cusolver,curand]==13.5.*"
     );
 }

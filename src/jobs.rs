@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Plan;
+use crate::plan::Plan;
 
 /// `strategy.matrix`: `{"include": [{"toolkit": "13.0", "cells": "…", "pypi": "…"}]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,39 +30,37 @@ pub struct CiJob {
     pub pypi: String,
 }
 
-impl Plan {
-    /// The jobs of a CI run: the cells grouped by the toolkit that compiles
-    /// their kernels, in toolkit order.
-    pub fn ci_jobs(&self) -> CiJobs {
-        let mut groups: BTreeMap<_, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
-        for (name, cell) in &self.cells {
-            let (cells, pypi) = groups.entry(cell.nvcc).or_default();
-            cells.push(name);
-            if self
-                .pypi
-                .as_ref()
-                .is_some_and(|p| p.cells.contains_key(name))
-            {
-                pypi.push(name);
-            }
+/// The jobs of a CI run: the cells of `plan` grouped by the toolkit that
+/// compiles their kernels, in toolkit order.
+pub fn ci_jobs(plan: &Plan) -> CiJobs {
+    let mut groups: BTreeMap<_, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+    for (name, cell) in &plan.cells {
+        let (cells, pypi) = groups.entry(cell.nvcc).or_default();
+        cells.push(name);
+        if plan
+            .pypi
+            .as_ref()
+            .is_some_and(|p| p.cells.contains_key(name))
+        {
+            pypi.push(name);
         }
-        CiJobs {
-            include: groups
-                .into_iter()
-                .map(|(nvcc, (cells, pypi))| CiJob {
-                    toolkit: nvcc.to_string(),
-                    cells: cells.join(" "),
-                    pypi: pypi.join(" "),
-                })
-                .collect(),
-        }
+    }
+    CiJobs {
+        include: groups
+            .into_iter()
+            .map(|(nvcc, (cells, pypi))| CiJob {
+                toolkit: nvcc.to_string(),
+                cells: cells.join(" "),
+                pypi: pypi.join(" "),
+            })
+            .collect(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::test_plan_cell;
+    use cuwheel_build::plan::test_plan_cell;
 
     #[test]
     fn cells_are_grouped_by_their_nvcc_with_their_pypi_wheels() {
@@ -92,7 +90,7 @@ mod tests {
             )]),
         });
         assert_eq!(
-            serde_json::to_string(&plan.ci_jobs()).unwrap(),
+            serde_json::to_string(&ci_jobs(&plan)).unwrap(),
             r#"{"include":[{"toolkit":"12.5","cells":"cu126-py313","pypi":""},{"toolkit":"13.0","cells":"cu130-abi3 cu130-py313","pypi":"cu130-py313"}]}"#
         );
     }

@@ -289,45 +289,69 @@ fn add_cli_only_dependency(flake: &Path) {
     std::fs::write(&lock, text).unwrap();
 }
 
+/// An edit to a flake's working tree.
+type Edit = Box<dyn Fn(&Path)>;
+
 /// The driver is built from its own workspace alone (nix/driver-workspace
-/// and the crates it names): an edit to the CLI's host-side stages (init,
-/// fetch, publish, cache, reproduce, the CLI itself) or a dependency only
-/// the CLI uses changes neither it nor any wheel's derivation, only the
-/// CLI's; an edit to cuwheel-build changes the driver.
+/// and the crates it names): each edit below — init, a registry client, the
+/// CLI's other host stages, a dependency only the CLI uses — changes neither
+/// it nor any wheel's derivation, only the CLI's; an edit to cuwheel-build
+/// changes the driver.
 #[test]
 fn an_edit_outside_the_build_crates_changes_no_wheel_derivation() {
     nix_built_driver(); // the plan (import from derivation) runs it
     let flake = common::flake::flake_copy();
-    let [driver, cli, wheels] = drvs(flake.path());
-    for file in [
-        "src/init/mod.rs",
-        "src/fetch/mod.rs",
-        "src/publish/mod.rs",
-        "src/cache/mod.rs",
-        "src/reproduce/mod.rs",
-        "src/cli/mod.rs",
-    ] {
-        append_comment(&flake.path().join(file));
+    let [driver, mut cli, wheels] = drvs(flake.path());
+    let comment_in = |files: &'static [&'static str]| {
+        move |dir: &Path| {
+            for file in files {
+                append_comment(&dir.join(file));
+            }
+        }
+    };
+    // Each edit, and whether the Nix-built CLI (which leaves `init` out) changes with it.
+    let edits: [(&str, bool, Edit); 4] = [
+        ("init", false, Box::new(comment_in(&["src/init/mod.rs"]))),
+        (
+            "a registry client",
+            true,
+            Box::new(comment_in(&[
+                "crates/cuwheel-registry/src/pip.rs",
+                "crates/cuwheel-registry/src/apt.rs",
+            ])),
+        ),
+        (
+            "the CLI's other stages",
+            true,
+            Box::new(comment_in(&[
+                "src/fetch/mod.rs",
+                "src/publish/mod.rs",
+                "src/cache/mod.rs",
+                "src/reproduce/mod.rs",
+                "src/cli/mod.rs",
+            ])),
+        ),
+        (
+            "a dependency only the CLI uses",
+            true,
+            Box::new(add_cli_only_dependency),
+        ),
+    ];
+    for (edit, cli_changes, apply) in edits {
+        apply(flake.path());
+        let [driver_after, cli_after, wheels_after] = drvs(flake.path());
+        assert_eq!(
+            driver_after, driver,
+            "{edit} changed the driver's derivation"
+        );
+        assert_eq!(wheels_after, wheels, "{edit} changed a wheel's derivation");
+        assert_eq!(
+            cli_after != cli,
+            cli_changes,
+            "{edit}: the CLI's derivation"
+        );
+        cli = cli_after;
     }
-    let [driver_after, cli_after, wheels_after] = drvs(flake.path());
-    assert_eq!(driver_after, driver, "the driver's derivation changed");
-    assert_eq!(wheels_after, wheels, "a wheel's derivation changed");
-    assert_ne!(cli_after, cli, "the CLI is built from src/");
-
-    add_cli_only_dependency(flake.path());
-    let [driver_after, cli_after_dependency, wheels_after] = drvs(flake.path());
-    assert_eq!(
-        driver_after, driver,
-        "a CLI-only dependency changed the driver"
-    );
-    assert_eq!(
-        wheels_after, wheels,
-        "a CLI-only dependency changed a wheel"
-    );
-    assert_ne!(
-        cli_after_dependency, cli_after,
-        "the CLI is built from Cargo.lock"
-    );
 
     // The driver's own `.drv` alone: the wheels' would build the edited
     // driver to make their plan, one more compile of it for nothing.

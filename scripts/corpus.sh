@@ -149,7 +149,7 @@ run_package() {
     wheels+=("$wheel")
     audit+="$(head -n 1 "$dir/result-$cell/audit.txt"); "
     say "$name: pip-check $(basename "$wheel")"
-    piped+="$(python3 "$repo/scripts/corpus/pip-check.py" "$wheel" "$dir" 2>&1 | tail -n 1 | sed 's/^pip-check: //'); "
+    piped+="$(python3 "$repo/scripts/corpus/pip-check.py" "$wheel" "$dir" 3.12 2>&1 | tail -n 1 | sed 's/^pip-check: //'); "
     built+="$cell ok; "
     if [ "${REPRODUCE:-1}" != 0 ]; then
       say "$name: cuwheel reproduce $(basename "$wheel") (full check)"

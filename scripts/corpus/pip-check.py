@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Does pip take a built wheel? For scripts/corpus.sh, per wheel it builds.
 
-    python3 scripts/corpus/pip-check.py WHEEL WORKDIR
+    python3 scripts/corpus/pip-check.py WHEEL WORKDIR [PYTHON]
+
+PYTHON (`3.12`) is the cell's Python, which pip is told to install for; by
+default the wheel's own Python tag's (an abi3 wheel's is its floor, `cp39`).
 
 1. Install: `pip install --no-deps --no-index --target DIR WHEEL`, with the
    wheel's own Python version, ABI and platform handed to pip's target
@@ -47,13 +50,15 @@ def metadata(wheel):
         return email.parser.Parser().parsestr(z.read(name).decode())
 
 
-def target_options(wheel):
+def target_options(wheel, python):
     """pip's --python-version/--implementation/--abi/--platform for WHEEL's tags."""
     parts = Path(wheel).name[: -len(".whl")].split("-")
     py, abi, plats = parts[-3], parts[-2], parts[-1]
     opts = ["--only-binary", ":all:", "--implementation", "cp"]
     m = re.fullmatch(r"cp(\d)(\d+)", py.split(".")[0])
-    if m:
+    if python:
+        opts += ["--python-version", python]
+    elif m:
         opts += ["--python-version", f"{m.group(1)}.{m.group(2)}"]
     if abi != "none":
         opts += ["--abi", abi.split(".")[0]]
@@ -115,11 +120,11 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: pip-check.py WHEEL WORKDIR")
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: pip-check.py WHEEL WORKDIR [PYTHON]")
     wheel = os.path.abspath(sys.argv[1])
     work = Path(tempfile.mkdtemp(dir=sys.argv[2], prefix="pip-check."))
-    opts = target_options(wheel) + ["--ignore-requires-python"]
+    opts = target_options(wheel, sys.argv[3] if len(sys.argv) == 4 else None) + ["--ignore-requires-python"]
     install = subprocess.run(
         PIP + ["install", "--no-deps", "--no-index", "--target", str(work / "target")] + opts + [wheel],
         capture_output=True, text=True)

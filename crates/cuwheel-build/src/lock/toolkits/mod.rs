@@ -19,7 +19,7 @@
 //! life cycle of its toolkits (offer, lock entry, what pins it, refresh,
 //! what its Nix expression reads), listed once in [`SOURCES`]. A source
 //! says *what* pins an entry ([`Pins`]); the registries' clients, in the
-//! `cuwheel-registry` crate (its `toolkits` module), carry that out, so no
+//! `cuwheel-registry` crate (its `toolkit_pins` module), carry that out, so no
 //! source reaches a registry and a build, which reads the lock's entries
 //! through this trait, carries no client.
 //!
@@ -71,8 +71,8 @@ pub fn kinds() -> Vec<&'static str> {
 }
 
 /// A place CUDA toolkits come from, through its whole life cycle: what it
-/// offers, the lock entry a cell asks of it, resolving that entry to
-/// pinned files, re-pinning them, and what its Nix expression
+/// offers, the lock entry a cell asks of it, what pins that entry (which
+/// the registry side resolves and re-pins), and what its Nix expression
 /// (`nix/<kind>.nix`) reads besides.
 pub trait ToolkitSource: Sync {
     /// Its name in the lock's facts (`pypi`): `{"source": "pypi", ...}`.

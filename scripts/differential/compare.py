@@ -199,6 +199,11 @@ def compare_so(rel, ours, theirs, summary, details):
             details.append(f"{rel}: {title} ({len(s)}):\n" + "\n".join("  " + x for x in sorted(s)[:CAP]))
 
 
+def module_name(rel):
+    """pkg/_C.abi3.so, pkg/_C.cpython-312-x86_64-linux-gnu.so and pkg/_C.so: pkg/_C."""
+    return re.sub(r"(\.abi3|\.cpython-[^./]+)?\.so$", "", rel)
+
+
 def main():
     ours_whl, theirs_whl, out = sys.argv[1:4]
     os.makedirs(out, exist_ok=True)
@@ -219,10 +224,14 @@ def main():
             summary.append(f"METADATA {key}: {'same' if a == b else 'DIFFER'}: ours {a}; upstream {b}")
         wa, wb = headers(dist_info(na, ra, "WHEEL"), "Tag"), headers(dist_info(nb, rb, "WHEEL"), "Tag")
         summary.append(f"WHEEL Tag: ours {wa}, upstream {wb}")
-        for rel in sorted(n for n in fa & fb if n.endswith(".so")):
-            compare_so(rel, os.path.join(ra, rel), os.path.join(rb, rel), summary, details)
-        for rel in sorted(n for n in fa ^ fb if n.endswith(".so")):
-            summary.append(f"== {rel}: in one wheel only")
+        # Extension modules pair by their module name: an abi3 wheel's
+        # `_C.abi3.so` is a cp312 build's `_C.cpython-312-x86_64-linux-gnu.so`.
+        sa, sb = ({module_name(n): n for n in f if n.endswith(".so")} for f in (fa, fb))
+        for name in sorted(sa.keys() & sb.keys()):
+            rel = sa[name] if sa[name] == sb[name] else f"{sa[name]} | {sb[name]}"
+            compare_so(rel, os.path.join(ra, sa[name]), os.path.join(rb, sb[name]), summary, details)
+        for name in sorted(sa.keys() ^ sb.keys()):
+            summary.append(f"== {sa.get(name) or sb.get(name)}: in one wheel only")
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("\n".join(summary) + "\n")
     with open(os.path.join(out, "details.txt"), "w") as f:

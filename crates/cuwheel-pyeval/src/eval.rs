@@ -2,7 +2,8 @@
 //! of names, a model of the build host and the project's files — never
 //! Python itself.
 //!
-//! In: the project root and `setup.py`'s text. Out: an [`Evaluation`] —
+//! In: the project root, `setup.py`'s text and the host's reader of the
+//! project's files ([`ProjectFiles`]). Out: an [`Evaluation`] —
 //! the `setup(...)` call it reached with every argument evaluated as far as
 //! statically possible, the environment variables it set, the names it
 //! imported from the project, and the [`Note`]s on each assumption it made
@@ -19,6 +20,7 @@ use std::rc::Rc;
 use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
 use super::host::Toolkit;
 use super::parse_module;
+use super::project::ProjectFiles;
 use super::source::{Source, SourceError};
 use super::value::{Call, Function, Scope, Unknown, Value, shared};
 
@@ -164,8 +166,10 @@ impl Frame {
     }
 }
 
-pub struct Interpreter {
+pub struct Interpreter<'a> {
     pub(super) root: PathBuf,
+    /// The host's reader of the project's files.
+    pub(super) project: &'a dyn ProjectFiles,
     pub(super) notes: Vec<Note>,
     pub(super) setup: Option<Rc<Call>>,
     pub(super) environ: BTreeMap<String, String>,
@@ -191,9 +195,14 @@ pub struct Interpreter {
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
-/// path: `__file__` and `os.path.abspath` answer inside it).
-pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalError> {
-    evaluate_setup_py_for(root, text, None)
+/// path: `__file__` and `os.path.abspath` answer inside it), reading and
+/// globbing the project's files through `project`.
+pub fn evaluate_setup_py(
+    root: &Path,
+    text: &str,
+    project: &dyn ProjectFiles,
+) -> Result<Evaluation, EvalError> {
+    evaluate_setup_py_for(root, text, project, None)
 }
 
 /// Evaluates `text` as [`evaluate_setup_py`] does, with what depends on the
@@ -202,6 +211,7 @@ pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalErro
 pub fn evaluate_setup_py_for(
     root: &Path,
     text: &str,
+    project: &dyn ProjectFiles,
     toolkit: Option<&Toolkit>,
 ) -> Result<Evaluation, EvalError> {
     let source = Rc::new(Source::new("setup.py", text));
@@ -217,6 +227,7 @@ pub fn evaluate_setup_py_for(
     }
     let mut interpreter = Interpreter {
         root: root.to_path_buf(),
+        project,
         notes: Vec::new(),
         setup: None,
         environ: BTreeMap::new(),
@@ -247,7 +258,7 @@ pub fn evaluate_setup_py_for(
     })
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn frame(&self) -> &Frame {
         self.frames.last().expect("a frame")
     }

@@ -13,12 +13,13 @@
 //!
 //! One module per concern: `tokenize` (text → tokens), `parse` and
 //! `parse_expr` (tokens → the syntax tree, `ast`), `eval`, `expr` and
-//! `calls` (the evaluator and its environment), `ops` and `methods` (the
-//! built-in types), `natives` and `files` (the modelled libraries), `host`
-//! (the build host and the toolkit an evaluation is for), `project` (what
-//! the host answers about the project's files), `version` (PEP 440
-//! versions, as `packaging.version` compares them), `budget` (how large and
-//! deep it may go), `source` (the text errors quote).
+//! `calls` (the evaluator and its environment), `outcome` (what it gives),
+//! `ops` and `methods` (the built-in types), `natives` and `files` (the
+//! modelled libraries), `host` (the build host and the toolkit an
+//! evaluation is for), `project` (what the host answers about the
+//! project's files), `version` (PEP 440 versions, as `packaging.version`
+//! compares them), `budget` (how large and deep it may go), `source` (the
+//! text errors quote).
 //!
 //! It depends on nothing of cuwheel: `cuwheel init` (the root crate's
 //! `src/init/`) implements [`ProjectFiles`] over a checkout and reads the
@@ -35,6 +36,7 @@ mod imports;
 mod methods;
 mod natives;
 mod ops;
+mod outcome;
 mod parse;
 mod parse_expr;
 mod project;
@@ -49,12 +51,10 @@ pub use ast::{
     Arg, BinOp, BoolOp, CmpOp, CompKind, Const, Expr, ExprKind, FPart, FunctionDef, Generator,
     Handler, Param, ParamKind, Stmt, StmtKind, UnaryOp,
 };
-pub use eval::{
-    ARCH_BRANCH, EvalError, Evaluation, GpuQuestions, Note, evaluate_setup_py,
-    evaluate_setup_py_for, unknown_why as value_why,
-};
+pub use eval::{ARCH_BRANCH, evaluate_setup_py, evaluate_setup_py_for, unknown_why as value_why};
 pub use files::{normpath, project_relative};
 pub use host::{Toolkit, TorchArchs, dotted};
+pub use outcome::{EvalError, Evaluation, GpuQuestions, Note};
 pub use parse::parse_module;
 pub use project::ProjectFiles;
 pub use source::{SourceError, SyntaxError};

@@ -504,3 +504,36 @@ impl Outcome {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::ProjectTree;
+    use super::python::ProjectFiles;
+    use cuwheel_pyeval::test_support::write_tree;
+
+    #[test]
+    fn the_evaluator_reads_only_inside_the_project_and_globs_in_the_config_dialect() {
+        let (_dir, root) = write_tree(&[
+            ("setup.py", "from setuptools import setup\n"),
+            ("csrc/a.cu", ""),
+            ("csrc/deep/b.cu", ""),
+            ("csrc/c.cpp", ""),
+        ]);
+        let (_outside, elsewhere) = write_tree(&[("secret.txt", "not the project's")]);
+        std::os::unix::fs::symlink(elsewhere.join("secret.txt"), root.join("link.txt")).unwrap();
+        let tree = ProjectTree;
+        assert_eq!(
+            tree.read_text(&root, Path::new("setup.py")).unwrap(),
+            "from setuptools import setup\n"
+        );
+        let refused = tree.read_text(&root, Path::new("link.txt")).unwrap_err();
+        assert!(refused.contains("outside the project"), "{refused}");
+        assert_eq!(
+            tree.glob(&root, "csrc/**/*.cu").unwrap(),
+            [PathBuf::from("csrc/a.cu"), PathBuf::from("csrc/deep/b.cu")]
+        );
+        assert!(tree.glob(&root, "csrc/[ab].cu").is_err());
+    }
+}

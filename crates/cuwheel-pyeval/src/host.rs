@@ -354,7 +354,7 @@ impl Interpreter<'_> {
             "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
                 Value::Version(v) => Value::Version(v.clone()),
                 Value::Str(text) | Value::TorchVersion(text) => {
-                    match crate::version::Version::parse(text) {
+                    match text.parse::<pep440_rs::Version>() {
                         Ok(v) => Value::Version(Rc::new(v)),
                         Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
                     }

@@ -17,9 +17,9 @@
 //! `ops` and `methods` (the built-in types), `natives` and `files` (the
 //! modelled libraries), `host` (the build host and the toolkit an
 //! evaluation is for), `project` (what the host answers about the
-//! project's files), `version` (PEP 440 versions, as `packaging.version`
-//! compares them), `budget` (how large and deep it may go), `source` (the
-//! text errors quote).
+//! project's files), `budget` (how large and deep it may go), `source` (the
+//! text errors quote). PEP 440 versions, as `packaging.version` compares
+//! them, are uv's `pep440_rs`.
 //!
 //! It depends on nothing of cuwheel: `cuwheel init` (the root crate's
 //! `src/init/`) implements [`ProjectFiles`] over a checkout and reads the
@@ -45,7 +45,6 @@ mod source;
 pub mod test_support;
 mod tokenize;
 mod value;
-mod version;
 
 pub use ast::{
     Arg, BinOp, BoolOp, CmpOp, CompKind, Const, Expr, ExprKind, FPart, FunctionDef, Generator,

@@ -13,9 +13,10 @@
 //!
 //! The stages a build runs (spec, the lock's format, plan, build, audit)
 //! live in `cuwheel-build`, the registry clients and `cuwheel lock`'s
-//! resolver in `cuwheel-registry`, the Nix formats in `cuwheel-nix` and the
-//! wheel format in `cuwheel-wheel` (crates/; docs/reference/internals.md
-//! draws the graph). They are re-exported here under their stage names, so
+//! resolver in `cuwheel-registry`, the Nix formats in `cuwheel-nix`, the
+//! wheel format in `cuwheel-wheel` and `init`'s setup.py evaluator in
+//! `cuwheel-pyeval` (crates/; docs/reference/internals.md draws the
+//! graph). They are re-exported here under their stage names, so
 //! `cuwheel::lock` is the lock's format and `cuwheel::registry` the
 //! registries' clients whichever crate holds them.
 

@@ -32,6 +32,10 @@ const MEMBERS: &[(&str, &str)] = &[
         include_str!("../../crates/cuwheel-nix/Cargo.toml"),
     ),
     (
+        "crates/cuwheel-pyeval",
+        include_str!("../../crates/cuwheel-pyeval/Cargo.toml"),
+    ),
+    (
         "crates/cuwheel-registry",
         include_str!("../../crates/cuwheel-registry/Cargo.toml"),
     ),

@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn python_is_found_through_project_headers() {
-        let (_dir, root) = crate::init::write_tree(&[
+        let (_dir, root) = cuwheel_pyeval::test_support::write_tree(&[
             (
                 "csrc/ops.cu",
                 "#include \"ops.h\"\n#include <ATen/ATen.h>\n",

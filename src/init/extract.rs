@@ -17,8 +17,8 @@ use anyhow::{Result, bail};
 use super::archs::{Archs, split_nvcc_flags};
 use super::classify::{Classifier, Flavour};
 use super::model::{Inferred, Module};
-use super::python::value::{Call, Value};
 use super::python::{ARCH_BRANCH, Evaluation, Note, project_relative};
+use super::python::{Call, Value};
 use crate::spec::config::ExtensionModule;
 
 /// The `Extension` keywords this reads; others are reported.

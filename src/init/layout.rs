@@ -18,8 +18,8 @@ use anyhow::Result;
 
 use super::classify::{Classifier, includes};
 use super::model::{Inferred, Module, VersionSource};
-use super::python::ast::{ExprKind, Stmt, StmtKind};
 use super::python::parse_module;
+use super::python::{ExprKind, Stmt, StmtKind};
 
 /// C++/CUDA translation units, by extension.
 const TU_EXTENSIONS: [&str; 4] = ["cu", "cpp", "cc", "cxx"];

@@ -7,8 +7,9 @@
 //! (the v2 schema), a project `flake.nix`, and an [`Outcome`] that says
 //! what was inferred, what was assumed and what could not be inferred
 //! (with what to write there). setup.py is read statically by
-//! [`python`] — a tokenizer, parser and evaluator of the subset setup.py
-//! files use — never executed; [`extract`] turns its `setup(...)` call into
+//! [`python`] (crates/cuwheel-pyeval) — a tokenizer, parser and evaluator
+//! of the subset setup.py files use, reading the project's files through
+//! `ProjectTree` — never executed; [`extract`] turns its `setup(...)` call into
 //! modules, [`classify`] splits their sources by includes, [`layout`] does
 //! the same without a setup.py, [`render`] and [`pyproject`] write the
 //! config, [`flake`] the flake. Nothing is written unless everything was
@@ -27,7 +28,6 @@ pub mod matrix;
 pub mod metadata;
 pub mod model;
 pub mod pyproject;
-pub mod python;
 pub mod render;
 pub mod requirements;
 pub mod sdist_record;
@@ -35,6 +35,9 @@ pub mod setup_cfg;
 pub mod stage;
 pub mod toolkits;
 pub mod torch_archs;
+
+/// The setup.py evaluator, in its own crate (crates/cuwheel-pyeval).
+pub use cuwheel_pyeval as python;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -133,6 +136,21 @@ pub(crate) fn project_text(root: &Path, rel: &Path) -> Result<String, String> {
         return Err(outside());
     }
     crate::safe_io::read_regular_to_string(&real).map_err(|e| format!("{e:#}"))
+}
+
+/// The project's files as the evaluator reads them: only what is inside
+/// the project ([`project_text`]), globs in the config's dialect.
+pub(crate) struct ProjectTree;
+
+impl python::ProjectFiles for ProjectTree {
+    fn read_text(&self, root: &Path, rel: &Path) -> Result<String, String> {
+        project_text(root, rel)
+    }
+
+    fn glob(&self, root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
+        let parsed = crate::spec::glob::Pattern::parse(pattern).map_err(|e| e.to_string())?;
+        parsed.files(root).map_err(|e| e.to_string())
+    }
 }
 
 /// The text of `setup_py`, if it is a file inside the project at `root`:
@@ -395,20 +413,6 @@ fn build_requires_torch(pyproject: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A temporary tree holding `files` (path, text), and its canonical root:
-/// the unit tests' projects.
-#[cfg(test)]
-pub(crate) fn write_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path().canonicalize().expect("its canonical path");
-    for (path, text) in files {
-        let full = root.join(path);
-        fs::create_dir_all(full.parent().expect("a parent")).expect("a directory");
-        fs::write(full, text).expect("a file");
-    }
-    (dir, root)
-}
-
 impl Outcome {
     /// What a user reads: the modules found, each assumption, each thing not
     /// inferred with what to write, and what was written.
@@ -498,5 +502,38 @@ impl Outcome {
             );
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::ProjectTree;
+    use super::python::ProjectFiles;
+    use cuwheel_pyeval::test_support::write_tree;
+
+    #[test]
+    fn the_evaluator_reads_only_inside_the_project_and_globs_in_the_config_dialect() {
+        let (_dir, root) = write_tree(&[
+            ("setup.py", "from setuptools import setup\n"),
+            ("csrc/a.cu", ""),
+            ("csrc/deep/b.cu", ""),
+            ("csrc/c.cpp", ""),
+        ]);
+        let (_outside, elsewhere) = write_tree(&[("secret.txt", "not the project's")]);
+        std::os::unix::fs::symlink(elsewhere.join("secret.txt"), root.join("link.txt")).unwrap();
+        let tree = ProjectTree;
+        assert_eq!(
+            tree.read_text(&root, Path::new("setup.py")).unwrap(),
+            "from setuptools import setup\n"
+        );
+        let refused = tree.read_text(&root, Path::new("link.txt")).unwrap_err();
+        assert!(refused.contains("outside the project"), "{refused}");
+        assert_eq!(
+            tree.glob(&root, "csrc/**/*.cu").unwrap(),
+            [PathBuf::from("csrc/a.cu"), PathBuf::from("csrc/deep/b.cu")]
+        );
+        assert!(tree.glob(&root, "csrc/[ab].cu").is_err());
     }
 }

@@ -96,7 +96,7 @@ fn infer_on_this_thread(root: &Path, text: &str, toolkits: &[Toolkit]) -> Result
     let hint = "cuwheel reads setup.py without running it; run `cuwheel init --ignore-setup-py` \
                 to infer from the source tree instead";
     let evaluate = |toolkit: Option<&Toolkit>| -> Result<Inferred> {
-        let evaluation = python::evaluate_setup_py_for(root, text, toolkit)
+        let evaluation = python::evaluate_setup_py_for(root, text, &super::ProjectTree, toolkit)
             .map_err(|e| anyhow!("{e}\n{hint}"))?;
         let mut inferred = super::extract::from_setup(root, &evaluation)?;
         inferred.gpu = evaluation.gpu;

@@ -21,6 +21,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::python::Toolkit;
+/// The evaluator's record of torch's archs, and the dotted form of an arch.
+pub use super::python::{TorchArchs, dotted};
 use crate::audit::fatbin::{self, Fatbin, ImageKind};
 use crate::lock::format::Source;
 use crate::registry::downloads::{Cache, Clients, Expected};
@@ -68,39 +70,6 @@ pub fn given(
 fn minor_of(torch: &str) -> &str {
     let release = torch.split('+').next().unwrap_or_default();
     release.rsplit_once('.').map_or(release, |(minor, _)| minor)
-}
-
-/// The archs torch was built for, as numbers (`90` is sm_90, 9.0).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct TorchArchs {
-    /// Machine code (`sm_90`), ascending.
-    pub sass: Vec<u32>,
-    /// PTX (`compute_90`), ascending.
-    pub ptx: Vec<u32>,
-}
-
-impl TorchArchs {
-    /// What `torch.cuda.get_arch_list()` returns: `sm_XY` for each SASS
-    /// arch, then `compute_XY` for each PTX arch.
-    pub fn arch_list(&self) -> Vec<String> {
-        self.sass
-            .iter()
-            .map(|a| format!("sm_{a}"))
-            .chain(self.ptx.iter().map(|a| format!("compute_{a}")))
-            .collect()
-    }
-
-    /// `7.5, 8.0, …, 12.0`.
-    pub fn shown(&self) -> String {
-        let mut shown: Vec<String> = self.sass.iter().map(|a| dotted(*a)).collect();
-        shown.extend(self.ptx.iter().map(|a| format!("{}+PTX", dotted(*a))));
-        shown.join(", ")
-    }
-}
-
-/// `90` as `9.0`, `100` as `10.0`.
-pub fn dotted(arch: u32) -> String {
-    format!("{}.{}", arch / 10, arch % 10)
 }
 
 /// The plain (not arch- or family-specific) archs whose images are as

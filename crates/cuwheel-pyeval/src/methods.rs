@@ -12,7 +12,7 @@ use super::expr::Kwargs;
 use super::ops;
 use super::value::{Value, equal};
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn call_method(
         &mut self,
         receiver: &Value,
@@ -471,7 +471,7 @@ fn str_format(format: &str, args: &[Value], kwargs: &Kwargs) -> Option<String> {
 
 /// `version.major`, `.minor`, `.micro`, `.release`, `.base_version`, …
 /// of a `packaging.version.Version`.
-pub(super) fn version_attribute(version: &crate::wheel::Version, name: &str) -> Option<Value> {
+pub(super) fn version_attribute(version: &pep440_rs::Version, name: &str) -> Option<Value> {
     let release = version.release();
     let part = |i: usize| Value::Int(release.get(i).map_or(0, |n| *n as i64));
     let base = || {
@@ -490,7 +490,7 @@ pub(super) fn version_attribute(version: &crate::wheel::Version, name: &str) -> 
             release.iter().map(|n| Value::Int(*n as i64)).collect(),
         )),
         "base_version" => Value::str(base()),
-        "public" => Value::str(version.without_local().to_string()),
+        "public" => Value::str(version.clone().without_local().to_string()),
         "local" => match version.local() {
             [] => Value::None,
             parts => Value::str(

@@ -2,7 +2,8 @@
 //! of names, a model of the build host and the project's files — never
 //! Python itself.
 //!
-//! In: the project root and `setup.py`'s text. Out: an [`Evaluation`] —
+//! In: the project root, `setup.py`'s text and the host's reader of the
+//! project's files ([`ProjectFiles`]). Out: an [`Evaluation`] —
 //! the `setup(...)` call it reached with every argument evaluated as far as
 //! statically possible, the environment variables it set, the names it
 //! imported from the project, and the [`Note`]s on each assumption it made
@@ -18,8 +19,10 @@ use std::rc::Rc;
 
 use super::ast::{Expr, ExprKind, Stmt, StmtKind, block_has_string, block_mentions};
 use super::host::Toolkit;
+pub(super) use super::outcome::{EvalError, Evaluation, GpuQuestions, Note};
 use super::parse_module;
-use super::source::{Source, SourceError};
+use super::project::ProjectFiles;
+use super::source::Source;
 use super::value::{Call, Function, Scope, Unknown, Value, shared};
 
 /// The deepest call nesting.
@@ -58,77 +61,6 @@ impl Branch {
     }
 }
 
-/// What evaluating `setup.py` gave.
-#[derive(Debug)]
-pub struct Evaluation {
-    /// The last `setup(...)` call reached, if any.
-    pub setup: Option<Rc<Call>>,
-    pub notes: Vec<Note>,
-    /// Variables `setup.py` itself put into `os.environ`.
-    pub environ: BTreeMap<String, String>,
-    /// Values read from project modules (`from pkg.version import
-    /// __version__`, `pkg.__version__`), by their dotted path.
-    pub project_values: Vec<(String, Value)>,
-    /// Where evaluation stopped at a `raise`, if it did.
-    pub raised: Option<String>,
-    /// What setup.py asked of the GPU torch runs on.
-    pub gpu: GpuQuestions,
-}
-
-/// Whether setup.py asked `torch.cuda.get_arch_list()` (the archs torch
-/// was built for) or `torch.cuda.get_device_capability()` (the GPU at
-/// hand, which a wheel's build has none of: init answers it once per arch
-/// torch was built for).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GpuQuestions {
-    pub arch_list: bool,
-    pub device: bool,
-}
-
-impl GpuQuestions {
-    pub fn any(self) -> bool {
-        self.arch_list || self.device
-    }
-
-    /// What either asked.
-    pub fn or(self, other: GpuQuestions) -> GpuQuestions {
-        GpuQuestions {
-            arch_list: self.arch_list || other.arch_list,
-            device: self.device || other.device,
-        }
-    }
-}
-
-/// An assumption the evaluator made, or something it could not evaluate,
-/// with the quoted source line.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Note {
-    pub at: String,
-    pub text: String,
-}
-
-impl Note {
-    /// The file and line it quotes (`setup.py:12: ...`), for ordering.
-    pub fn position(&self) -> (&str, usize) {
-        let mut parts = self.at.splitn(3, ':');
-        let file = parts.next().unwrap_or("");
-        let line = parts.next().and_then(|l| l.parse().ok()).unwrap_or(0);
-        (file, line)
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EvalError {
-    #[error("{0}")]
-    Syntax(#[from] SourceError),
-    #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
-    Limit { at: String, problem: String },
-    /// One statement took more steps than its budget: caught where
-    /// setup.py's statement began ([`Interpreter::top_level`]).
-    #[error("{at}: {problem}; cuwheel evaluates setup.py statically and stops here")]
-    Steps { at: String, problem: String },
-}
-
 /// How a statement ends.
 pub(super) enum Flow {
     Next,
@@ -164,8 +96,10 @@ impl Frame {
     }
 }
 
-pub struct Interpreter {
+pub struct Interpreter<'a> {
     pub(super) root: PathBuf,
+    /// The host's reader of the project's files.
+    pub(super) project: &'a dyn ProjectFiles,
     pub(super) notes: Vec<Note>,
     pub(super) setup: Option<Rc<Call>>,
     pub(super) environ: BTreeMap<String, String>,
@@ -191,9 +125,14 @@ pub struct Interpreter {
 }
 
 /// Evaluates `text`, the `setup.py` at the top of `root` (an absolute
-/// path: `__file__` and `os.path.abspath` answer inside it).
-pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalError> {
-    evaluate_setup_py_for(root, text, None)
+/// path: `__file__` and `os.path.abspath` answer inside it), reading and
+/// globbing the project's files through `project`.
+pub fn evaluate_setup_py(
+    root: &Path,
+    text: &str,
+    project: &dyn ProjectFiles,
+) -> Result<Evaluation, EvalError> {
+    evaluate_setup_py_for(root, text, project, None)
 }
 
 /// Evaluates `text` as [`evaluate_setup_py`] does, with what depends on the
@@ -202,6 +141,7 @@ pub fn evaluate_setup_py(root: &Path, text: &str) -> Result<Evaluation, EvalErro
 pub fn evaluate_setup_py_for(
     root: &Path,
     text: &str,
+    project: &dyn ProjectFiles,
     toolkit: Option<&Toolkit>,
 ) -> Result<Evaluation, EvalError> {
     let source = Rc::new(Source::new("setup.py", text));
@@ -217,6 +157,7 @@ pub fn evaluate_setup_py_for(
     }
     let mut interpreter = Interpreter {
         root: root.to_path_buf(),
+        project,
         notes: Vec::new(),
         setup: None,
         environ: BTreeMap::new(),
@@ -247,7 +188,7 @@ pub fn evaluate_setup_py_for(
     })
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn frame(&self) -> &Frame {
         self.frames.last().expect("a frame")
     }

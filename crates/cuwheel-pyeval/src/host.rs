@@ -12,7 +12,6 @@ use super::eval::Interpreter;
 use std::rc::Rc;
 
 use super::value::{Value, shared};
-use crate::init::torch_archs::{TorchArchs, dotted};
 
 /// The build-host facts, by qualified name (or the name a
 /// [`Value::Host`](super::value::Value::Host) carries), and how a note
@@ -48,11 +47,46 @@ fn describe(dotted: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
+/// The archs torch was built for, as numbers (`90` is sm_90, 9.0): what
+/// `torch.cuda.get_arch_list()` answers. The host reads them (cuwheel
+/// from torch's wheels) and passes them in a [`Toolkit`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct TorchArchs {
+    /// Machine code (`sm_90`), ascending.
+    pub sass: Vec<u32>,
+    /// PTX (`compute_90`), ascending.
+    pub ptx: Vec<u32>,
+}
+
+impl TorchArchs {
+    /// What `torch.cuda.get_arch_list()` returns: `sm_XY` for each SASS
+    /// arch, then `compute_XY` for each PTX arch.
+    pub fn arch_list(&self) -> Vec<String> {
+        self.sass
+            .iter()
+            .map(|a| format!("sm_{a}"))
+            .chain(self.ptx.iter().map(|a| format!("compute_{a}")))
+            .collect()
+    }
+
+    /// `7.5, 8.0, …, 12.0`.
+    pub fn shown(&self) -> String {
+        let mut shown: Vec<String> = self.sass.iter().map(|a| dotted(*a)).collect();
+        shown.extend(self.ptx.iter().map(|a| format!("{}+PTX", dotted(*a))));
+        shown.join(", ")
+    }
+}
+
+/// `90` as `9.0`, `100` as `10.0`.
+pub fn dotted(arch: u32) -> String {
+    format!("{}.{}", arch / 10, arch % 10)
+}
+
 /// What `torch.__config__.parallel_info()` reports on the modelled host.
 pub(super) const PARALLEL_INFO: &str =
     "ATen/Parallel:\n\tat::get_num_threads() : 1\nATen parallel backend: OpenMP\n";
 
-impl Interpreter {
+impl Interpreter<'_> {
     /// Notes the assumption behind `dotted` at `line`, if it is a build-host fact.
     pub(super) fn host_fact(&mut self, dotted: &str, line: usize) {
         if let Some(fact) = describe(dotted).filter(|_| !self.importing) {
@@ -211,7 +245,7 @@ pub(super) fn cuda_home_path(suffix: String, at: String) -> Value {
     }))
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     /// What a name that differs per toolkit is in this evaluation
     /// (`torch.version.cuda`, `torch.__version__`), noted with its line;
     /// `None` when it is not such a name or no toolkit is bound.
@@ -238,7 +272,7 @@ impl Interpreter {
     }
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     /// What setup.py asks of the GPU: `torch.cuda.get_device_capability()`,
     /// the GPU this evaluation stands for (init evaluates once per arch torch
     /// was built for, and notes that once for them all), and
@@ -320,7 +354,7 @@ impl Interpreter {
             "packaging.version.Version" | "packaging.version.parse" => match &arg(0) {
                 Value::Version(v) => Value::Version(v.clone()),
                 Value::Str(text) | Value::TorchVersion(text) => {
-                    match crate::wheel::Version::parse(text) {
+                    match text.parse::<pep440_rs::Version>() {
                         Ok(v) => Value::Version(Rc::new(v)),
                         Err(e) => unknown(self, format!("`Version({text:?})` raises: {e}")),
                     }

@@ -231,7 +231,7 @@ pub(super) fn dirname(path: &str) -> String {
     }
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn call_native(
         &mut self,
         name: &'static str,

@@ -17,7 +17,6 @@ use super::expr::Kwargs;
 use super::natives::dirname;
 use super::ops::join_path;
 use super::value::{Unknown, Value};
-use crate::spec::glob::Pattern;
 
 /// `a/./b/../c` → `a/c` (lexically, as `os.path.normpath`).
 pub fn normpath(path: &str) -> String {
@@ -56,7 +55,7 @@ pub fn project_relative(root: &Path, path: &str) -> Option<PathBuf> {
         .then(|| rel.to_path_buf())
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn project_relative(&self, path: &str) -> Option<PathBuf> {
         project_relative(&self.root, path)
     }
@@ -251,7 +250,7 @@ impl Interpreter {
             .and_then(|u| u.text_of.clone());
         match file {
             Some(file) if file.extension().is_some_and(|e| e == "py") => {
-                let text = match crate::init::project_text(&self.root, &file) {
+                let text = match self.project.read_text(&self.root, &file) {
                     Ok(text) => text,
                     Err(why) => {
                         self.note(line, why);
@@ -280,7 +279,7 @@ impl Interpreter {
                 self.at(line),
             ));
         };
-        let text = match crate::init::project_text(&self.root, &rel) {
+        let text = match self.project.read_text(&self.root, &rel) {
             Ok(text) => text,
             Err(why) => return Ok(Value::unknown(why, self.at(line))),
         };
@@ -308,11 +307,7 @@ impl Interpreter {
         } else {
             rel.replace("**", "*")
         };
-        let parsed = match Pattern::parse(&rel) {
-            Ok(p) => p,
-            Err(e) => return Value::unknown(format!("the glob `{pattern}`: {e}"), self.at(line)),
-        };
-        let files = match parsed.files(&self.root) {
+        let files = match self.project.glob(&self.root, &rel) {
             Ok(files) => files,
             Err(e) => return Value::unknown(format!("the glob `{pattern}`: {e}"), self.at(line)),
         };

@@ -18,7 +18,7 @@ use super::parse_module;
 use super::source::Source;
 use super::value::{Scope, Value, shared};
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn import_module(&mut self, dotted: &str, line: usize) -> Result<Value, EvalError> {
         if self.project_module_file(dotted).is_some() {
             self.load_project_module(dotted, line)?;

@@ -14,7 +14,7 @@ use super::expr::Kwargs;
 use super::ops;
 use super::value::{Function, Value, shared};
 
-impl Interpreter {
+impl Interpreter<'_> {
     /// Calls a value with evaluated arguments.
     pub(super) fn call(
         &mut self,

@@ -100,7 +100,7 @@ impl Parser {
     }
 }
 
-impl Interpreter {
+impl Interpreter<'_> {
     /// setup.py's own statements: one that exceeds the step budget is not
     /// inferred (noted, and the names it assigns are unknown), and the
     /// evaluation goes on with the next.

@@ -55,7 +55,7 @@ pub enum Value {
     Host(&'static str),
     /// A `packaging.version.Version` (also what `packaging.version.parse`
     /// returns): ordered as PEP 440 orders versions.
-    Version(Rc<crate::wheel::Version>),
+    Version(Rc<pep440_rs::Version>),
     /// `torch.__version__`: a string that compares as a version (torch's
     /// `TorchVersion`), with strings, tuples and versions alike.
     TorchVersion(String),
@@ -373,9 +373,9 @@ pub fn order(a: &Value, b: &Value) -> Option<Ordering> {
 /// as torch's `TorchVersion` compares them; `None` when neither side is a
 /// `torch.__version__` or the other cannot be read as a version.
 fn torch_version_order(a: &Value, b: &Value) -> Option<Ordering> {
-    let as_version = |v: &Value| -> Option<crate::wheel::Version> {
+    let as_version = |v: &Value| -> Option<pep440_rs::Version> {
         match v {
-            Value::TorchVersion(s) | Value::Str(s) => crate::wheel::Version::parse(s).ok(),
+            Value::TorchVersion(s) | Value::Str(s) => s.parse::<pep440_rs::Version>().ok(),
             Value::Version(v) => Some(v.as_ref().clone()),
             Value::Tuple(items) => {
                 let parts: Option<Vec<String>> = items
@@ -385,7 +385,7 @@ fn torch_version_order(a: &Value, b: &Value) -> Option<Ordering> {
                         _ => None,
                     })
                     .collect();
-                crate::wheel::Version::parse(&parts?.join(".")).ok()
+                parts?.join(".").parse::<pep440_rs::Version>().ok()
             }
             _ => None,
         }

@@ -17,7 +17,7 @@ use super::value::{Function, Value, shared};
 /// Keyword arguments, in call order.
 pub(super) type Kwargs = Vec<(String, Value)>;
 
-impl Interpreter {
+impl Interpreter<'_> {
     pub(super) fn eval(&mut self, expr: &Expr) -> Result<Value, EvalError> {
         use super::budget::MAX_EVAL_DEPTH;
         if self.eval_depth >= MAX_EVAL_DEPTH {

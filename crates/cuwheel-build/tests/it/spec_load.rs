@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use cuwheel::lock::format::Lock;
-use cuwheel::spec::{BindingFlavour, CompatError, ConfigError, MatrixFacts, Rule, Spec};
+use cuwheel_build::lock::format::Lock;
+use cuwheel_build::spec::{BindingFlavour, CompatError, ConfigError, MatrixFacts, Rule, Spec};
 use tempfile::TempDir;
 
 /// The demo's matrix: torch 2.7, 2.9, 2.11, 2.14 and 2.15, four Pythons
@@ -47,7 +47,7 @@ const DEMO_FILES: [&str; 6] = [
 
 /// What the package index said when the demo was locked.
 fn demo_facts() -> MatrixFacts {
-    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext/cuwheel.lock");
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo-ext/cuwheel.lock");
     Lock::read(&lock).unwrap_or_else(|e| panic!("{e:#}")).facts
 }
 
@@ -178,7 +178,7 @@ fn loads_the_demo_and_names_its_cells_for_the_torch_they_serve() {
 
 #[test]
 fn the_shipped_demo_project_loads_with_the_same_cells() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-ext");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo-ext");
     let spec = Spec::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
     let kernels: Vec<PathBuf> = ["bias_gelu.cu", "row_norm.cu", "axpby.cu", "tile_matmul.cu"]
         .iter()

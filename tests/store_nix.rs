@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{Rng, run_ok};
+use cuwheel::registry::nix::{Nix, NixError};
 use cuwheel::store::derivation::{Derivation, DerivationOutput, OutputHashes};
 use cuwheel::store::hash::{Hash, HashAlgo};
 use cuwheel::store::nar;
-use cuwheel::store::nix::{Nix, NixError};
 use cuwheel::store::path::{self, FileIngestion, StorePath};
 
 /// A file name: printable ASCII (no '/'), spaces, and non-ASCII letters.

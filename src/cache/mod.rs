@@ -17,9 +17,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::registry::nix::{Nix, PathInfo};
 use crate::store::StorePath;
 use crate::store::narinfo::NarInfo;
-use crate::store::nix::{Nix, PathInfo};
 use key::PublicKey;
 
 /// A binary cache Nix may substitute from, and the only key it trusts there.

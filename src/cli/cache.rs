@@ -15,7 +15,7 @@ use cuwheel::plan::sources::plan_project;
 use cuwheel::publish::binary_cache::{Scope, export};
 use cuwheel::registry::flake::check_builds_project;
 use cuwheel::registry::flake::find_flake;
-use cuwheel::store::nix::Nix;
+use cuwheel::registry::nix::Nix;
 
 #[derive(Subcommand)]
 pub enum CacheCommand {

@@ -23,7 +23,7 @@ use cuwheel::fetch::{FetchOptions, Vanished, fetch};
 use cuwheel::lock::LOCK_FILE;
 use cuwheel::lock::format::Lock;
 use cuwheel::registry::driver::{DRIVER_LOCK_FILE, DriverLock};
-use cuwheel::store::nix::Nix;
+use cuwheel::registry::nix::Nix;
 
 /// The exit status for pinned Debian files gone from every source.
 const EXIT_VANISHED: u8 = 3;

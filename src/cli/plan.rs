@@ -17,9 +17,9 @@ use cuwheel_build::cli::output;
 
 use cuwheel::plan::{Plan, sources};
 use cuwheel::registry::flake::check_builds_project;
+use cuwheel::registry::nix::Nix;
 use cuwheel::spec::config::pypi::show_size;
 use cuwheel::store::StorePath;
-use cuwheel::store::nix::Nix;
 
 #[derive(Args)]
 pub struct PlanArgs {

@@ -22,9 +22,9 @@ use super::{Wanted, expected, flat_path};
 use crate::lock::format::{Lock, Source};
 use crate::registry::apt::Gone;
 use crate::registry::downloads::{Cache, Clients, Expected};
+use crate::registry::nix::Nix;
 use crate::registry::tree;
 use crate::store::StorePath;
-use crate::store::nix::Nix;
 use crate::store::path::FileIngestion;
 
 pub(super) struct Session<'a> {

@@ -40,8 +40,8 @@ use crate::lock::format::Lock;
 use crate::plan::Plan;
 use crate::plan::kernel::NAME_PREFIX;
 use crate::registry::driver::DriverLock;
+use crate::registry::nix::Nix;
 use crate::store::StorePath;
-use crate::store::nix::Nix;
 
 const SYSTEM: &str = "x86_64-linux";
 

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::audit::archs::PROVENANCE_FILE;
 use crate::build::Provenance;
 use crate::cache::Substituter;
-use crate::store::nix::Nix;
+use crate::registry::nix::Nix;
 use crate::wheel::WheelArchive;
 use checkout::{Checkout, Mismatch};
 use diff::{WheelBytes, WheelDiff};

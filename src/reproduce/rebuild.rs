@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::localize::{self, FileDifference};
 use crate::plan::PlanCell;
 use crate::plan::pypi::PypiCell;
-use crate::store::nix::{Nix, NixError};
+use crate::registry::nix::{Nix, NixError};
 
 /// A derivation whose second build gave other bytes than its first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -17,9 +17,9 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use crate::lock::format::LOCK_FILE;
+use crate::nix::Nix;
 use crate::store::Hash;
 use crate::store::expr::nix_string;
-use crate::store::nix::Nix;
 use crate::wheel::ProjectName;
 
 /// What the flake's evaluation reports.

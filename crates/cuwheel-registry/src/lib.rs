@@ -21,8 +21,10 @@
 //! carries). What the lock makes of their answers: [`torch`]
 //! (each torch minor's facts), [`pins`] (artifacts from Debian closures),
 //! [`tree`] (the NAR hashes of unpacked trees), [`driver`] (cuwheel's own
-//! lock). Besides: [`flake`] checks through `nix eval` that a flake builds
-//! the project it is asked about. The resolver and its pure plan, the
+//! lock). Besides: [`nix`], the typed wrapper over the `nix` commands
+//! every host stage runs Nix through (the formats it reads and writes are
+//! `cuwheel-nix`'s), and [`flake`], which checks through it that a flake
+//! builds the project it is asked about. The resolver and its pure plan, the
 //! preflight checks, the reuse of an earlier lock and the Debian closures
 //! are private.
 
@@ -41,6 +43,7 @@ pub mod driver;
 pub mod file_lock;
 pub mod flake;
 pub mod net;
+pub mod nix;
 pub mod pins;
 pub mod pip;
 mod pip_venv;

@@ -79,7 +79,7 @@ fn the_cache_asked_for_is_read_from_the_options() {
 #[test]
 fn a_file_caches_narinfo_is_read_and_a_missing_one_is_not_valid() {
     let dir = tempfile::tempdir().unwrap();
-    let text = include_str!("../tests/fixtures/nix-2.34/cache.narinfo");
+    let text = include_str!("../../cuwheel-nix/tests/fixtures/nix-2.34/cache.narinfo");
     let info = NarInfo::parse(text).unwrap();
     let path = info.store_path.clone();
     std::fs::write(

@@ -8,9 +8,9 @@
 //! Nix's own data is read in forms no release has changed: `.drv` files
 //! from the store (not `nix derivation show`), `nix-store --query` text,
 //! and a `file://` cache's `.narinfo` files; `nix path-info --json` only for
-//! other caches, in any shape a release printed ([`super::path_info`]).
+//! other caches, in any shape a release printed ([`crate::store::path_info`]).
 //! Before building or substituting, the Nix at hand is probed once
-//! ([`super::setup`]): too old, a daemon that would build unsandboxed, or
+//! ([`crate::store::setup`]): too old, a daemon that would build unsandboxed, or
 //! one that ignores the cache settings of an untrusted user is refused with
 //! the `nix.conf` lines that fix it.
 //!
@@ -32,15 +32,15 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use thiserror::Error;
 
-use super::derivation::Derivation;
-use super::narinfo::NarInfo;
-use super::path::{FileIngestion, StorePath};
-pub use super::path_info::PathInfo;
-use super::path_info::parse_path_info_json;
-use super::setup::{
+use crate::store::derivation::Derivation;
+use crate::store::narinfo::NarInfo;
+use crate::store::path::{FileIngestion, StorePath};
+pub use crate::store::path_info::PathInfo;
+use crate::store::path_info::parse_path_info_json;
+use crate::store::setup::{
     self, CONFIG_SHOW_SINCE, JSON_FORMAT_SINCE, NixSetup, STORE_INFO_SINCE, Version, WantedCache,
 };
-use super::shown_command::{excerpt, shown_command};
+use crate::store::shown_command::{excerpt, shown_command};
 
 /// Settings passed to every Nix command (see the module doc for why).
 /// Commands that build nothing (`nix-store --add-fixed`, `path-info`)

@@ -86,6 +86,13 @@ pub fn merge(
         }
     }
     let mut kept = Vec::new();
+    // Where the file itself says setuptools reads a dynamic version from.
+    let setuptools_version = doc
+        .get("tool")
+        .and_then(|t| t.get("setuptools"))
+        .and_then(|s| s.get("dynamic"))
+        .and_then(|d| d.get("version"))
+        .is_some();
     if !doc.contains_key("project") {
         doc.insert("project", Item::Table(Table::new()));
     }
@@ -101,8 +108,15 @@ pub fn merge(
         None => {}
     }
     match &meta.version {
+        // The file's own source of a dynamic version wins: setuptools reads
+        // it, and so does cuwheel.
+        Some(VersionSource::Static(_))
+            if setuptools_version && declares_dynamic(project, "version") => {}
+        // Otherwise setuptools takes setup.py's: written as the static value
+        // it is, and no longer listed in `dynamic` (PEP 621 forbids both).
         Some(VersionSource::Static(v)) => {
-            set(project, &mut kept, "version", Some(v.as_str().into()))
+            set(project, &mut kept, "version", Some(v.as_str().into()));
+            undeclare_dynamic(project, "version");
         }
         Some(_) if !project.contains_key("version") => {
             let mut dynamic = project
@@ -262,6 +276,17 @@ fn drop_license_classifiers(project: &mut Table) -> Vec<String> {
     notes
 }
 
+/// Takes `key` out of `project.dynamic`, and the list with it once empty.
+fn undeclare_dynamic(project: &mut Table, key: &str) {
+    let Some(dynamic) = project.get_mut("dynamic").and_then(Item::as_array_mut) else {
+        return;
+    };
+    dynamic.retain(|v| v.as_str() != Some(key));
+    if dynamic.is_empty() {
+        project.remove("dynamic");
+    }
+}
+
 /// Whether `project.dynamic` lists `key`.
 fn declares_dynamic(project: &Table, key: &str) -> bool {
     project
@@ -388,6 +413,39 @@ mod tests {
         let merged = merge(Some("[project]\nname = \"x\"\n"), &none, "", false, "x").unwrap();
         assert!(
             merged.text.contains("version = \"0.0.0\""),
+            "{}",
+            merged.text
+        );
+    }
+
+    #[test]
+    fn a_version_setup_py_gives_is_written_static_and_leaves_dynamic() {
+        // torchsort 0.1.10: dynamic = ["version"], and setup.py's setup(version=...).
+        let mut inferred = inferred();
+        inferred.meta.version = Some(VersionSource::Static("0.1.10".into()));
+        let inferred = || inferred.clone();
+        let existing = "[project]\nname = \"x\"\ndynamic = [\"version\", \"readme\"]\n";
+        let merged = merge(Some(existing), &inferred(), "", false, "x").unwrap();
+        let doc: toml::Table = merged.text.parse().unwrap();
+        let project = doc["project"].as_table().unwrap();
+        assert!(project.contains_key("version"), "{}", merged.text);
+        assert_eq!(
+            project["dynamic"].as_array().unwrap(),
+            &vec![toml::Value::from("readme")],
+            "{}",
+            merged.text
+        );
+        // The list goes once empty.
+        let existing = "[project]\nname = \"x\"\ndynamic = [\"version\"]\n";
+        let merged = merge(Some(existing), &inferred(), "", false, "x").unwrap();
+        assert!(!merged.text.contains("dynamic"), "{}", merged.text);
+        // With its own source in [tool.setuptools.dynamic], the file keeps it.
+        let existing = "[project]\nname = \"x\"\ndynamic = [\"version\"]\n\n\
+                        [tool.setuptools.dynamic]\nversion = { attr = \"x.__version__\" }\n";
+        let merged = merge(Some(existing), &inferred(), "", false, "x").unwrap();
+        let doc: toml::Table = merged.text.parse().unwrap();
+        assert!(
+            !doc["project"].as_table().unwrap().contains_key("version"),
             "{}",
             merged.text
         );

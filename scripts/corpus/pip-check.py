@@ -34,6 +34,7 @@ import functools
 import http.server
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -129,7 +130,7 @@ def main():
         PIP + ["install", "--no-deps", "--no-index", "--target", str(work / "target")] + opts + [wheel],
         capture_output=True, text=True)
     ok = install.returncode == 0
-    said = ["install ok" if ok else "install FAILED: " + install.stderr.strip().splitlines()[-1]]
+    said = ["install ok" if ok else "install FAILED: " + (install.stderr.strip().splitlines() or ["(no output)"])[-1]]
 
     meta = metadata(wheel)
     requires_python = meta.get("Requires-Python")
@@ -172,7 +173,8 @@ def main():
         return [f"{i['metadata']['name']} {i['metadata']['version']}" for i in installed
                 if normalize(i["metadata"]["name"]) in names], None
 
-    chosen, why = dry_run(wheel, work / "resolve.json")
+    # pip would fetch a direct reference (a git URL, say) itself: none is resolved then.
+    chosen, why = (None, "not tried: the wheel has direct references") if direct else dry_run(wheel, work / "resolve.json")
     if chosen is None:
         ok = False
         said.append("resolve FAILED: " + why)
@@ -193,6 +195,7 @@ def main():
         said.append("not on the index: " + ", ".join(missing))
     if direct:
         said.append("direct references, not stood in for: " + "; ".join(direct))
+    shutil.rmtree(work)
     print("pip-check: " + "; ".join(said))
     sys.exit(0 if ok else 1)
 

@@ -74,16 +74,19 @@ def normalize(name):
 
 
 def requirement_names(meta):
+    """The names Requires-Dist gives (normalized), and its direct references,
+    read by the parser pip itself vendors."""
+    from pip._vendor.packaging.requirements import InvalidRequirement, Requirement
     names, direct = set(), []
     for line in meta.get_all("Requires-Dist") or []:
-        head = line.split(";", 1)[0].strip()
-        m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", head)
-        if not m:
-            continue
-        if "@" in head:
-            direct.append(head)
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as e:
+            sys.exit(f"pip-check: install FAILED: Requires-Dist {line!r} does not parse: {e}")
+        if requirement.url:
+            direct.append(f"{requirement.name} @ {requirement.url}")
         else:
-            names.add(normalize(m.group(0)))
+            names.add(normalize(requirement.name))
     return sorted(names), direct
 
 

@@ -3,7 +3,7 @@
 //!
 //! In: the files (path, text) a test's project holds. Out: the tree, its
 //! canonical root, and [`Plain`], which reads any file under the root and
-//! matches globs with a small matcher (`*`, `?`, `**`), not the host's.
+//! matches globs with the `glob` crate (`*`, `?`, `**`), not the host's.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,60 +32,20 @@ impl ProjectFiles for Plain {
     }
 
     fn glob(&self, root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
-        let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+        let options = glob::MatchOptions {
+            require_literal_separator: true,
+            ..glob::MatchOptions::new()
+        };
+        let full = root.join(pattern);
         let mut found = Vec::new();
-        let mut pending = vec![PathBuf::new()];
-        while let Some(dir) = pending.pop() {
-            let entries = fs::read_dir(root.join(&dir)).map_err(|e| e.to_string())?;
-            for entry in entries {
-                let entry = entry.map_err(|e| e.to_string())?;
-                let rel = dir.join(entry.file_name());
-                if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
-                    pending.push(rel);
-                } else {
-                    let names: Vec<String> = rel
-                        .iter()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .collect();
-                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                    if path_matches(&parts, &names) {
-                        found.push(rel);
-                    }
-                }
+        for path in glob::glob_with(&full.to_string_lossy(), options).map_err(|e| e.to_string())? {
+            let path = path.map_err(|e| e.to_string())?;
+            if path.is_file() {
+                let rel = path.strip_prefix(root).map_err(|e| e.to_string())?;
+                found.push(rel.to_path_buf());
             }
         }
         found.sort();
         Ok(found)
-    }
-}
-
-fn path_matches(parts: &[&str], names: &[&str]) -> bool {
-    match (parts.split_first(), names.split_first()) {
-        (None, None) => true,
-        (Some((&"**", rest)), _) => {
-            path_matches(rest, names)
-                || names
-                    .split_first()
-                    .is_some_and(|(_, more)| path_matches(parts, more))
-        }
-        (Some((part, rest)), Some((name, more))) => {
-            name_matches(part.as_bytes(), name.as_bytes()) && path_matches(rest, more)
-        }
-        _ => false,
-    }
-}
-
-fn name_matches(pattern: &[u8], name: &[u8]) -> bool {
-    match (pattern.split_first(), name.split_first()) {
-        (None, None) => true,
-        (Some((b'*', rest)), _) => {
-            name_matches(rest, name)
-                || name
-                    .split_first()
-                    .is_some_and(|(_, more)| name_matches(pattern, more))
-        }
-        (Some((b'?', rest)), Some((_, more))) => name_matches(rest, more),
-        (Some((p, rest)), Some((n, more))) => p == n && name_matches(rest, more),
-        _ => false,
     }
 }

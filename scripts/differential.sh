@@ -10,7 +10,8 @@
 #          `REPRODUCE=0 scripts/corpus.sh run PACKAGE` when missing;
 #       2. the sdist, through scripts/corpus/sdist.py, checked against the
 #          sha256 pinned in scripts/corpus.sh;
-#       3. both, with the scripts the GPU machine needs, into a bundle,
+#       3. both, with the scripts the GPU machine needs and the wheels its
+#          check imports (the check's `# needs:` line), into a bundle,
 #          $WORK/PACKAGE/bundle. Where this machine has nvcc and a GPU, the
 #          device step follows at once; otherwise the bundle is copied to one
 #          that has (nvcc 13.0, torch 2.11.0+cu130, Python 3.12) and there:
@@ -57,6 +58,7 @@ device() {
   for side in ours upstream; do
     mkdir -p "$dir/gpu-$side/wheels" "$dir/gpu-$side/deps"
     cp "$dir/$side"/*.whl "$dir/gpu-$side/wheels/"
+    cp "$dir"/deps/*.whl "$dir/gpu-$side/deps/" 2>/dev/null || true
     bash "$dir/corpus/gpu.sh" "$dir/gpu-$side" >"$dir/gpu-$side.txt" 2>&1 || true
   done
   echo "== $name: ours $(basename "$ours"), upstream $(basename "$theirs")"
@@ -98,6 +100,21 @@ python3 "$repo/scripts/corpus/sdist.py" "$name" "$version" "$sha256" "$bundle/sd
 cp "$repo/scripts/differential/upstream.sh" "$repo/scripts/differential/compare.py" "$bundle/differential/"
 cp "$0" "$bundle/differential.sh"
 cp -r "$repo/scripts/corpus/gpu.sh" "$repo/scripts/corpus/checks" "$bundle/corpus/"
+# What the check imports beyond torch (its `# needs:` line), as cp312 wheels:
+# the GPU machine has no network.
+read -r check extra <<<"$(sed -n "s/^  $dist) echo \"\\?\([a-z_ ]*\).*/\1/p" "$repo/scripts/corpus/gpu.sh")"
+needs=$(sed -n 's/^# needs: //p' "$repo/scripts/corpus/checks/${check:-none}.py" 2>/dev/null || true)
+mkdir -p "$bundle/deps"
+# The corpus wheels the check loads beside this one (torch-sparse's needs
+# torch-scatter's), ours on both sides.
+for other in $extra; do
+  cp "$(ls "$work"/corpus/gpu/wheels/"$other"-*.whl | head -n 1)" "$bundle/deps/" ||
+    die "the check of $name needs our $other wheel: scripts/differential.sh ${other//_/-} first"
+done
+# shellcheck disable=SC2086
+[ -z "$needs" ] || python3 -m pip download -q --disable-pip-version-check --only-binary :all: \
+  --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+  -d "$bundle/deps" $needs
 echo "$name" >"$bundle/package"
 if command -v nvcc >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   device "$bundle"

@@ -31,6 +31,9 @@ check_of() {
   chamferdist) echo chamferdist ;;
   pytorch_fast_transformers) echo "fast_transformers" ;;
   mamba_ssm) echo mamba_ssm ;;
+  torchsort) echo torchsort ;;
+  torch_discounted_cumsum) echo torch_discounted_cumsum ;;
+  gsplat) echo gsplat ;;
   *) echo "" ;;
   esac
 }

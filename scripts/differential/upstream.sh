@@ -41,6 +41,20 @@ mamba-ssm | causal-conv1d)
   # download of a prebuilt wheel.
   sed -i 's/^    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI/    cc_flag = ["-gencode", "arch=compute_90,code=sm_90"]  # differential: the cell'"'"'s one arch\n&/' setup.py
   ;;
+nerfacc | torch-points-kernels | gsplat)
+  # setup.py asks torch for its distutils backend (use_ninja=False), which
+  # compiles the sources one after another: nerfacc's and
+  # torch-points-kernels' builds outran a device call that way. The ninja
+  # backend runs the same nvcc and g++ command lines, MAX_JOBS at a time.
+  sed -i 's/use_ninja=False/use_ninja=True/' setup.py
+  # ninja runs in the build directory, where the relative include dirs of
+  # gsplat and torch-points-kernels name nothing (the distutils backend
+  # ran in the source tree): the same dirs, made absolute.
+  case "$name" in
+  gsplat) sed -i 's/include_dirs=\[extensions_dir_v2\]/include_dirs=[osp.abspath(extensions_dir_v2)]/' setup.py ;;
+  torch-points-kernels) sed -i 's/include_dirs=\["{}\/include".format(\([a-z_]*\))\]/include_dirs=[os.path.abspath("{}\/include".format(\1))]/' setup.py ;;
+  esac
+  ;;
 *)
   ;;
 esac

@@ -7,7 +7,11 @@ Per shared object (matched by its path in the wheel), with cuobjdump
 (CUOBJDUMP, default `cuobjdump` on PATH), readelf and nm:
   - the embedded ELF and PTX images per arch (cuobjdump -lelf / -lptx);
   - every kernel's SASS (cuobjdump -sass), normalized: the /*addr*/ column
-    and the /* 0x... */ encoding comments removed, blanks collapsed; a
+    and the /* 0x... */ encoding comments removed, blanks collapsed, and
+    the per-translation-unit hash nvcc puts in the names of internal
+    symbols (`_GLOBAL__N__2bcb3ac2_6_pdf_cu_…` for an anonymous namespace,
+    `_INTERNAL_…` for static ones; it follows the build's file paths)
+    masked, in kernel names and in the code that refers to them; a
     kernel that differs is tried again with every hex literal masked, which
     separates code that differs only in offsets or constants;
   - registers, stack, shared, local and constant memory per kernel
@@ -67,6 +71,15 @@ ENC = re.compile(r"/\*\s*0x[0-9a-f]+\s*\*/")
 HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
+# nvcc's per-TU hash in internal symbols' names: _GLOBAL__N__<8 hex>_ and
+# _INTERNAL_<8 hex>_ (then the source file's name and its own hash).
+TU_HASH = re.compile(r"(_GLOBAL__N__|_INTERNAL_)[0-9a-f]{8}_")
+
+
+def unhash(name):
+    return TU_HASH.sub(r"\1H_", name)
+
+
 def sass(so):
     """{(arch, kernel): [normalized text, ...]} (a kernel may be in several cubins)."""
     text = run([CUOBJDUMP, "-sass", so])
@@ -86,11 +99,11 @@ def sass(so):
         m = re.match(r"\s*Function : (\S+)", raw)
         if m:
             flush()
-            name, body = m.group(1), []
+            name, body = unhash(m.group(1)), []
             continue
         if name is None:
             continue
-        line = ENC.sub("", ADDR.sub("", raw))
+        line = unhash(ENC.sub("", ADDR.sub("", raw)))
         line = " ".join(line.split())
         if line and not line.startswith(".") and not line.startswith("----"):
             body.append(line)
@@ -109,7 +122,7 @@ def res_usage(so):
             continue
         m = re.match(r"\s*Function (\S+):\s*$", raw)
         if m:
-            name = m.group(1)
+            name = unhash(m.group(1))
             continue
         if name and "REG:" in raw:
             fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", raw))

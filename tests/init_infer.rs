@@ -679,3 +679,68 @@ fn the_command_reports_and_writes_without_locking() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("[[tool.cuwheel.modules]]"));
     assert!(!root2.join("pyproject.toml").exists() && !root2.join("flake.nix").exists());
 }
+
+/// The per-op fixture unpacked as an sdist: PKG-INFO and an egg-info whose
+/// SOURCES.txt (the manifest) lists `listed`.
+fn as_sdist(listed: &[&str], extra_files: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tinyops-0.4.1");
+    copy_tree(&fixture("per-op"), &root);
+    fs::write(
+        root.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: tinyops\n",
+    )
+    .unwrap();
+    fs::create_dir(root.join("tinyops.egg-info")).unwrap();
+    fs::write(
+        root.join("tinyops.egg-info/SOURCES.txt"),
+        listed.join("\n") + "\n",
+    )
+    .unwrap();
+    for file in extra_files {
+        fs::write(root.join(file), "x\n").unwrap();
+    }
+    (dir, root)
+}
+
+#[test]
+fn include_package_data_in_an_sdist_ships_what_its_manifest_lists() {
+    let listed = [
+        "setup.py",
+        "tinyops/__init__.py",
+        "tinyops/defaults.json",
+        "csrc/ops.h",
+        "tinyops.egg-info/SOURCES.txt",
+    ];
+    // Every data file of tinyops/ is in the manifest: the directory's glob.
+    let (_dir, root) = as_sdist(&listed, &[]);
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert_eq!(inferred.package_include, ["tinyops/*"]);
+    assert!(
+        !inferred
+            .findings
+            .iter()
+            .any(|f| f.key == "tool.cuwheel.package-include"),
+        "{:#?}",
+        inferred.findings
+    );
+    // A file the manifest leaves out (a build leftover) stays out: the
+    // listed ones are named one by one.
+    let (_dir, root) = as_sdist(&listed, &["tinyops/scratch.txt"]);
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert_eq!(inferred.package_include, ["tinyops/defaults.json"]);
+    // Without PKG-INFO (a checkout), what MANIFEST.in selects is unknown:
+    // the finding stays, naming the file.
+    fs::remove_file(root.join("PKG-INFO")).unwrap();
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert!(inferred.package_include.is_empty());
+    let finding = inferred
+        .findings
+        .iter()
+        .find(|f| f.key == "tool.cuwheel.package-include")
+        .expect("a finding");
+    assert!(
+        finding.problem.contains("tinyops/defaults.json"),
+        "{finding}"
+    );
+}

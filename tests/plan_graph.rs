@@ -1296,3 +1296,26 @@ fn modules_that_end_alike_get_their_whole_name_in_node_names() {
         assert!(wheel.contains(member), "{member}: {wheel}");
     }
 }
+
+#[test]
+fn no_python_abi_suffix_names_the_module_file_as_torch_does() {
+    let matrix = "cuda = [\"13.0\"]\npython = [\"3.13\"]\ntorch = [\"2.11\"]";
+    let plain = config(matrix, "no-python-abi-suffix = true\n");
+    let (lock, cells) = lock_for(&plain, &|_| "torch211");
+    let plan = plan_of(&plain, &["k/a.cu"], &lock, &cells).unwrap();
+    let link = &plan.nodes["link-cu130-py313"].script;
+    assert!(link.contains("-o \"$out\"/_C.so \\"), "{link}");
+    let wheel = &plan.nodes["wheel-cu130-py313"].script;
+    assert!(
+        wheel.contains("x/_C.so") && !wheel.contains("cpython-313"),
+        "{wheel}"
+    );
+    // The same project without the key: the name setuptools gives.
+    let suffixed = config(matrix, "");
+    let plan = plan_of(&suffixed, &["k/a.cu"], &lock, &cells).unwrap();
+    let link = &plan.nodes["link-cu130-py313"].script;
+    assert!(
+        link.contains("_C.cpython-313-x86_64-linux-gnu.so"),
+        "{link}"
+    );
+}

@@ -82,7 +82,7 @@ pub fn read(root: &Path, setup: &Call, evaluation: &Evaluation, inferred: &mut I
     };
     readme(root, setup, &cfg, inferred);
     license(root, setup, &cfg, inferred);
-    packages(root, setup, inferred);
+    super::package_data::infer(root, setup, inferred);
 }
 
 fn split_words(text: &str) -> Vec<String> {
@@ -541,131 +541,6 @@ pub(super) fn root_names(root: &Path, keep: impl Fn(&str) -> bool) -> Vec<String
         .unwrap_or_default();
     names.sort();
     names
-}
-
-/// `packages`, `package_dir`, `package_data`, `include_package_data`.
-fn packages(root: &Path, setup: &Call, inferred: &mut Inferred) {
-    let at = setup.at.clone();
-    let mut base = String::new();
-    if let Some(Value::Dict(dirs)) = setup.arg("package_dir", None) {
-        for (k, v) in dirs.borrow().iter() {
-            match (k.as_str(), v.as_str()) {
-                (Some(""), Some(dir)) => base = format!("{}/", dir.trim_end_matches('/')),
-                _ => inferred.find(
-                    "tool.cuwheel.packages",
-                    format!(
-                        "{at}: package_dir maps {} to {}",
-                        k.repr().unwrap_or_default(),
-                        v.repr().unwrap_or_default()
-                    ),
-                    "list the package directories in packages by hand",
-                ),
-            }
-        }
-    }
-    let dotted = strings(
-        setup.arg("packages", None),
-        "tool.cuwheel.packages",
-        &at,
-        inferred,
-    );
-    let mut dirs: Vec<String> = Vec::new();
-    for package in &dotted {
-        let top = package.split('.').next().unwrap_or(package);
-        let dir = format!("{base}{top}");
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    if !strings(
-        setup.arg("py_modules", None),
-        "tool.cuwheel.packages",
-        &at,
-        inferred,
-    )
-    .is_empty()
-    {
-        inferred.find(
-            "tool.cuwheel.packages",
-            format!("{at}: py_modules (single-file modules) are not shipped by cuwheel"),
-            "move them into a package directory listed in packages",
-        );
-    }
-    if let Some(Value::Dict(data)) = setup.arg("package_data", None) {
-        for (k, v) in data.borrow().iter() {
-            let Some(package) = k.as_str() else { continue };
-            let targets: Vec<String> = if package.is_empty() {
-                dirs.iter().map(|d| format!("{d}/**")).collect()
-            } else {
-                vec![format!("{base}{}", package.replace('.', "/"))]
-            };
-            for pattern in strings(Some(v), "tool.cuwheel.package-include", &at, inferred) {
-                for target in &targets {
-                    let glob = format!("{target}/{pattern}");
-                    if !inferred.package_include.contains(&glob) {
-                        inferred.package_include.push(glob);
-                    }
-                }
-            }
-        }
-    }
-    if setup
-        .arg("include_package_data", None)
-        .and_then(Value::truth)
-        == Some(true)
-    {
-        let data = data_files(root, &dirs);
-        let covered = |f: &String| {
-            inferred
-                .package_include
-                .iter()
-                .any(|g| crate::spec::glob::Pattern::parse(g).is_ok_and(|p| p.matches(f)))
-        };
-        let missing: Vec<&String> = data.iter().filter(|f| !covered(f)).collect();
-        if !missing.is_empty() {
-            let shown: Vec<&str> = missing.iter().take(5).map(|s| s.as_str()).collect();
-            let more = if missing.len() > 5 {
-                format!(" and {} more", missing.len() - 5)
-            } else {
-                String::new()
-            };
-            inferred.find(
-                "tool.cuwheel.package-include",
-                format!("{at}: include_package_data ships the data files MANIFEST.in selects; cuwheel ships only .py, .pyi and py.typed by default, and the packages hold {}{more}", shown.join(", ")),
-                "add package-include globs for the ones the wheel needs",
-            );
-        }
-    }
-    inferred.packages = dirs;
-}
-
-/// Files under the package dirs that cuwheel does not ship by default.
-fn data_files(root: &Path, dirs: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut pending: Vec<String> = dirs.to_vec();
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = fs::read_dir(root.join(&dir)) else {
-            continue;
-        };
-        for entry in entries.filter_map(|e| e.ok()) {
-            let name = entry.file_name().to_string_lossy().to_string();
-            let rel = format!("{dir}/{name}");
-            if name.starts_with('.') || name == "__pycache__" {
-                continue;
-            }
-            if entry.path().is_dir() {
-                pending.push(rel);
-            } else if !(name.ends_with(".py")
-                || name.ends_with(".pyi")
-                || name == "py.typed"
-                || name.ends_with(".so"))
-            {
-                out.push(rel);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[cfg(test)]

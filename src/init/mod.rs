@@ -15,6 +15,7 @@
 //! config, [`flake`] the flake. Nothing is written unless everything was
 //! read, and each file is replaced atomically.
 
+pub mod abi_suffix;
 pub mod archs;
 pub mod ci;
 pub mod classify;
@@ -27,6 +28,7 @@ pub mod license_files;
 pub mod matrix;
 pub mod metadata;
 pub mod model;
+pub mod package_data;
 pub mod pyproject;
 pub mod render;
 pub mod requirements;
@@ -111,6 +113,7 @@ pub fn infer_for(
     let text = read_setup_py(root, &setup_py)?;
     // Once per toolkit of the matrix: what setup.py computes from it.
     let mut inferred = toolkits::infer_setup_py(root, &text, toolkits)?;
+    abi_suffix::infer(&text, &mut inferred);
     inferred
         .assumptions
         .sort_by(|a, b| a.position().cmp(&b.position()).then_with(|| a.cmp(b)));

@@ -26,6 +26,9 @@ pub struct Inferred {
     pub packages: Vec<String>,
     pub package_include: Vec<String>,
     pub package_exclude: Vec<String>,
+    /// setup.py's `BuildExtension(no_python_abi_suffix=True)`: modules
+    /// named `<name>.so`.
+    pub no_python_abi_suffix: bool,
     /// Each branch or value the evaluation assumed, with its source line.
     pub assumptions: Vec<Note>,
     pub findings: Vec<Finding>,

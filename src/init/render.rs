@@ -290,6 +290,12 @@ pub fn render(inferred: &Inferred, root: &Path, origin: &str) -> String {
         }
         lifted.insert(key, common.len());
     }
+    if inferred.no_python_abi_suffix {
+        lines.push(
+            "no-python-abi-suffix = true  # setup.py's BuildExtension(no_python_abi_suffix=True)"
+                .into(),
+        );
+    }
     let default_packages = single.is_some_and(|m| {
         let top_package = m.name.split('.').next().unwrap_or("");
         m.name.contains('.') && inferred.packages == [top_package.to_string()]

@@ -1,11 +1,12 @@
-//! The requirements an sdist recorded when it was made.
+//! What an sdist recorded when it was made.
 //!
 //! In: a project root. Out: where the tree is an unpacked setuptools sdist
-//! (`PKG-INFO` at the root and one `*.egg-info/requires.txt`), the
-//! requirements that file lists: what setup.py computed on the machine that
-//! made the sdist, including choices that depend on what was installed
-//! there (mmcv 2.2.0 adds `opencv-python>=3` only when `import cv2` fails).
-//! [`parse`] is pure; [`read`] finds the file.
+//! (`PKG-INFO` at the root and one `*.egg-info/`), the requirements its
+//! `requires.txt` lists — what setup.py computed on the machine that made
+//! the sdist, including choices that depend on what was installed there
+//! (mmcv 2.2.0 adds `opencv-python>=3` only when `import cv2` fails) — and
+//! the files its `SOURCES.txt` lists. [`parse`] is pure; [`read`] and
+//! [`sources`] find the files.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,13 +23,39 @@ pub struct Recorded {
 
 /// The recorded requirements of the sdist unpacked at `root`, if it is one.
 pub fn read(root: &Path) -> Option<Recorded> {
+    let (file, text) = record(root, "requires.txt")?;
+    let (dependencies, extras) = parse(&text);
+    Some(Recorded {
+        file,
+        dependencies,
+        extras,
+    })
+}
+
+/// The files the sdist unpacked at `root` was made of, as its
+/// `*.egg-info/SOURCES.txt` lists them (what MANIFEST.in and setuptools
+/// selected), with that file's path; `None` where the tree is no sdist.
+pub fn sources(root: &Path) -> Option<(String, Vec<String>)> {
+    let (file, text) = record(root, "SOURCES.txt")?;
+    let files = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    Some((file, files))
+}
+
+/// `<name>.egg-info/<leaf>` and its text, where `root` is an unpacked sdist
+/// (`PKG-INFO` at the root) with exactly one egg-info holding `leaf`.
+fn record(root: &Path, leaf: &str) -> Option<(String, String)> {
     if !root.join("PKG-INFO").is_file() {
         return None;
     }
     let mut found = Vec::new();
     for entry in fs::read_dir(root).ok()?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".egg-info") && entry.path().join("requires.txt").is_file() {
+        if name.ends_with(".egg-info") && entry.path().join(leaf).is_file() {
             found.push(name);
         }
     }
@@ -36,14 +63,9 @@ pub fn read(root: &Path) -> Option<Recorded> {
     let [dir] = found.as_slice() else {
         return None;
     };
-    let file = format!("{dir}/requires.txt");
+    let file = format!("{dir}/{leaf}");
     let text = fs::read_to_string(root.join(&file)).ok()?;
-    let (dependencies, extras) = parse(&text);
-    Some(Recorded {
-        file,
-        dependencies,
-        extras,
-    })
+    Some((file, text))
 }
 
 /// setuptools' `requires.txt`: requirements, then `[extra]`, `[:marker]`

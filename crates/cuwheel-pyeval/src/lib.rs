@@ -14,6 +14,8 @@
 //! One module per concern: `tokenize` (text → tokens), `parse` and
 //! `parse_expr` (tokens → the syntax tree, `ast`), `eval`, `expr` and
 //! `calls` (the evaluator and its environment), `outcome` (what it gives),
+//! `keywords` (keyword arguments found in the tokens, for options of build
+//! commands the evaluator does not run),
 //! `ops` and `methods` (the built-in types), `natives` and `files` (the
 //! modelled libraries), `host` (the build host and the toolkit an
 //! evaluation is for), `project` (what the host answers about the
@@ -33,6 +35,7 @@ mod expr;
 mod files;
 mod host;
 mod imports;
+mod keywords;
 mod methods;
 mod natives;
 mod ops;
@@ -53,6 +56,7 @@ pub use ast::{
 pub use eval::{ARCH_BRANCH, evaluate_setup_py, evaluate_setup_py_for, unknown_why as value_why};
 pub use files::{normpath, project_relative};
 pub use host::{Toolkit, TorchArchs, dotted};
+pub use keywords::{KeywordUse, keyword_uses};
 pub use outcome::{EvalError, Evaluation, GpuQuestions, Note};
 pub use parse::parse_module;
 pub use project::ProjectFiles;

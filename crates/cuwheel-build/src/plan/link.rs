@@ -51,9 +51,14 @@ pub struct LinkedModule {
 }
 
 impl LinkedModule {
-    /// The module's file name inside its package.
+    /// The module's file name inside its package: as its flavour names it,
+    /// or `<name>.so` under `no-python-abi-suffix`.
     pub fn file_name(&self, module: &Module) -> String {
-        flavour_plan(self.flavour).module_file(module.name.value.leaf(), self.python, self.arch)
+        let leaf = module.name.value.leaf();
+        if module.link.no_python_abi_suffix {
+            return format!("{leaf}.so");
+        }
+        flavour_plan(self.flavour).module_file(leaf, self.python, self.arch)
     }
 
     pub fn node(&self, module: &Module) -> Node {

@@ -5,7 +5,8 @@
 //! `kernels`, `bindings`/`binding`, `cuda` at the top) or
 //! `[[tool.cuwheel.modules]]`, one table per module; and the compile and
 //! link keys, which at the top are defaults every module extends (its own
-//! lists come after the top ones; its `strip` replaces the top one). Out:
+//! lists come after the top ones; its `strip` and `no-python-abi-suffix`
+//! replace the top ones). Out:
 //! [`Module`]s with their merged [`Compile`] and [`Link`] options, names
 //! unique, or every problem with its key.
 //!
@@ -162,12 +163,16 @@ pub struct Link {
     /// Names as `-l` takes them (`gomp`).
     pub libraries: Vec<String>,
     pub strip: bool,
+    /// The module's file is `<name>.so`, without the Python ABI part
+    /// (`.cpython-312-x86_64-linux-gnu`, `.abi3`): torch's
+    /// `BuildExtension(no_python_abi_suffix=True)`.
+    pub no_python_abi_suffix: bool,
 }
 
 /// The keys that say which module: at the top only in the shorthand.
 pub(super) const SHORTHAND_KEYS: [&str; 5] = ["module", "kernels", "bindings", "binding", "cuda"];
 /// Compile and link keys: defaults at the top, extended in each module.
-pub(super) const BUILD_KEYS: [&str; 9] = [
+pub(super) const BUILD_KEYS: [&str; 10] = [
     "include-dirs",
     "defines",
     "undefines",
@@ -177,6 +182,7 @@ pub(super) const BUILD_KEYS: [&str; 9] = [
     "link-flags",
     "libraries",
     "strip",
+    "no-python-abi-suffix",
 ];
 
 /// The keys of a `[[tool.cuwheel.modules]]` table.
@@ -424,6 +430,10 @@ impl Reader<'_> {
             None => Some(defaults.is_some_and(|(_, link)| link.strip)),
             Some(field) => self.boolean(&field, "true"),
         };
+        let no_abi_suffix = match table.get("no-python-abi-suffix") {
+            None => Some(defaults.is_some_and(|(_, link)| link.no_python_abi_suffix)),
+            Some(field) => self.boolean(&field, "true"),
+        };
         let (base_compile, base_link) = defaults.cloned().unwrap_or_default();
         let mut compile = base_compile;
         compile.include_dirs.extend(include_dirs?);
@@ -442,6 +452,7 @@ impl Reader<'_> {
             }
         }
         link.strip = strip?;
+        link.no_python_abi_suffix = no_abi_suffix?;
         Some((compile, link))
     }
 

@@ -42,9 +42,9 @@ torch = ["2.11"]
 #[test]
 fn modules_extend_the_top_level_defaults() {
     let text = modules_config(
-        "strip = true\nnvcc-flags = [\"--use_fast_math\"]\n",
+        "strip = true\nno-python-abi-suffix = true\nnvcc-flags = [\"--use_fast_math\"]\n",
         "defines = [\"CPU\"]\nundefines = [\"NDEBUG\"]\nlibraries = [\"gomp\"]\nlink-flags = [\"-fopenmp\"]\n",
-        "strip = false\nnvcc-flags = [\"-lineinfo\"]\n",
+        "strip = false\nno-python-abi-suffix = false\nnvcc-flags = [\"-lineinfo\"]\n",
     );
     let config = parse(&text).unwrap_or_else(|e| panic!("{e}"));
     let [cpu, cuda] = &config.modules[..] else {
@@ -61,6 +61,7 @@ fn modules_extend_the_top_level_defaults() {
     assert_eq!(cpu.link.flags, ["-Wl,--as-needed", "-fopenmp"]);
     assert_eq!(cpu.link.libraries, ["gomp"]);
     assert!(cpu.link.strip && !cuda.link.strip);
+    assert!(cpu.link.no_python_abi_suffix && !cuda.link.no_python_abi_suffix);
     let nvcc = "13.0".parse().unwrap();
     assert!(cuda.device_line_info(nvcc) && !cpu.device_line_info(nvcc));
     // Top-level nvcc flags are for the CUDA modules.
@@ -99,6 +100,12 @@ fn module_problems_name_the_module_entry() {
             "strip = \"yes\"\n",
             "",
             "tool.cuwheel.modules[0].strip",
+            "expected a boolean",
+        ),
+        (
+            "no-python-abi-suffix = 1\n",
+            "",
+            "tool.cuwheel.modules[0].no-python-abi-suffix",
             "expected a boolean",
         ),
         (

@@ -201,6 +201,7 @@ mod tests {
             signatures: vec!["demo-1:c2ln".into()],
             ca: Some("fixed:sha256:0x5l".into()),
             download_size: Some(97),
+            registration_time: None,
         };
         let path = info.path.parse().unwrap();
         assert_eq!(

@@ -36,6 +36,9 @@ pub struct PathInfo {
     pub ca: Option<String>,
     /// The compressed size, in a binary cache.
     pub download_size: Option<u64>,
+    /// When a local store registered the path (seconds since the epoch):
+    /// `registrationTime`, which a binary cache has not.
+    pub registration_time: Option<u64>,
 }
 
 impl PathInfo {
@@ -54,6 +57,7 @@ impl PathInfo {
             signatures: info.signatures.clone(),
             ca: info.ca.clone(),
             download_size: info.file_size,
+            registration_time: None,
         }
     }
 }
@@ -155,6 +159,7 @@ fn entry_info(
         signatures: strings("signatures")?,
         ca: object.get("ca").and_then(text_of),
         download_size: object.get("downloadSize").and_then(Value::as_u64),
+        registration_time: object.get("registrationTime").and_then(Value::as_u64),
     })
 }
 
@@ -168,6 +173,7 @@ fn missing_text(path: &str) -> PathInfo {
         signatures: Vec::new(),
         ca: None,
         download_size: None,
+        registration_time: None,
     }
 }
 

@@ -52,6 +52,14 @@ fn every_recorded_shape_reads_into_the_same_path_infos() {
             probe.signatures.is_empty(),
             "Nix {version}: a local path is unsigned"
         );
+        // Recorded in November 2026, whichever shape holds it.
+        assert!(
+            probe
+                .registration_time
+                .is_some_and(|t| (1_795_000_000..1_797_000_000).contains(&t)),
+            "Nix {version}: {:?}",
+            probe.registration_time
+        );
 
         let cache =
             by_path(parse_path_info_json(cache).unwrap_or_else(|e| panic!("Nix {version}: {e}")));
@@ -59,6 +67,10 @@ fn every_recorded_shape_reads_into_the_same_path_infos() {
         let probe = &cache[PROBE];
         assert_eq!(probe.nar_hash, NAR_HASH, "Nix {version}");
         assert!(probe.download_size.is_some_and(|s| s > 0), "Nix {version}");
+        assert_eq!(
+            probe.registration_time, None,
+            "Nix {version}: a cache registers nothing"
+        );
         assert_eq!(probe.signatures.len(), 1, "Nix {version}");
         assert!(probe.signatures[0].starts_with("probe-1:"), "Nix {version}");
     }

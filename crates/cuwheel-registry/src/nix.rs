@@ -433,6 +433,12 @@ impl Nix {
             .collect())
     }
 
+    /// What this machine's store (or its daemon's) knows of `paths`, with
+    /// each valid one's registration time.
+    pub fn local_path_infos(&self, paths: &[StorePath]) -> Result<Vec<PathInfo>, NixError> {
+        self.path_infos("auto", paths)
+    }
+
     /// `nix copy --to URL PATH...`: the paths and their closure into the
     /// store at `url`; what it already has is skipped.
     pub fn copy_to(&self, url: &str, paths: &[StorePath]) -> Result<(), NixError> {

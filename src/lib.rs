@@ -21,6 +21,7 @@
 //! registries' clients whichever crate holds them.
 
 pub mod cache;
+pub mod estimate;
 pub mod fetch;
 #[cfg(feature = "init")]
 pub mod init;

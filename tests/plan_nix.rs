@@ -216,3 +216,65 @@ fn a_kernel_including_python_h_fails_saying_to_move_it_into_the_bindings() {
         }
     }
 }
+
+/// The seconds a line of `plan --estimate` gives: its `(N s)`, or `N s`.
+fn seconds_of(report: &str, prefix: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in\n{report}"));
+    let figure = match line.rsplit_once(" s)") {
+        Some((before, _)) => before.rsplit('(').next().unwrap(),
+        None => line
+            .rsplit_once(" s")
+            .unwrap()
+            .0
+            .rsplit(' ')
+            .next()
+            .unwrap(),
+    };
+    figure
+        .parse()
+        .unwrap_or_else(|_| panic!("`{line}` has no seconds"))
+}
+
+#[test]
+fn plan_estimate_takes_a_kernels_duration_from_its_build_here() {
+    let flake = flake_copy();
+    // An edit of our own: a derivation no other test builds or checks.
+    let tu = flake
+        .path()
+        .join("examples/demo-ext/csrc/kernels/row_norm.cu");
+    let mut text = fs::read_to_string(&tu).unwrap();
+    text.push_str("\n// plan --estimate's own build\n");
+    fs::write(&tu, text).unwrap();
+    let kernel = "kernel-cuda130-torch211-row_norm";
+    let attr = format!("{}#kernels.{kernel}", flake.path().display());
+    nix_ok(&["build", "--no-link", &attr]);
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .args(["plan", "--estimate", "--builders", "4", "--cores", "2"])
+            .arg("--project")
+            .arg(flake.path().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake.path()),
+    );
+    let report = common::text(&out.stdout);
+    // Its duration is measured (no `~`), and the arithmetic holds.
+    let line = report
+        .lines()
+        .find(|l| l.ends_with(&format!("  {kernel}")))
+        .unwrap_or_else(|| panic!("no duration for {kernel} in\n{report}"));
+    assert!(!line.contains('~'), "{line}");
+    let work = seconds_of(&report, "work:");
+    let critical = seconds_of(&report, "critical path:");
+    let one = seconds_of(&report, "1 slot:");
+    let two = seconds_of(&report, "2 slots:");
+    let eight = seconds_of(&report, "8 slots (4 builder(s) × 2):");
+    assert_eq!(one, work, "{report}");
+    assert!(critical <= eight && eight <= two && two <= one, "{report}");
+    assert!(
+        two * 2 + 1 >= one,
+        "two slots at most halve the work: {report}"
+    );
+}

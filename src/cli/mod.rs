@@ -7,6 +7,7 @@ mod fetch;
 mod init;
 mod lock;
 mod plan;
+mod plan_estimate;
 mod publish;
 mod reproduce;
 mod store;

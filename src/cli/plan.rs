@@ -3,8 +3,9 @@
 //! (`--jobs`), or as a summary for people: the cells and their wheels, every
 //! node, which cells share it and whether it is already built (asked of the
 //! flake that builds the project, after checking that it builds this
-//! project as it is), and what the sharing saves. All but the JSON is the
-//! host's alone, so it is here rather than in the driver.
+//! project as it is), and what the sharing saves; or, with `--estimate`,
+//! how long the matrix takes to build (`plan_estimate`). All but the JSON
+//! is the host's alone, so it is here rather than in the driver.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -40,6 +41,18 @@ pub struct PlanArgs {
     /// Do not ask Nix which derivations are already built
     #[arg(long, conflicts_with = "flake")]
     no_store: bool,
+    /// Predict the wall time of building the whole matrix from nothing: the
+    /// work, the critical path and a list schedule at 1, 2 and
+    /// builders × cores slots, from this machine's build logs
+    #[arg(long, conflicts_with_all = ["json", "jobs", "no_store"])]
+    estimate: bool,
+    /// With --estimate: how many machines build (Nix remote builders)
+    #[arg(long, default_value_t = 1, requires = "estimate", value_name = "N")]
+    builders: usize,
+    /// With --estimate: derivations each builder runs at once (its
+    /// --max-jobs; default: this machine's cores)
+    #[arg(long, requires = "estimate", value_name = "C")]
+    cores: Option<usize>,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
@@ -58,6 +71,27 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         None if args.no_store => None,
         None => cuwheel::registry::flake::nearest_flake(&args.project)?,
     };
+    if args.estimate {
+        let Some(flake) = flake else {
+            anyhow::bail!(
+                "plan --estimate needs the flake that builds {} (no flake.nix above it); \
+                 pass --flake DIR",
+                args.project.display()
+            );
+        };
+        let nix = Nix::system();
+        let flake = flake.display().to_string();
+        check_builds_project(&nix, &flake, &args.project, project.digests.keys())?;
+        let cores = args.cores.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let fleet = super::plan_estimate::Fleet {
+            builders: args.builders,
+            cores,
+        };
+        output::stdout(&super::plan_estimate::report(&plan, &flake, &fleet)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let built = match &flake {
         Some(flake) => {
             let nix = Nix::system();

@@ -160,12 +160,7 @@ pub fn analyse(jobs: &[Job], durations: &BTreeMap<String, Duration>) -> Estimate
     let work = jobs.iter().map(|j| durations[&j.name].seconds()).sum();
     // The critical path: from the job with the greatest bottom level, each
     // step to the successor with the greatest one.
-    let mut successors: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for job in jobs {
-        for before in &job.after {
-            successors.entry(before).or_default().push(&job.name);
-        }
-    }
+    let successors = successors(jobs);
     let mut path = Vec::new();
     let mut at = jobs
         .iter()
@@ -196,12 +191,7 @@ fn by_level(levels: &BTreeMap<String, f64>, a: &str, b: &str) -> Ordering {
 
 /// Each job's bottom level: its own seconds plus the longest chain after it.
 fn bottom_levels(jobs: &[Job], durations: &BTreeMap<String, Duration>) -> BTreeMap<String, f64> {
-    let mut successors: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for job in jobs {
-        for before in &job.after {
-            successors.entry(before).or_default().push(&job.name);
-        }
-    }
+    let successors = successors(jobs);
     let mut levels: BTreeMap<String, f64> = BTreeMap::new();
     // Reverse topological order: a job after all its successors.
     for name in topological(jobs).iter().rev() {
@@ -214,17 +204,23 @@ fn bottom_levels(jobs: &[Job], durations: &BTreeMap<String, Duration>) -> BTreeM
     levels
 }
 
+/// Each job's successors: the jobs that wait for it.
+fn successors(jobs: &[Job]) -> BTreeMap<&str, Vec<&str>> {
+    let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for job in jobs {
+        for before in &job.after {
+            out.entry(before.as_str()).or_default().push(&job.name);
+        }
+    }
+    out
+}
+
 fn topological(jobs: &[Job]) -> Vec<String> {
     let mut waiting: BTreeMap<&str, usize> = jobs
         .iter()
         .map(|j| (j.name.as_str(), j.after.len()))
         .collect();
-    let mut successors: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for job in jobs {
-        for before in &job.after {
-            successors.entry(before).or_default().push(&job.name);
-        }
-    }
+    let successors = successors(jobs);
     let mut ready: Vec<&str> = waiting
         .iter()
         .filter(|(_, n)| **n == 0)
@@ -252,12 +248,7 @@ pub fn schedule(jobs: &[Job], durations: &BTreeMap<String, Duration>, slots: usi
         .iter()
         .map(|j| (j.name.as_str(), j.after.len()))
         .collect();
-    let mut successors: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for job in jobs {
-        for before in &job.after {
-            successors.entry(before).or_default().push(&job.name);
-        }
-    }
+    let successors = successors(jobs);
     let mut ready: BinaryHeap<Ready> = waiting
         .iter()
         .filter(|(_, n)| **n == 0)

@@ -711,6 +711,9 @@ fn include_package_data_in_an_sdist_ships_what_its_manifest_lists() {
         "tinyops/defaults.json",
         "csrc/ops.h",
         "tinyops.egg-info/SOURCES.txt",
+        // A hostile record: paths that climb out are never shipped.
+        "tinyops/../setup.cfg",
+        "tinyops/./defaults.json",
     ];
     // Every data file of tinyops/ is in the manifest: the directory's glob.
     let (_dir, root) = as_sdist(&listed, &[]);

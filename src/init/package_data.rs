@@ -175,6 +175,8 @@ fn data_files(root: &Path, dirs: &[String]) -> Vec<String> {
 fn manifest_data(root: &Path, listed: &[String], dirs: &[String]) -> Vec<String> {
     let mut out: Vec<String> = listed
         .iter()
+        // A plain relative path (no `..`, `.` or empty part) in a package dir.
+        .filter(|f| f.split('/').all(|c| !c.is_empty() && c != "." && c != ".."))
         .filter(|f| dirs.iter().any(|d| f.starts_with(&format!("{d}/"))))
         .filter(|f| {
             let name = f.rsplit('/').next().unwrap_or(f);

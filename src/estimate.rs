@@ -45,6 +45,12 @@ impl Duration {
 pub struct Job {
     pub name: String,
     pub after: BTreeSet<String>,
+    /// The project file a kernel or binding compiles (its `source` input).
+    pub source: Option<String>,
+    /// How many device targets it compiles (its `-gencode`s), at least 1:
+    /// nvcc's device work grows with them, so a duration is carried from
+    /// one build of a source to another per target.
+    pub targets: usize,
 }
 
 /// The derivations a plan builds, each with what it needs: its input
@@ -66,6 +72,8 @@ pub fn jobs(plan: &Plan) -> Vec<Job> {
                     Job {
                         name: needed.clone(),
                         after: BTreeSet::new(),
+                        source: None,
+                        targets: 1,
                     },
                 );
             }
@@ -76,6 +84,11 @@ pub fn jobs(plan: &Plan) -> Vec<Job> {
             Job {
                 name: name.clone(),
                 after,
+                source: match node.inputs.get("source") {
+                    Some(Input::Source { source }) => Some(source.clone()),
+                    _ => None,
+                },
+                targets: node.script.matches("-gencode=").count().max(1),
             },
         );
     }
@@ -97,31 +110,78 @@ pub fn kind(name: &str) -> &str {
     name.split('-').next().unwrap_or(name)
 }
 
-/// Fills in what was not measured: the median of the measured jobs of the
-/// same kind, else `fallback`'s figure for the kind, saying which.
+/// A measured build that lends its duration to jobs not built here: of
+/// this plan, or of another project's (`plan --estimate --durations-from`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub kind: String,
+    pub source: Option<String>,
+    pub targets: usize,
+    pub seconds: f64,
+}
+
+impl Sample {
+    pub fn of(job: &Job, seconds: f64) -> Sample {
+        Sample {
+            kind: kind(&job.name).to_string(),
+            source: job.source.clone(),
+            targets: job.targets,
+            seconds,
+        }
+    }
+
+    fn per_target(&self) -> f64 {
+        self.seconds / self.targets as f64
+    }
+}
+
+/// Fills in what was not measured, from `lent` (measured builds of another
+/// project) and this plan's own measured jobs: a build of the same source
+/// (per device target, times the job's targets), else the median of the
+/// same kind (per target likewise), else `fallback`'s figure for the kind;
+/// each guess says which.
 pub fn complete(
     jobs: &[Job],
     measured: &BTreeMap<String, f64>,
+    lent: &[Sample],
     fallback: &dyn Fn(&str) -> f64,
 ) -> BTreeMap<String, Duration> {
-    let mut by_kind: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for (name, seconds) in measured {
-        by_kind.entry(kind(name)).or_default().push(*seconds);
+    let mut samples: Vec<Sample> = lent.to_vec();
+    for job in jobs {
+        if let Some(seconds) = measured.get(&job.name) {
+            samples.push(Sample::of(job, *seconds));
+        }
     }
     let mut out = BTreeMap::new();
     for job in jobs {
-        let duration = match measured.get(&job.name) {
-            Some(seconds) => Duration::Measured(*seconds),
-            None => {
-                let k = kind(&job.name);
-                match by_kind.get(k).and_then(|v| median(v)) {
-                    Some(m) => Duration::Guessed(
-                        m,
-                        format!("the median of {} measured {k}", by_kind[k].len()),
-                    ),
-                    None => Duration::Guessed(fallback(k), format!("cuwheel's guess for a {k}")),
-                }
-            }
+        let k = kind(&job.name);
+        let scaled = |of: Vec<&Sample>| {
+            let per: Vec<f64> = of.iter().map(|s| s.per_target()).collect();
+            median(&per).map(|m| (m * job.targets as f64, per.len()))
+        };
+        let same_source = job.source.as_ref().and_then(|source| {
+            scaled(
+                samples
+                    .iter()
+                    .filter(|s| s.kind == k && s.source.as_ref() == Some(source))
+                    .collect(),
+            )
+        });
+        let duration = if let Some(seconds) = measured.get(&job.name) {
+            Duration::Measured(*seconds)
+        } else if let Some((seconds, n)) = same_source {
+            Duration::Guessed(
+                seconds,
+                format!("{n} build(s) of its source, per device target"),
+            )
+        } else if let Some((seconds, n)) = scaled(samples.iter().filter(|s| s.kind == k).collect())
+        {
+            Duration::Guessed(
+                seconds,
+                format!("the median of {n} measured {k}, per device target"),
+            )
+        } else {
+            Duration::Guessed(fallback(k), format!("cuwheel's guess for a {k}"))
         };
         out.insert(job.name.clone(), duration);
     }
@@ -372,6 +432,8 @@ mod tests {
         Job {
             name: name.to_string(),
             after: after.iter().map(|s| s.to_string()).collect(),
+            source: None,
+            targets: 1,
         }
     }
 
@@ -450,13 +512,16 @@ mod tests {
                 .iter()
                 .map(|(n, s)| (n.to_string(), *s))
                 .collect();
-        let d = complete(&jobs, &measured, &|k| {
+        let d = complete(&jobs, &measured, &[], &|k| {
             if k == "driver" { 240.0 } else { 7.0 }
         });
         assert_eq!(d["kernel-a"], Duration::Measured(100.0));
         assert_eq!(
             d["kernel-d"],
-            Duration::Guessed(80.0, "the median of 3 measured kernel".into())
+            Duration::Guessed(
+                80.0,
+                "the median of 3 measured kernel, per device target".into()
+            )
         );
         assert_eq!(
             d["driver"],
@@ -464,5 +529,36 @@ mod tests {
         );
         assert_eq!(kind("toolchain:cuda"), "toolchain");
         assert_eq!(kind("link-cu130-py313"), "link");
+    }
+
+    #[test]
+    fn a_build_of_the_same_source_lends_its_duration_per_device_target() {
+        // Two archs here; the lent build of the same source had one.
+        let mut here = job("kernel-cuda125-torch27-attn", &[]);
+        here.source = Some("csrc/attn.cu".into());
+        here.targets = 2;
+        let mut other = job("kernel-cuda125-torch27-mlp", &[]);
+        other.source = Some("csrc/mlp.cu".into());
+        other.targets = 2;
+        let lent = |source: &str, seconds| Sample {
+            kind: "kernel".into(),
+            source: Some(source.into()),
+            targets: 1,
+            seconds,
+        };
+        let lent = [lent("csrc/attn.cu", 300.0), lent("csrc/norm.cu", 100.0)];
+        let d = complete(&[here, other], &BTreeMap::new(), &lent, &|_| 1.0);
+        assert_eq!(
+            d["kernel-cuda125-torch27-attn"],
+            Duration::Guessed(600.0, "1 build(s) of its source, per device target".into())
+        );
+        // No build of mlp.cu: the kind's median per target (200), times 2.
+        assert_eq!(
+            d["kernel-cuda125-torch27-mlp"],
+            Duration::Guessed(
+                400.0,
+                "the median of 2 measured kernel, per device target".into()
+            )
+        );
     }
 }

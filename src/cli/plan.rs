@@ -53,6 +53,11 @@ pub struct PlanArgs {
     /// --max-jobs; default: this machine's cores)
     #[arg(long, requires = "estimate", value_name = "C")]
     cores: Option<usize>,
+    /// With --estimate: another project (built on this machine) whose
+    /// builds of the same sources stand in for what this one never built;
+    /// repeatable
+    #[arg(long, requires = "estimate", value_name = "DIR")]
+    durations_from: Vec<PathBuf>,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
@@ -89,7 +94,8 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
             builders: args.builders,
             cores,
         };
-        output::stdout(&super::plan_estimate::report(&plan, &flake, &fleet)?)?;
+        let report = super::plan_estimate::report(&plan, &flake, &fleet, &args.durations_from)?;
+        output::stdout(&report)?;
         return Ok(ExitCode::SUCCESS);
     }
     let built = match &flake {

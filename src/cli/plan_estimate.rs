@@ -14,8 +14,10 @@
 //! rewrites the log later, keeping its birth time: such a figure is not
 //! taken). They are read beside the store, never as an input of a build.
 //! What has no usable log (never built here, substituted, checked since,
-//! or its log collected) gets the median of its kind, or cuwheel's guess,
-//! and is listed as guessed.
+//! or its log collected) is guessed, and marked: from a build of the same
+//! source (this plan's, or another project's named by `--durations-from`),
+//! per device target (`-gencode`) since nvcc's work grows with them; else
+//! the median of its kind, per target likewise; else cuwheel's guess.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,8 +25,9 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
-use cuwheel::estimate::{self, DRIVER, Duration, Job};
-use cuwheel::plan::Plan;
+use cuwheel::estimate::{self, DRIVER, Duration, Job, Sample};
+use cuwheel::plan::{Plan, sources};
+use cuwheel::registry::flake::nearest_flake;
 use cuwheel::registry::nix::Nix;
 use cuwheel::store::StorePath;
 
@@ -45,10 +48,34 @@ pub struct Fleet {
     pub cores: usize,
 }
 
-pub fn report(plan: &Plan, flake: &str, fleet: &Fleet) -> Result<String> {
-    let jobs = estimate::jobs(plan);
+pub fn report(plan: &Plan, flake: &str, fleet: &Fleet, lenders: &[PathBuf]) -> Result<String> {
     let nix = Nix::system();
-    let derivations = derivations(&nix, flake)?;
+    let jobs = estimate::jobs(plan);
+    let own = measured(&nix, &jobs, flake)?;
+    let mut lent = Vec::new();
+    for project in lenders {
+        let (_, _, other) = sources::plan_project(project)
+            .with_context(|| format!("--durations-from {}", project.display()))?;
+        let other_flake = nearest_flake(project)?.with_context(|| {
+            format!(
+                "--durations-from {}: no flake.nix above it builds it",
+                project.display()
+            )
+        })?;
+        let other_jobs = estimate::jobs(&other);
+        let seconds = measured(&nix, &other_jobs, &other_flake.display().to_string())?;
+        lent.extend(
+            other_jobs
+                .iter()
+                .filter_map(|j| seconds.get(&j.name).map(|s| Sample::of(j, *s))),
+        );
+    }
+    Ok(table(plan, &jobs, &own, &lent, fleet))
+}
+
+/// The jobs of `flake`'s plan whose last build here can be timed.
+fn measured(nix: &Nix, jobs: &[Job], flake: &str) -> Result<BTreeMap<String, f64>> {
+    let derivations = derivations(nix, flake)?;
     let outs: Vec<StorePath> = derivations
         .values()
         .map(|d| d.out.parse())
@@ -61,7 +88,7 @@ pub fn report(plan: &Plan, flake: &str, fleet: &Fleet) -> Result<String> {
         .collect();
     let logs = log_dir();
     let mut measured = BTreeMap::new();
-    for job in &jobs {
+    for job in jobs {
         let Some(d) = derivations.get(&job.name) else {
             continue;
         };
@@ -72,12 +99,18 @@ pub fn report(plan: &Plan, flake: &str, fleet: &Fleet) -> Result<String> {
             measured.insert(job.name.clone(), seconds);
         }
     }
-    Ok(table(plan, &jobs, &measured, fleet))
+    Ok(measured)
 }
 
 /// The table, from the durations measured (pure, for the tests).
-pub fn table(plan: &Plan, jobs: &[Job], measured: &BTreeMap<String, f64>, fleet: &Fleet) -> String {
-    let durations = estimate::complete(jobs, measured, &guess);
+pub fn table(
+    plan: &Plan,
+    jobs: &[Job],
+    measured: &BTreeMap<String, f64>,
+    lent: &[Sample],
+    fleet: &Fleet,
+) -> String {
+    let durations = estimate::complete(jobs, measured, lent, &guess);
     let e = estimate::analyse(jobs, &durations);
     let guessed: Vec<(&String, &Duration)> = durations
         .iter()
@@ -85,10 +118,15 @@ pub fn table(plan: &Plan, jobs: &[Job], measured: &BTreeMap<String, f64>, fleet:
         .collect();
     let mut text = format!(
         "estimate: {} derivations from nothing: {} with a duration measured on this machine \
-         (its last build's, from Nix's log), {} guessed\n",
+         (its last build's, from Nix's log), {} guessed{}\n",
         jobs.len(),
         jobs.len() - guessed.len(),
-        guessed.len()
+        guessed.len(),
+        if lent.is_empty() {
+            String::new()
+        } else {
+            format!(" (with {} builds of other projects to go by)", lent.len())
+        }
     );
     let mut reasons: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, duration) in &guessed {

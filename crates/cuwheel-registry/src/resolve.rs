@@ -422,6 +422,19 @@ impl Resolver<'_> {
                     "hashing the C++ headers of {} (torch {version})",
                     wheel.file
                 ));
+                // Every object cuwheel compiles is C++11-ABI
+                // (plan/compile.rs); PyPI's torch is so from 2.7 on.
+                let config = tree::wheel_text(&path, tree::TORCH_CONFIG)?;
+                if config.as_deref().and_then(torch::cxx11_abi) == Some(false) {
+                    bail!(
+                        "torch {version} ({}) is built with the pre-C++11 ABI \
+                         (`_GLIBCXX_USE_CXX11_ABI=0` in its {}), and cuwheel builds only for \
+                         the C++11 ABI, which PyPI's torch has from 2.7 on: take torch {version} \
+                         out of the matrix (`torch` in [tool.cuwheel.matrix])",
+                        wheel.file,
+                        tree::TORCH_CONFIG
+                    );
+                }
                 let dir = self.cache.temp_dir()?;
                 let include = dir.path().join("include");
                 let headers = tree::torch_headers(&path, &include)?;

@@ -121,6 +121,21 @@ pub fn cuda_runtime(requires_dist: &[String]) -> Result<(CudaVersion, String), S
 }
 
 /// The C++ standard torch's headers require, from their own check in
+/// Whether a torch build uses the C++11 ABI, as its `TorchConfig.cmake`
+/// tells CMake users (`set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=1")`):
+/// `None` where the file does not say.
+pub fn cxx11_abi(torch_config_cmake: &str) -> Option<bool> {
+    let at = torch_config_cmake.find("_GLIBCXX_USE_CXX11_ABI=")?;
+    match torch_config_cmake[at + "_GLIBCXX_USE_CXX11_ABI=".len()..]
+        .chars()
+        .next()
+    {
+        Some('1') => Some(true),
+        Some('0') => Some(false),
+        _ => None,
+    }
+}
+
 /// `ATen/ATen.h` (torch 2.13 and later: `#error C++20 or later compatible
 /// compiler is required`, on `__cplusplus < 202002L`; before, C++17).
 pub fn required_standard(aten_h: &str) -> &'static str {

@@ -239,3 +239,13 @@ exclude = [
     assert!(excluded_on(&config, a, minor("2.11"), Some(py("3.12"))));
     assert!(!excluded_on(&config, Arch::X86_64, minor("2.9"), None));
 }
+
+#[test]
+fn the_cxx11_abi_is_read_from_torchs_cmake_config() {
+    // The lines of PyPI's torch 2.6.0 and 2.7.1 (cp310) wheels.
+    let old = "  set(TORCH_CXX_FLAGS \"-D_GLIBCXX_USE_CXX11_ABI=0\")\n";
+    let new = "  set(TORCH_CXX_FLAGS \"-D_GLIBCXX_USE_CXX11_ABI=1\")\n";
+    assert_eq!(cxx11_abi(old), Some(false));
+    assert_eq!(cxx11_abi(new), Some(true));
+    assert_eq!(cxx11_abi("set(TORCH_CXX_FLAGS \"\")\n"), None);
+}

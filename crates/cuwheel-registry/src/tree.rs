@@ -78,6 +78,29 @@ pub fn torch_headers(wheel: &Path, dest: &Path) -> Result<Hash> {
     Ok(nar::nar_hash(dest)?.0)
 }
 
+/// Where a torch wheel says which C++ ABI it was built with.
+pub const TORCH_CONFIG: &str = "torch/share/cmake/Torch/TorchConfig.cmake";
+
+/// The text of one regular-file entry of a wheel, if the wheel has it.
+pub fn wheel_text(wheel: &Path, name: &str) -> Result<Option<String>> {
+    let archive = ZipArchive::open(wheel)
+        .with_context(|| format!("{} is not a readable wheel (zip)", wheel.display()))?;
+    let Some(index) = archive
+        .entries()
+        .iter()
+        .position(|e| e.name == name && e.kind == EntryKind::File)
+    else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    archive
+        .reader(index)
+        .read_to_string(&mut text)
+        .map_err(unwrap_zip_error)
+        .with_context(|| format!("cannot read {name} from {}", wheel.display()))?;
+    Ok(Some(text))
+}
+
 /// A zip entry's path below the prefix, refused if it could leave the tree.
 fn safe_relative(name: &str) -> Result<PathBuf> {
     let path = Path::new(name);
@@ -197,6 +220,23 @@ mod tests {
         }
         zip.finish().unwrap();
         file
+    }
+
+    #[test]
+    fn one_entrys_text_is_read_and_a_missing_one_is_none() {
+        let config = b"set(TORCH_CXX_FLAGS \"-D_GLIBCXX_USE_CXX11_ABI=0\")\n";
+        let whl = wheel(&[
+            ("torch/share/cmake/Torch/", None),
+            (TORCH_CONFIG, Some(config)),
+        ]);
+        let text = wheel_text(whl.path(), TORCH_CONFIG).unwrap().unwrap();
+        assert_eq!(text.as_bytes(), config);
+        assert_eq!(
+            wheel_text(whl.path(), "torch/share/cmake/Torch/").unwrap(),
+            None,
+            "a directory is no text"
+        );
+        assert_eq!(wheel_text(whl.path(), "torch/version.py").unwrap(), None);
     }
 
     #[test]

@@ -157,17 +157,19 @@ fn data_files(root: &Path, dirs: &[String]) -> Vec<String> {
             }
             if entry.path().is_dir() {
                 pending.push(rel);
-            } else if !(name.ends_with(".py")
-                || name.ends_with(".pyi")
-                || name == "py.typed"
-                || name.ends_with(".so"))
-            {
+            } else if is_data(&name) {
                 out.push(rel);
             }
         }
     }
     out.sort();
     out
+}
+
+/// A file name package data is made of: not shipped by default (`.py`,
+/// `.pyi`, `py.typed`) and not a built module (`.so`).
+fn is_data(name: &str) -> bool {
+    !shipped_by_default(name) && !name.ends_with(".so")
 }
 
 /// The files of an sdist's manifest that setuptools ships as package data:
@@ -179,9 +181,7 @@ fn manifest_data(root: &Path, listed: &[String], dirs: &[String]) -> Vec<String>
         .filter(|f| f.split('/').all(|c| !c.is_empty() && c != "." && c != ".."))
         .filter(|f| dirs.iter().any(|d| f.starts_with(&format!("{d}/"))))
         .filter(|f| {
-            let name = f.rsplit('/').next().unwrap_or(f);
-            !shipped_by_default(name)
-                && !name.ends_with(".so")
+            is_data(f.rsplit('/').next().unwrap_or(f))
                 && !f.split('/').any(|part| part == "__pycache__")
         })
         .filter(|f| root.join(f).is_file())
@@ -208,7 +208,7 @@ fn grouped(root: &Path, data: &[String]) -> Vec<String> {
                     .filter_map(|e| e.ok())
                     .filter(|e| e.path().is_file())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !shipped_by_default(n) && !n.ends_with(".so"))
+                    .filter(|n| is_data(n))
                     .collect()
             })
             .unwrap_or_default();

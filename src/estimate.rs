@@ -193,7 +193,7 @@ fn median(values: &[f64]) -> Option<f64> {
         return None;
     }
     let mut v = values.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+    v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
     Some(if v.len() % 2 == 1 {
         v[mid]
@@ -243,8 +243,7 @@ pub fn analyse(jobs: &[Job], durations: &BTreeMap<String, Duration>) -> Estimate
 
 fn by_level(levels: &BTreeMap<String, f64>, a: &str, b: &str) -> Ordering {
     levels[a]
-        .partial_cmp(&levels[b])
-        .unwrap_or(Ordering::Equal)
+        .total_cmp(&levels[b])
         // Equal levels: the name first in order, so the path is stable.
         .then_with(|| b.cmp(a))
 }
@@ -309,84 +308,61 @@ pub fn schedule(jobs: &[Job], durations: &BTreeMap<String, Duration>, slots: usi
         .map(|j| (j.name.as_str(), j.after.len()))
         .collect();
     let successors = successors(jobs);
-    let mut ready: BinaryHeap<Ready> = waiting
+    let ready_one = |name: &str| Keyed {
+        key: levels[name],
+        name: name.to_string(),
+    };
+    // Ready jobs, the longest bottom level first.
+    let mut ready: BinaryHeap<Keyed> = waiting
         .iter()
         .filter(|(_, n)| **n == 0)
-        .map(|(name, _)| Ready::new(name, &levels))
+        .map(|(name, _)| ready_one(name))
         .collect();
-    // Running jobs by the time they finish (a min-heap through Reverse).
-    let mut running: BinaryHeap<std::cmp::Reverse<Finish>> = BinaryHeap::new();
+    // Running jobs, the first to finish first: keyed by the negated time.
+    let mut running: BinaryHeap<Keyed> = BinaryHeap::new();
     let mut now = 0.0;
     loop {
         while running.len() < slots {
             let Some(job) = ready.pop() else { break };
             let end = now + durations[&job.name].seconds();
-            running.push(std::cmp::Reverse(Finish {
-                end,
+            running.push(Keyed {
+                key: -end,
                 name: job.name,
-            }));
+            });
         }
-        let Some(std::cmp::Reverse(done)) = running.pop() else {
+        let Some(done) = running.pop() else {
             break;
         };
-        now = done.end;
+        now = -done.key;
         for next in successors.get(done.name.as_str()).into_iter().flatten() {
             let n = waiting.get_mut(next).expect("a job's successor is a job");
             *n -= 1;
             if *n == 0 {
-                ready.push(Ready::new(next, &levels));
+                ready.push(ready_one(next));
             }
         }
     }
     now
 }
 
+/// A job in a max-heap, by a figure (a bottom level; a finishing time
+/// negated, so the first to finish comes first), then by name, the first
+/// in order first, so that equal figures are taken in a stable order.
 #[derive(Debug, PartialEq)]
-struct Ready {
-    level: f64,
+struct Keyed {
+    key: f64,
     name: String,
 }
 
-impl Ready {
-    fn new(name: &str, levels: &BTreeMap<String, f64>) -> Ready {
-        Ready {
-            level: levels[name],
-            name: name.to_string(),
-        }
-    }
-}
-
-impl Eq for Ready {}
-impl Ord for Ready {
+impl Eq for Keyed {}
+impl Ord for Keyed {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.level
-            .partial_cmp(&other.level)
-            .unwrap_or(Ordering::Equal)
+        self.key
+            .total_cmp(&other.key)
             .then_with(|| other.name.cmp(&self.name))
     }
 }
-impl PartialOrd for Ready {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-#[derive(Debug, PartialEq)]
-struct Finish {
-    end: f64,
-    name: String,
-}
-
-impl Eq for Finish {}
-impl Ord for Finish {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.end
-            .partial_cmp(&other.end)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| self.name.cmp(&other.name))
-    }
-}
-impl PartialOrd for Finish {
+impl PartialOrd for Keyed {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }

@@ -105,6 +105,15 @@ fn flake_drvs(flake: &Path) -> (String, BTreeMap<String, String>) {
     )
 }
 
+/// Appends a comment to the demo's `row_norm.cu` in the flake copy at
+/// `flake`: a new source, so new derivations of that kernel.
+fn edit_row_norm(flake: &Path, comment: &str) {
+    let tu = flake.join("examples/demo-ext/csrc/kernels/row_norm.cu");
+    let mut text = fs::read_to_string(&tu).unwrap();
+    text.push_str(&format!("\n// {comment}\n"));
+    fs::write(&tu, text).unwrap();
+}
+
 #[test]
 fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
     let flake = flake_copy();
@@ -112,12 +121,7 @@ fn editing_one_kernel_changes_only_its_derivations_and_the_plan() {
     // 4 kernels × 6 toolkits (CUDA 13.0's cross one for the aarch64
     // cells among them), and the stable flavour's own 3 (cu13-stable).
     assert_eq!(before.len(), 27, "{before:?}");
-    let tu = flake
-        .path()
-        .join("examples/demo-ext/csrc/kernels/row_norm.cu");
-    let mut text = fs::read_to_string(&tu).unwrap();
-    text.push_str("\n// an edit\n");
-    fs::write(&tu, text).unwrap();
+    edit_row_norm(flake.path(), "an edit");
     let (plan_after, after) = flake_drvs(flake.path());
     assert_ne!(
         plan_before, plan_after,
@@ -242,12 +246,7 @@ fn seconds_of(report: &str, prefix: &str) -> u64 {
 fn plan_estimate_takes_a_kernels_duration_from_its_build_here() {
     let flake = flake_copy();
     // An edit of our own: a derivation no other test builds or checks.
-    let tu = flake
-        .path()
-        .join("examples/demo-ext/csrc/kernels/row_norm.cu");
-    let mut text = fs::read_to_string(&tu).unwrap();
-    text.push_str("\n// plan --estimate's own build\n");
-    fs::write(&tu, text).unwrap();
+    edit_row_norm(flake.path(), "plan --estimate's own build");
     let kernel = "kernel-cuda130-torch211-row_norm";
     let attr = format!("{}#kernels.{kernel}", flake.path().display());
     nix_ok(&["build", "--no-link", &attr]);

@@ -18,8 +18,8 @@
 #   bash BUNDLE/differential.sh device BUNDLE
 #       4. the upstream wheel (differential/upstream.sh: pip wheel .
 #          --no-build-isolation --no-deps, TORCH_CUDA_ARCH_LIST=9.0, with
-#          the minimal patch it prints; fast-transformers, torch-scatter and
-#          torch-sparse, of many modules each, through
+#          the minimal patch it prints; fast-transformers, torch-scatter,
+#          torch-sparse and torch-spline-conv, of many modules each, through
 #          `setup.py build_ext -j bdist_wheel`, see there);
 #       5. differential/compare.py: kernels per arch, SASS with addresses
 #          normalized, resources, LDL/STL, dynamic symbols, DT_NEEDED,
@@ -28,7 +28,8 @@
 #          the other on the same machine (BUNDLE/gpu-ours.txt,
 #          BUNDLE/gpu-upstream.txt); then the summary.
 #
-# Environment: WORK (default ${TMPDIR:-/tmp}/cuwheel-differential),
+# Environment: WORK (default ${TMPDIR:-/tmp}/cuwheel-differential), GPU=0
+# (the device step builds and compares, and runs no GPU check),
 # CUOBJDUMP (default cuobjdump; it needs nvdisasm on PATH or NVDISASM_PATH).
 set -euo pipefail
 
@@ -46,7 +47,7 @@ device() {
   # other: all at once instead (upstream.sh says how), to fit a device call.
   local jobs=1
   case "$name" in
-  pytorch-fast-transformers | torch-scatter | torch-sparse) jobs=16 ;;
+  pytorch-fast-transformers | torch-scatter | torch-sparse | torch-spline-conv) jobs=16 ;;
   esac
   rm -rf "$dir/upstream" "$dir/compare" "$dir"/gpu-*
   EXT_JOBS=$jobs bash "$dir/differential/upstream.sh" "$name" "$dir"/sdist/*.tar.gz "$dir/upstream"
@@ -56,6 +57,7 @@ device() {
   python3 "$dir/differential/compare.py" "$ours" "$theirs" "$dir/compare" >/dev/null
   local side
   for side in ours upstream; do
+    [ "${GPU:-1}" != 0 ] || break
     mkdir -p "$dir/gpu-$side/wheels" "$dir/gpu-$side/deps"
     cp "$dir/$side"/*.whl "$dir/gpu-$side/wheels/"
     cp "$dir"/deps/*.whl "$dir/gpu-$side/deps/" 2>/dev/null || true
@@ -66,6 +68,7 @@ device() {
   grep -E '^[-+][^-+]' "$dir/upstream/$name.patch" || echo "(nothing)"
   echo "-- the wheels compared ($dir/compare/details.txt holds what differs):"
   cat "$dir/compare/summary.txt"
+  [ "${GPU:-1}" != 0 ] || return 0
   echo "-- GPU checks, ours | upstream:"
   paste -d'|' <(grep -E ': (PASS|FAIL)' "$dir/gpu-ours.txt") <(grep -E ': (PASS|FAIL)' "$dir/gpu-upstream.txt")
   grep -hE 'checks passed$' "$dir/gpu-ours.txt" "$dir/gpu-upstream.txt" | sed 's/^/   /'

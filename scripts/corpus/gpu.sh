@@ -33,7 +33,7 @@ check_of() {
   mamba_ssm) echo mamba_ssm ;;
   torchsort) echo torchsort ;;
   torch_discounted_cumsum) echo torch_discounted_cumsum ;;
-  gsplat) echo gsplat ;;
+  gsplat) echo "gsplat nerfacc" ;;
   *) echo "" ;;
   esac
 }

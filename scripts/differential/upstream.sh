@@ -52,7 +52,13 @@ nerfacc | torch-points-kernels | gsplat)
   # ran in the source tree): the same dirs, made absolute.
   case "$name" in
   gsplat) sed -i 's/include_dirs=\[extensions_dir_v2\]/include_dirs=[osp.abspath(extensions_dir_v2)]/' setup.py ;;
-  torch-points-kernels) sed -i 's/include_dirs=\["{}\/include".format(\([a-z_]*\))\]/include_dirs=[os.path.abspath("{}\/include".format(\1))]/' setup.py ;;
+  torch-points-kernels)
+    sed -i 's/include_dirs=\["{}\/include".format(\([a-z_]*\))\]/include_dirs=[os.path.abspath("{}\/include".format(\1))]/' setup.py
+    # cpu/src/neighbors.cpp uses std::unique_ptr without <memory>, which
+    # the device's g++ 13 headers no longer bring in through <random> and
+    # <chrono>; the g++ 10 of cuwheel's cell (Debian 11's) compiles it as it is.
+    sed -i 's/^#include <chrono>$/#include <memory>\n&/' cpu/src/neighbors.cpp
+    ;;
   esac
   ;;
 *)

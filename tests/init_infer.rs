@@ -747,3 +747,36 @@ fn include_package_data_in_an_sdist_ships_what_its_manifest_lists() {
         "{finding}"
     );
 }
+
+#[test]
+fn include_package_data_defaults_to_true_under_a_project_table_as_setuptools_does() {
+    let listed = [
+        "setup.py",
+        "pyproject.toml",
+        "tinyops/__init__.py",
+        "tinyops/defaults.json",
+        "tinyops.egg-info/SOURCES.txt",
+    ];
+    let (_dir, root) = as_sdist(&listed, &[]);
+    let setup = root.join("setup.py");
+    let text = fs::read_to_string(&setup).unwrap();
+    assert!(text.contains("    include_package_data=True,\n"));
+    fs::write(&setup, text.replace("    include_package_data=True,\n", "")).unwrap();
+    // Neither setup() nor pyproject.toml says it: setuptools ships no data.
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert!(inferred.package_include.is_empty(), "{inferred:#?}");
+    // A [project] table: setuptools' default becomes true.
+    let pyproject = root.join("pyproject.toml");
+    fs::write(&pyproject, "[project]\nname = \"tinyops\"\ndynamic = [\"version\"]\n").unwrap();
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert_eq!(inferred.package_include, ["tinyops/*"]);
+    // Unless pyproject.toml turns it off.
+    fs::write(
+        &pyproject,
+        "[project]\nname = \"tinyops\"\ndynamic = [\"version\"]\n\n\
+         [tool.setuptools]\ninclude-package-data = false\n",
+    )
+    .unwrap();
+    let (inferred, _) = infer(&root, false).unwrap();
+    assert!(inferred.package_include.is_empty(), "{inferred:#?}");
+}

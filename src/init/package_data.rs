@@ -8,6 +8,8 @@
 //!
 //! `include_package_data=True` makes setuptools ship every data file in
 //! the package directories that the sdist's manifest (MANIFEST.in) lists.
+//! setup() need not say it: with a `[project]` table in pyproject.toml,
+//! setuptools' default is true.
 //! Where the project is an unpacked sdist, its `*.egg-info/SOURCES.txt` is
 //! that manifest, and those files become `package-include` entries: a
 //! directory's `*` where it ships all its files, else the files. Outside an
@@ -22,6 +24,26 @@ use super::extract::strings;
 use super::model::Inferred;
 use super::python::{Call, Value};
 use crate::spec::package::shipped_by_default;
+
+/// setuptools' `include_package_data` where setup() does not pass it:
+/// `[tool.setuptools] include-package-data` of pyproject.toml, whose
+/// default is true wherever pyproject.toml has a `[project]` table
+/// (setuptools 61 and later read the project's configuration from there);
+/// false otherwise.
+fn pyproject_includes_package_data(root: &Path) -> bool {
+    let Some(table) = fs::read_to_string(root.join("pyproject.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+    else {
+        return false;
+    };
+    let stated = table
+        .get("tool")
+        .and_then(|t| t.get("setuptools"))
+        .and_then(|t| t.get("include-package-data"))
+        .and_then(toml::Value::as_bool);
+    stated.unwrap_or_else(|| table.get("project").is_some_and(toml::Value::is_table))
+}
 
 /// `packages`, `package_dir`, `package_data`, `include_package_data`.
 pub fn infer(root: &Path, setup: &Call, inferred: &mut Inferred) {
@@ -89,11 +111,11 @@ pub fn infer(root: &Path, setup: &Call, inferred: &mut Inferred) {
             }
         }
     }
-    if setup
-        .arg("include_package_data", None)
-        .and_then(Value::truth)
-        == Some(true)
-    {
+    let include_package_data = match setup.arg("include_package_data", None) {
+        Some(v) => v.truth() == Some(true),
+        None => pyproject_includes_package_data(root),
+    };
+    if include_package_data {
         let covered = |inferred: &Inferred, f: &String| {
             inferred
                 .package_include

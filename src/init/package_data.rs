@@ -234,11 +234,20 @@ fn grouped(root: &Path, data: &[String]) -> Vec<String> {
                     .collect()
             })
             .unwrap_or_default();
-        if !dir.is_empty() && on_disk.iter().all(|n| names.contains(n.as_str())) {
+        // `*` matches no leading `.` (as in the shell): hidden files are
+        // named one by one.
+        let (hidden, plain): (BTreeSet<&str>, BTreeSet<&str>) =
+            names.into_iter().partition(|n| n.starts_with('.'));
+        let all_plain = on_disk
+            .iter()
+            .filter(|n| !n.starts_with('.'))
+            .all(|n| plain.contains(n.as_str()));
+        if !dir.is_empty() && !plain.is_empty() && all_plain {
             out.push(format!("{dir}/*"));
         } else {
-            out.extend(names.iter().map(|n| format!("{dir}/{n}")));
+            out.extend(plain.iter().map(|n| format!("{dir}/{n}")));
         }
+        out.extend(hidden.iter().map(|n| format!("{dir}/{n}")));
     }
     out
 }

@@ -772,7 +772,11 @@ fn include_package_data_defaults_to_true_under_a_project_table_as_setuptools_doe
     assert!(inferred.package_include.is_empty(), "{inferred:#?}");
     // A [project] table: setuptools' default becomes true.
     let pyproject = root.join("pyproject.toml");
-    fs::write(&pyproject, "[project]\nname = \"tinyops\"\ndynamic = [\"version\"]\n").unwrap();
+    fs::write(
+        &pyproject,
+        "[project]\nname = \"tinyops\"\ndynamic = [\"version\"]\n",
+    )
+    .unwrap();
     let (inferred, _) = infer(&root, false).unwrap();
     assert_eq!(inferred.package_include, ["tinyops/*"]);
     // Unless pyproject.toml turns it off.

@@ -26,6 +26,7 @@ pub mod fetch;
 #[cfg(feature = "init")]
 pub mod init;
 pub mod jobs;
+pub mod memory;
 pub mod publish;
 pub mod reproduce;
 

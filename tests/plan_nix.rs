@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::flake::{flake_copy, installable, json, nix, nix_ok};
+use common::flake::{flake_copy, installable, json, nix, nix_ok, nix_ok_with};
 use common::project::{fixture_with_demo_lock, nodes_expr, write_plan};
 use cuwheel::audit::elf::nv_fatbin_section;
 use cuwheel::audit::fatbin;
@@ -243,7 +243,7 @@ fn seconds_of(report: &str, prefix: &str) -> u64 {
 }
 
 #[test]
-fn plan_estimate_takes_a_kernels_duration_from_its_build_here() {
+fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     let flake = flake_copy();
     // An edit of our own: a derivation no other test builds or checks.
     edit_row_norm(flake.path(), "plan --estimate's own build");
@@ -275,5 +275,26 @@ fn plan_estimate_takes_a_kernels_duration_from_its_build_here() {
     assert!(
         two * 2 + 1 >= one,
         "two slots at most halve the work: {report}"
+    );
+
+    // The compile recorded its peak memory in the build log, and the plan's
+    // memory check reads such figures back.
+    let drv = common::text(&nix_ok(&["eval", "--raw", &format!("{attr}.drvPath")]).stdout);
+    let log = common::text(&nix_ok_with("nix-store", &["--read-log", &drv]).stdout);
+    let kib = cuwheel::plan::compile::peak_rss_kib(&log)
+        .unwrap_or_else(|| panic!("no peak RSS in the log of {kernel}:\n{log}"));
+    assert!(kib > 10_000, "nvcc's compile took only {kib} KiB?\n{log}");
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .arg("plan")
+            .arg("--project")
+            .arg(flake.path().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake.path()),
+    );
+    let summary = common::text(&out.stdout);
+    assert!(
+        summary.contains("memory: the largest compile peak recorded here is "),
+        "{summary}"
     );
 }

@@ -16,6 +16,8 @@ use clap::Args;
 
 use cuwheel_build::cli::output;
 
+use cuwheel::memory::{self, Peak};
+use cuwheel::plan::compile::peak_rss_kib;
 use cuwheel::plan::{Plan, sources};
 use cuwheel::registry::flake::check_builds_project;
 use cuwheel::registry::nix::Nix;
@@ -108,7 +110,11 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    output::stdout(&summary(&plan, built.as_ref()))?;
+    let names = built.as_ref().map(|b| b.keys().cloned().collect());
+    output::stdout(&summary(&plan, names.as_ref()))?;
+    if let Some(built) = &built {
+        output::stdout(&memory_check(&Nix::system(), &plan, built)?)?;
+    }
     for line in project.whole_include_dirs() {
         output::stdout_line(&format!("note: {line}"))?;
     }
@@ -120,13 +126,21 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The flake's plan nodes whose outputs are valid in the store.
-fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeSet<String>> {
+/// A node's derivation and its output, as the flake gives them.
+#[derive(serde::Deserialize)]
+struct NodePaths {
+    drv: String,
+    out: String,
+}
+
+/// The flake's plan nodes whose outputs are valid in the store, each with
+/// its `.drv`.
+fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeMap<String, StorePath>> {
     let installable = format!("{flake}#nodes");
-    let outs: BTreeMap<String, String> = nix
+    let nodes: BTreeMap<String, NodePaths> = nix
         .eval_json(
             &installable,
-            Some("builtins.mapAttrs (name: node: node.outPath)"),
+            Some("builtins.mapAttrs (name: node: { drv = node.drvPath; out = node.outPath; })"),
         )
         .with_context(|| {
             format!(
@@ -135,15 +149,59 @@ fn built_nodes(nix: &Nix, flake: &str) -> Result<BTreeSet<String>> {
             )
         })?;
     let mut by_path = BTreeMap::new();
-    for (name, out) in outs {
-        let path: StorePath = out
-            .parse()
-            .with_context(|| format!("{installable}.{name}: `{out}` is not a store path"))?;
-        by_path.insert(path, name);
+    for (name, NodePaths { drv, out }) in nodes {
+        let parse = |path: &str| -> Result<StorePath> {
+            path.parse()
+                .with_context(|| format!("{installable}.{name}: `{path}` is not a store path"))
+        };
+        by_path.insert(parse(&out)?, (name.clone(), parse(&drv)?));
     }
     let paths: Vec<StorePath> = by_path.keys().cloned().collect();
     let valid = nix.valid_paths(&paths)?;
     Ok(valid.iter().map(|p| by_path[p].clone()).collect())
+}
+
+/// Whether the builds `nix build` runs at once (cuwheel's `--max-jobs
+/// auto`, every core each) fit this machine's memory, from the peaks the
+/// built compile nodes' logs record (`cuwheel::memory`).
+fn memory_check(nix: &Nix, plan: &Plan, built: &BTreeMap<String, StorePath>) -> Result<String> {
+    let mut peaks = Vec::new();
+    for job in cuwheel::estimate::jobs(plan) {
+        if !matches!(cuwheel::estimate::kind(&job.name), "kernel" | "binding") {
+            continue;
+        }
+        let Some(drv) = built.get(&job.name) else {
+            continue;
+        };
+        let log = nix
+            .read_log(drv)
+            .with_context(|| format!("cannot read the build log of {}", job.name))?;
+        if let Some(kib) = log.as_deref().and_then(peak_rss_kib) {
+            peaks.push(Peak {
+                node: job.name,
+                kib,
+                targets: job.targets,
+            });
+        }
+    }
+    let memory = machine_memory_kib()?;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    Ok(match memory::check(&peaks, cores, cores, memory) {
+        Some(check) => check.text,
+        None => "memory: no compile of this plan built here records its peak (none built yet, \
+                 or built before cuwheel measured it)\n"
+            .to_string(),
+    })
+}
+
+/// `MemTotal` of /proc/meminfo, in KiB.
+fn machine_memory_kib() -> Result<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").context("cannot read /proc/meminfo")?;
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
+        .context("/proc/meminfo has no `MemTotal: N kB` line")
 }
 
 /// The summary; `built` (when known) names the nodes already in the store.

@@ -338,6 +338,18 @@ impl Nix {
         Derivation::parse(&bytes, name).map_err(|e| unreadable(e.to_string()))
     }
 
+    /// `nix-store --read-log DRV`: the log of the derivation's last build
+    /// here, or `None` where Nix keeps none (never built here, substituted,
+    /// or its log collected).
+    pub fn read_log(&self, drv: &StorePath) -> Result<Option<String>, NixError> {
+        let mut cmd = self.command("nix-store");
+        cmd.args(["--read-log", &drv.to_absolute()]);
+        match self.run(cmd) {
+            Err(NixError::Failed { stderr, .. }) if stderr.contains("is not available") => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
     /// `nix-store --query --requisites PATH...`: the paths and everything
     /// they refer to, directly or not.
     pub fn closure(&self, paths: &[StorePath]) -> Result<Vec<StorePath>, NixError> {

@@ -294,6 +294,53 @@ impl Compile<'_> {
     }
 }
 
+/// What precedes a compile's peak memory in the build log. Each compile of a
+/// TU runs under busybox's `time` ([`measured`]): this, the peak resident
+/// set size of the largest process the compile ran (nvcc's cicc or ptxas,
+/// g++'s cc1plus), and ` KiB` follow it, also when the compile fails.
+/// `cuwheel plan` reads it back from Nix's log for its memory warning. It
+/// reaches neither `$out` nor any hash: the line is in the log only, and the
+/// script that prints it is the same for every build of the node.
+pub const PEAK_RSS_MARK: &str = "cuwheel: peak RSS of this compile: ";
+
+/// The compile functions (`nvcc_compile`, `cxx_compile`), written to
+/// `compile-functions.sh` and sourced, so that the shell [`measured`]
+/// starts under `time` can run them too; and `peak_rss`, which prints
+/// [`PEAK_RSS_MARK`] from what `time` wrote.
+pub fn define_functions(functions: &str) -> String {
+    format!(
+        "cat > compile-functions.sh <<'CUWHEEL_FUNCTIONS'\n{functions}CUWHEEL_FUNCTIONS\n\
+         . ./compile-functions.sh\n\
+         # busybox's time takes ru_maxrss, which Linux gives in KiB, for a count of pages\n\
+         # (%M = it × page size / 1024); %Z, the page size, undoes that.\n\
+         peak_rss() {{\n  \
+         set -- $(tail -n 1 peak-rss)\n  \
+         echo \"{PEAK_RSS_MARK}$(( $1 * 1024 / $2 )) KiB\" >&2\n\
+         }}\n"
+    )
+}
+
+/// `function args`, run under busybox's `time`; then `peak_rss` prints the
+/// compile's peak memory, and the script goes on, or exits as the compile
+/// did.
+pub fn measured(function: &str, args: &str) -> String {
+    format!(
+        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
+         '. ./compile-functions.sh; {function} \"$@\"' {function} {args} \
+         || {{ rc=$?; peak_rss; exit $rc; }}\npeak_rss\n"
+    )
+}
+
+/// The largest compile peak a node's build log records ([`PEAK_RSS_MARK`]),
+/// in KiB; `None` where it records none (a log of a build from before the
+/// mark, or of a node that compiles nothing).
+pub fn peak_rss_kib(log: &str) -> Option<u64> {
+    log.lines()
+        .filter_map(|line| line.trim().strip_prefix(PEAK_RSS_MARK))
+        .filter_map(|rest| rest.strip_suffix(" KiB")?.parse().ok())
+        .max()
+}
+
 /// A shell function running `program` with `flags` (one per line) and the
 /// function's arguments.
 fn shell_function(name: &str, program: &str, flags: &[String]) -> String {
@@ -440,5 +487,78 @@ mod gencode_tests {
                 "-gencode=arch=compute_103f,code=compute_103f",
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod peak_rss_tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_marked_peak_of_a_log_is_read_and_nothing_else() {
+        let log = format!(
+            "building '/nix/store/x-kernel-a.drv'...\n\
+             {PEAK_RSS_MARK}812344 KiB\n\
+             warning: something else: 999999999 KiB\n\
+             Command terminated by signal 9\n\
+             {PEAK_RSS_MARK}6815744 KiB\n\
+             {PEAK_RSS_MARK}not a number KiB\n"
+        );
+        assert_eq!(peak_rss_kib(&log), Some(6_815_744));
+        assert_eq!(
+            peak_rss_kib("cuwheel: peak RSS of this compile: 12 MiB\n"),
+            None
+        );
+        assert_eq!(peak_rss_kib(""), None);
+    }
+
+    #[test]
+    fn a_measured_compile_runs_in_busybox_and_its_peak_is_reported_in_kib() {
+        // The script's lines, run by the pinned busybox where this machine
+        // has it (the host's store), on a compile of known size: dd's one
+        // 64 MiB buffer. Busybox's own %M would say four times that.
+        let Some(bb) = std::fs::read_dir("/nix/store").ok().and_then(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("bin/busybox"))
+                .filter(|p| p.to_string_lossy().contains("-busybox/"))
+                .find(|p| {
+                    std::process::Command::new(p)
+                        .arg("true")
+                        .status()
+                        .is_ok_and(|s| s.success())
+                })
+        }) else {
+            eprintln!("no busybox in /nix/store: skipped");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "export bb={}\n{}{}",
+            bb.display(),
+            define_functions(
+                "fill() {\n  \"$bb\" dd if=/dev/zero of=/dev/null bs=64M count=1 \"$@\"\n}\n"
+            ),
+            measured("fill", "2>/dev/null")
+        );
+        let out = std::process::Command::new(&bb)
+            .args(["sh", "-euc", &script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let kib = peak_rss_kib(&String::from_utf8_lossy(&out.stderr)).expect("a peak");
+        assert!(
+            (64 * 1024..80 * 1024).contains(&kib),
+            "{kib} KiB for a 64 MiB buffer"
+        );
+        // A failing compile still reports its peak, and the script fails.
+        let failing = script.replace("count=1", "count=1 && exit 3");
+        let out = std::process::Command::new(&bb)
+            .args(["sh", "-euc", &failing])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        assert!(peak_rss_kib(&String::from_utf8_lossy(&out.stderr)).is_some());
     }
 }

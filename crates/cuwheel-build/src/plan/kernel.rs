@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use crate::plan::compile::{Compile, stage_inputs};
+use crate::plan::compile::{Compile, define_functions, measured, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::{FIXED_OBSERVABLES, quote};
@@ -99,14 +99,14 @@ impl KernelObject {
         // `#include "..."` finds them and `__FILE__` is relative.
         s += &stage_inputs(files);
         let (compile_line, deps_line) = if cuda {
-            s += &compile.nvcc_function();
+            s += &define_functions(&compile.nvcc_function());
             (
-                format!(
-                    "nvcc_compile {}\n",
-                    compile.nvcc_arguments(
+                measured(
+                    "nvcc_compile",
+                    &compile.nvcc_arguments(
                         &source,
-                        &format!("{} -c -o {}", compile.gpu_code(), quote(&object))
-                    )
+                        &format!("{} -c -o {}", compile.gpu_code(), quote(&object)),
+                    ),
                 ),
                 format!(
                     "nvcc_compile {}",
@@ -114,9 +114,12 @@ impl KernelObject {
                 ),
             )
         } else {
-            s += &compile.cxx_function();
+            s += &define_functions(&compile.cxx_function());
             (
-                format!("cxx_compile {} -o {}\n", quote(&source), quote(&object)),
+                measured(
+                    "cxx_compile",
+                    &format!("{} -o {}", quote(&source), quote(&object)),
+                ),
                 format!("cxx_compile {} -M -MF deps.d", quote(&source)),
             )
         };

@@ -16,7 +16,7 @@ pub mod pybind11;
 pub mod torch_library;
 pub mod torch_stable;
 
-use crate::plan::compile::{Compile, PythonHeaders, stage_inputs};
+use crate::plan::compile::{Compile, PythonHeaders, define_functions, measured, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::{FIXED_OBSERVABLES, quote};
@@ -153,25 +153,26 @@ impl BindingObject {
         s += &stage_inputs(files);
         let any_cu = self.sources.iter().any(|tu| is_cuda_source(&tu.path));
         let any_cxx = self.sources.iter().any(|tu| !is_cuda_source(&tu.path));
+        let mut functions = String::new();
         if any_cxx {
-            s += &compile.cxx_function();
+            functions += &compile.cxx_function();
         }
         if any_cu {
-            s += &compile.nvcc_function();
+            functions += &compile.nvcc_function();
         }
+        s += &define_functions(&functions);
         s += "mkdir -p \"$out\"\n";
         for (tu, object) in self.sources.iter().zip(self.objects()) {
             let source = slash_path(&tu.path);
             if is_cuda_source(&tu.path) {
                 // -objtemp keeps nvcc's intermediates beside the object: not in $out.
                 let rest = format!("{} -c -o {}", compile.gpu_code(), quote(&object));
-                s += &format!("nvcc_compile {}\n", compile.nvcc_arguments(&source, &rest));
+                s += &measured("nvcc_compile", &compile.nvcc_arguments(&source, &rest));
                 s += &format!("cp {} \"$out\"/\n", quote(&object));
             } else {
-                s += &format!(
-                    "cxx_compile {} -o \"$out\"/{}\n",
-                    quote(&source),
-                    quote(&object)
+                s += &measured(
+                    "cxx_compile",
+                    &format!("{} -o \"$out\"/{}", quote(&source), quote(&object)),
                 );
             }
         }

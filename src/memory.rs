@@ -45,13 +45,13 @@ pub fn check(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> Opti
     let one = per_build(largest, cores);
     let asked = one * jobs as u64;
     let mut text = format!(
-        "memory: the largest compile peak recorded here is {} ({}{}); {jobs} build{} at once of \
-         {cores} core{} each ask at most {} of this machine's {}\n",
-        gib(largest.kib),
+        "memory: the heaviest compile recorded here is {}, {} at its peak{}; {jobs} build{} at \
+         once of {cores} core{} each ask at most {} of this machine's {}\n",
         largest.node,
+        gib(largest.kib),
         if one > largest.kib {
             format!(
-                ", up to {} at once with nvcc's --threads",
+                " (up to {} at once with nvcc's --threads)",
                 one / largest.kib
             )
         } else {
@@ -131,7 +131,7 @@ mod tests {
         assert!(!c.over);
         assert!(
             c.text
-                .contains("6.5 GiB (kernel-cuda130-a); 2 builds at once of 2 cores each ask at most 13.0 GiB of this machine's 24.0 GiB"),
+                .contains("kernel-cuda130-a, 6.5 GiB at its peak; 2 builds at once of 2 cores each ask at most 13.0 GiB of this machine's 24.0 GiB"),
             "{}",
             c.text
         );
@@ -156,7 +156,7 @@ mod tests {
         let c = check(&[peak("kernel-cuda130-big", 13.0, 2)], 2, 2, 24 * GIB).unwrap();
         assert!(c.over);
         assert!(
-            c.text.contains("up to 2 at once with nvcc's --threads"),
+            c.text.contains("(up to 2 at once with nvcc's --threads)"),
             "{}",
             c.text
         );

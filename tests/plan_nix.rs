@@ -294,7 +294,7 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     );
     let summary = common::text(&out.stdout);
     assert!(
-        summary.contains("memory: the largest compile peak recorded here is "),
+        summary.contains("memory: the heaviest compile recorded here is "),
         "{summary}"
     );
 }

@@ -719,9 +719,14 @@ fn include_package_data_in_an_sdist_ships_what_its_manifest_lists() {
     let (_dir, root) = as_sdist(&listed, &[]);
     let (inferred, _) = infer(&root, false).unwrap();
     assert_eq!(inferred.package_include, ["tinyops/*"]);
-    // A hidden file the manifest lists is named: `*` does not match it.
-    let with_hidden: Vec<&str> = listed.iter().copied().chain(["tinyops/.keep"]).collect();
-    let (_dir_h, root_h) = as_sdist(&with_hidden, &["tinyops/.keep"]);
+    // A hidden file the manifest lists is named: `*` does not match it. A
+    // `.git` is not: git, and so the flake, never carries one.
+    let with_hidden: Vec<&str> = listed
+        .iter()
+        .copied()
+        .chain(["tinyops/.keep", "tinyops/.git"])
+        .collect();
+    let (_dir_h, root_h) = as_sdist(&with_hidden, &["tinyops/.keep", "tinyops/.git"]);
     let (inferred, _) = infer(&root_h, false).unwrap();
     assert_eq!(inferred.package_include, ["tinyops/*", "tinyops/.keep"]);
     assert!(

@@ -202,9 +202,14 @@ fn manifest_data(root: &Path, listed: &[String], dirs: &[String]) -> Vec<String>
         // A plain relative path (no `..`, `.` or empty part) in a package dir.
         .filter(|f| f.split('/').all(|c| !c.is_empty() && c != "." && c != ".."))
         .filter(|f| dirs.iter().any(|d| f.starts_with(&format!("{d}/"))))
+        // No path named `.git` can be shipped: git never tracks one, so the
+        // flake's copy of the project lacks it (gsplat's sdist lists a stray
+        // `third_party/glm/.git` link file, which its own wheel keeps).
         .filter(|f| {
             is_data(f.rsplit('/').next().unwrap_or(f))
-                && !f.split('/').any(|part| part == "__pycache__")
+                && !f
+                    .split('/')
+                    .any(|part| part == "__pycache__" || part == ".git")
         })
         .filter(|f| root.join(f).is_file())
         .cloned()

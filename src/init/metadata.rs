@@ -306,10 +306,8 @@ fn dependencies(root: &Path, setup: &Call, cfg: &SetupCfg, inferred: &mut Inferr
     if let Some(recorded) = super::sdist_record::read(root) {
         // What pyproject.toml states itself it keeps (setuptools took it
         // from there too).
-        let project = fs::read_to_string(root.join("pyproject.toml"))
-            .ok()
-            .and_then(|t| t.parse::<toml::Table>().ok())
-            .and_then(|t| t.get("project")?.as_table().cloned());
+        let project =
+            super::pyproject::existing(root).and_then(|t| t.get("project")?.as_table().cloned());
         let stated = |key: &str| project.as_ref().is_some_and(|p| p.contains_key(key));
         let listed = |lines: &[String]| Value::list(lines.iter().map(Value::str).collect());
         let dependencies = requirements(

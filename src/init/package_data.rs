@@ -31,10 +31,7 @@ use crate::spec::package::shipped_by_default;
 /// (setuptools 61 and later read the project's configuration from there);
 /// false otherwise.
 fn pyproject_includes_package_data(root: &Path) -> bool {
-    let Some(table) = fs::read_to_string(root.join("pyproject.toml"))
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-    else {
+    let Some(table) = super::pyproject::existing(root) else {
         return false;
     };
     let stated = table

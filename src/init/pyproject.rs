@@ -13,6 +13,15 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::model::{Inferred, Person, Readme, VersionSource};
 
+/// The project's pyproject.toml as it is, parsed; `None` where there is
+/// none or it is not valid TOML (merging reports that).
+pub fn existing(root: &std::path::Path) -> Option<toml::Table> {
+    std::fs::read_to_string(root.join("pyproject.toml"))
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// What merging kept from the file or had to fill in.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Merge {

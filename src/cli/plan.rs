@@ -7,7 +7,7 @@
 //! how long the matrix takes to build (`plan_estimate`). All but the JSON
 //! is the host's alone, so it is here rather than in the driver.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -100,9 +100,9 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         output::stdout(&report)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let nix = Nix::system();
     let built = match &flake {
         Some(flake) => {
-            let nix = Nix::system();
             let flake = flake.display().to_string();
             check_builds_project(&nix, &flake, &args.project, project.digests.keys())?;
             eprintln!("plan: asking Nix which derivations of {flake}#nodes are built");
@@ -110,10 +110,9 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let names = built.as_ref().map(|b| b.keys().cloned().collect());
-    output::stdout(&summary(&plan, names.as_ref()))?;
+    output::stdout(&summary(&plan, built.as_ref()))?;
     if let Some(built) = &built {
-        output::stdout(&memory_check(&Nix::system(), &plan, built)?)?;
+        output::stdout(&memory_check(&nix, &plan, built)?)?;
     }
     for line in project.whole_include_dirs() {
         output::stdout_line(&format!("note: {line}"))?;
@@ -205,7 +204,7 @@ fn machine_memory_kib() -> Result<u64> {
 }
 
 /// The summary; `built` (when known) names the nodes already in the store.
-fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
+fn summary(plan: &Plan, built: Option<&BTreeMap<String, StorePath>>) -> String {
     let mut text = format!("cells ({}):\n", plan.cells.len());
     for (name, cell) in &plan.cells {
         text += &format!(
@@ -259,14 +258,14 @@ fn summary(plan: &Plan, built: Option<&BTreeSet<String>>) -> String {
             "used by"
         };
         let state = match built {
-            Some(built) if built.contains(name) => "built     ",
+            Some(built) if built.contains_key(name) => "built     ",
             Some(_) => "to build  ",
             None => "",
         };
         text += &format!("  {state}{name}  {shared} {}\n", cells.join(" "));
     }
     if let Some(built) = built {
-        let count = plan.nodes.keys().filter(|n| built.contains(*n)).count();
+        let count = plan.nodes.keys().filter(|n| built.contains_key(*n)).count();
         text += &format!(
             "{count} of {} derivations are built; `nix build` builds the others\n",
             plan.nodes.len()

@@ -4,6 +4,6 @@
 #
 # In: the table, as `builtins.fromTOML` reads it. Out: its sha256, in hex.
 # The CLI computes the same (crates/cuwheel-build/src/lock/mod.rs: config_sha256, through
-# json.rs's nix_compact, which writes JSON as builtins.toJSON does); tests/store_nix.rs evaluates
+# json.rs's nix_compact, which writes JSON as builtins.toJSON does); tests/it/store_nix.rs evaluates
 # this file on tables chosen to tell the two apart.
 config: builtins.hashString "sha256" (builtins.toJSON (builtins.removeAttrs config [ "pypi" ]))

@@ -4,7 +4,7 @@
 # store path, no Nix database) and cuwheel's, Nix's, pip's and cargo's
 # download caches are empty. Only what CI's machine also has is kept: Debian's
 # `nix-bin`, rustup's Rust, Python, and the registries' clients. Prints each
-# phase's time (`.ci/run`'s own lines) and each test binary's
+# phase's time (`.ci/run`'s own lines) and each test module's
 # (`tests/run.sh`), then the total; the figures go to docs/reports/ci.md.
 #
 # Usage: scripts/ci-cold.sh [--keep]

@@ -29,8 +29,8 @@
 # host's Nix (30001..) does not use: Nix kills every process of a build uid,
 # so two stores sharing uids break each other's builds.
 #
-# Prints each command's wall time and result and, for command 2, the test
-# binaries that failed (cargo's list). Logs: target/newcomer/command-N.log.
+# Prints each command's wall time and result and, for command 2, what
+# failed (tests/run.sh's list). Logs: target/newcomer/command-N.log.
 # Exit status: 0 when every command replayed passed. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -173,9 +173,10 @@ for n in "${commands[@]}"; do
     tail -n 30 "$log" | sed 's/^/  | /'
   fi
   if [ "$n" = 2 ]; then
-    # cargo's closing list: "error: N targets failed:" then "    `--test NAME`" lines.
-    failed=$(sed -n '/targets\? failed:/,$p' "$log" | grep -oE '`--(test|lib|bin) [^`]*`|`--lib`' || true)
-    results+=("  failing test binaries: ${failed:-none}")
+    # tests/run.sh's closing line: "tests: failed: WHAT, ..." (targets, and
+    # tests/it's modules).
+    failed=$(sed -n 's/^tests: failed: //p' "$log" | tail -n 1)
+    results+=("  failing tests: ${failed:-none}")
     if [ "$rc" = 0 ] && [ -n "$failed" ]; then status=1; fi
   fi
   if [ "$n" = 1 ] && [ "$rc" != 0 ]; then

@@ -14,7 +14,7 @@
 # for a cache (the nix.conf lines printed). The wheel's sha256 must be the
 # same in every root and mode: the script fails otherwise.
 #
-# `--quick` is the tier CI runs (tests/nix_versions_nix.rs): the newest Nix
+# `--quick` is the tier CI runs (tests/it/nix_versions_nix.rs): the newest Nix
 # only (SUITE sid unless named), as root and as the untrusted user, with what
 # the host's Nix already built instead of the registries: the host builds
 # the demo's two cells and exports their inputs (toolchains, kernel

@@ -83,7 +83,7 @@ if ! up_to_date cuda "$want"; then
 fi
 
 # --- audit: cuobjdump, NVIDIA's own fat-binary lister, as the reference for
-# tests/audit_nvcc.rs (pip's nvidia-cuda-cuobjdump; the CUDA 13.0 toolkit wheels lack it)
+# tests/it/audit_nvcc.rs (pip's nvidia-cuda-cuobjdump; the CUDA 13.0 toolkit wheels lack it)
 cuobjdump_wheel="nvidia-cuda-cuobjdump==13.2.51"
 want=$(echo "$cuobjdump_wheel" | sha256sum | cut -d' ' -f1)
 if ! up_to_date cuobjdump "$want"; then

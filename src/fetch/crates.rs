@@ -101,8 +101,10 @@ pub fn locked_crates(text: &str) -> Result<Vec<LockedCrate>> {
     Ok(crates)
 }
 
-/// `$CARGO_HOME`, else `~/.cargo`.
-fn cargo_home() -> Result<PathBuf> {
+/// Cargo's home, where its registry cache is: `$CARGO_HOME`, else
+/// `~/.cargo`. Read once by the caller and passed on, so a test can name
+/// another without changing the process's environment.
+pub fn cargo_home() -> Result<PathBuf> {
     if let Some(home) = std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(home));
     }
@@ -113,8 +115,8 @@ fn cargo_home() -> Result<PathBuf> {
 
 /// Where cargo keeps the `.crate` file, if it has it: the registry cache has
 /// one directory per registry, named by cargo, so every one is searched.
-pub fn in_registry_cache(krate: &LockedCrate) -> Result<Option<PathBuf>> {
-    let cache = cargo_home()?.join("registry").join("cache");
+pub fn in_registry_cache(home: &Path, krate: &LockedCrate) -> Result<Option<PathBuf>> {
+    let cache = home.join("registry").join("cache");
     let Ok(entries) = fs::read_dir(&cache) else {
         return Ok(None);
     };
@@ -129,8 +131,8 @@ pub fn in_registry_cache(krate: &LockedCrate) -> Result<Option<PathBuf>> {
 /// `cargo fetch --locked` of cuwheel's own workspace (its manifests, with
 /// empty sources) and lock, in a scratch project under `dir`: cargo
 /// downloads exactly the locked crates (through the user's cargo
-/// configuration) into its registry cache.
-pub fn cargo_fetch(dir: &Path) -> Result<()> {
+/// configuration) into the registry cache of cargo's `home`.
+pub fn cargo_fetch(home: &Path, dir: &Path) -> Result<()> {
     let project = dir.join("cuwheel-crates");
     let mut files = vec![
         ("Cargo.toml".to_owned(), CARGO_TOML),
@@ -153,6 +155,7 @@ pub fn cargo_fetch(dir: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     checked_output(
         Command::new(&cargo)
+            .env("CARGO_HOME", home)
             .envs(crate::registry::net::NetLimits::current().cargo_env())
             .args(["fetch", "--locked", "--manifest-path"])
             .arg(project.join("Cargo.toml")),

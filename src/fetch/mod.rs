@@ -514,7 +514,9 @@ fn check_available_offline(
     for wanted in missing {
         let available = match &wanted.what {
             Kind::Artifact(name) => cached.contains_key(name),
-            Kind::Crate(krate) => crates::in_registry_cache(krate)?.is_some(),
+            Kind::Crate(krate) => {
+                crates::in_registry_cache(&crates::cargo_home()?, krate)?.is_some()
+            }
             Kind::Seed(_) => true,
         };
         if !available {

@@ -174,12 +174,13 @@ impl Session<'_> {
     }
 
     pub fn krate(&self, krate: &LockedCrate, path: &StorePath) -> Result<String> {
-        let found = crates::in_registry_cache(krate)?.with_context(|| {
-            format!(
-                "cargo fetch did not leave {} in cargo's registry cache",
-                krate.file()
-            )
-        })?;
+        let found =
+            crates::in_registry_cache(&crates::cargo_home()?, krate)?.with_context(|| {
+                format!(
+                    "cargo fetch did not leave {} in cargo's registry cache",
+                    krate.file()
+                )
+            })?;
         // A private copy, so the bytes checked are the bytes added.
         let dir = self.cache.temp_dir()?;
         let copy = dir.path().join(krate.file());
@@ -196,16 +197,17 @@ impl Session<'_> {
 
     /// `cargo fetch` once if some missing crate is not in cargo's cache.
     pub fn ensure_crates_cached(&self, missing: &[&LockedCrate]) -> Result<()> {
+        let home = crates::cargo_home()?;
         let mut absent = 0;
         for krate in missing {
-            if crates::in_registry_cache(krate)?.is_none() {
+            if crates::in_registry_cache(&home, krate)?.is_none() {
                 absent += 1;
             }
         }
         if absent > 0 {
             eprintln!("fetch: cargo fetch of {absent} of cuwheel's locked crates");
             let dir = self.cache.temp_dir()?;
-            crates::cargo_fetch(dir.path())?;
+            crates::cargo_fetch(&home, dir.path())?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@
 //! Every later stage of cuwheel names store objects through this crate (to
 //! plan, to tell what is already built, to explain what is shared; cuwheel
 //! re-exports it as `cuwheel::store`), so each piece is cross-checked
-//! against Nix 2.8 itself in cuwheel's `tests/store_nix.rs`.
+//! against Nix 2.8 itself in cuwheel's `tests/it/store_nix.rs`.
 
 pub mod base32;
 pub mod derivation;

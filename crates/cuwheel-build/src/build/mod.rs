@@ -165,7 +165,7 @@ mod tests {
     }
 
     /// The wheel of a real module, tagged from its symbols, is in
-    /// tests/wheel_platform.rs (it needs a compiler). A license file METADATA
+    /// tests/it/wheel_platform.rs (it needs a compiler). A license file METADATA
     /// names but the tree lacks is refused; without any ELF file there is no
     /// platform to tag. Either way nothing is written.
     #[test]

@@ -64,6 +64,23 @@ venv=target/demo-venv
 cargo build --locked --quiet
 took "pip's venv and cargo build of the CLI"
 cuwheel=target/debug/cuwheel
+# Sandbox on with no fallback and no binary cache, whatever nix.conf says.
+nix=(nix --extra-experimental-features 'nix-command flakes'
+  --option sandbox true --option sandbox-fallback false --option substituters ''
+  --max-jobs auto)
+
+# What builds the driver first (cuwheel's nix/driver.lock: a Rust toolchain
+# and the driver's crates), so that Nix compiles the driver, which takes
+# the cores, while the cell's artifacts below download, which takes the
+# network. Where the store has the driver, its build returns at once.
+"$cuwheel" fetch --driver-only --python "$venv/bin/python"
+took "cuwheel fetch --driver-only (what builds the driver)"
+driver_log=target/demo-driver-build.log
+"${nix[@]}" build --no-link .#driver >"$driver_log" 2>&1 &
+driver=$!
+# Stopped with the script if a step below fails first.
+trap 'kill "$driver" 2>/dev/null || true' EXIT
+
 # cuwheel.lock is committed. Only what the one cell built below needs is
 # fetched (the whole matrix is about 6.4 GB, and its cp312 cells need an
 # archive you supply: `--archives DIR`). Debian drops superseded versions
@@ -72,16 +89,19 @@ cuwheel=target/debug/cuwheel
 # just those and says so (docs/reference/fetch.md).
 cell=cu130-py313-torch211
 bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
-  --cell "$cell"
-took "cuwheel fetch --cell $cell"
+  --cell "$cell" --no-driver
+took "cuwheel fetch --cell $cell (while Nix builds the driver)"
+if ! wait "$driver"; then
+  tail -n 40 "$driver_log" >&2
+  echo "demo: Nix's build of the driver failed; its log: $driver_log" >&2
+  exit 1
+fi
+trap - EXIT
+took "the rest of the driver's Nix build"
 
 "$cuwheel" plan --project examples/demo-ext
-took "cuwheel plan (Nix builds the driver first, unless the store has it)"
+took "cuwheel plan"
 
-# Sandbox on with no fallback and no binary cache, whatever nix.conf says.
-nix=(nix --extra-experimental-features 'nix-command flakes'
-  --option sandbox true --option sandbox-fallback false --option substituters ''
-  --max-jobs auto)
 # One cell: its toolchains, its four kernel objects, its binding, link, wheel
 # and audit. result/ holds the wheel beside audit.txt and audit.json.
 "${nix[@]}" build --print-build-logs ".#wheels.$cell" -o result

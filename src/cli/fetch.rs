@@ -65,6 +65,9 @@ pub struct FetchArgs {
     /// Fetch only the project's lock, not what builds the driver (cuwheel's nix/driver.lock)
     #[arg(long)]
     no_driver: bool,
+    /// Fetch only what builds the driver (cuwheel's nix/driver.lock), not the project's lock: its Nix build (`nix build .#driver`) can then run while the project's artifacts download
+    #[arg(long, conflicts_with_all = ["no_driver", "cells"])]
+    driver_only: bool,
     /// A directory holding archives the lock pins but no registry carries
     /// (Python headers); repeatable, searched before $CUWHEEL_ARCHIVES
     #[arg(long, value_name = "DIR")]
@@ -75,11 +78,15 @@ pub struct FetchArgs {
 
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
     args.net.install()?;
-    let lock = Lock::read(&args.project.join(LOCK_FILE))?;
+    // No project is read for the driver alone.
+    let lock = match args.driver_only {
+        true => None,
+        false => Some(Lock::read(&args.project.join(LOCK_FILE))?),
+    };
     // An unknown cell is refused before anything is downloaded (the
     // driver's paths included), naming the lock's cells.
-    if !args.cells.is_empty() {
-        artifacts_for_cells(&lock, &args.cells, args.compat)?;
+    if let Some(lock) = lock.as_ref().filter(|_| !args.cells.is_empty()) {
+        artifacts_for_cells(lock, &args.cells, args.compat)?;
     }
     let nix = match &args.store {
         Some(root) => Nix::with_store_root(root),
@@ -105,7 +112,10 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         project: None,
         ..options.clone()
     };
-    let project = fetch(&lock, &nix, &options);
+    let project = match &lock {
+        Some(lock) => fetch(lock, &nix, &options).map(drop),
+        None => Ok(()),
+    };
     // Both, even when the first fails: each error names what is missing.
     let driver = if args.no_driver {
         Ok(())
@@ -128,7 +138,7 @@ pub fn run(args: FetchArgs) -> Result<ExitCode> {
         })
     };
     let mut vanished = Vec::new();
-    for result in [project.map(drop), driver] {
+    for result in [project, driver] {
         let Err(error) = result else { continue };
         if let Some(gone) = error.downcast_ref::<Vanished>() {
             vanished.extend(gone.files.iter().map(|f| f.name.clone()));

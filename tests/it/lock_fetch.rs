@@ -478,6 +478,42 @@ fn fetch_also_puts_what_builds_the_driver_into_the_store() {
 }
 
 #[test]
+fn fetch_driver_only_reads_no_project_and_refuses_a_cell() {
+    // A directory with no cuwheel.lock: only the driver's lock (compiled in)
+    // is fetched, which `bash tests/prepare.sh` put into the store.
+    let empty = tempfile::tempdir().unwrap();
+    let project = empty.path().to_str().unwrap();
+    let out = with_test_pip(
+        &["fetch", "--driver-only", "--project", project],
+        &shared_cache(),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let driver = cuwheel::registry::driver::DriverLock::embedded().unwrap();
+    let pinned = cuwheel::fetch::pinned_paths(&driver.pins()).unwrap();
+    assert!(
+        err.contains(&format!("all {} paths are in the store", pinned.len())),
+        "{err}"
+    );
+    assert!(!err.contains("cuwheel.lock"), "{err}");
+    // Without the flag the same directory is refused for its missing lock.
+    let out = with_test_pip(&["fetch", "--project", project], &shared_cache());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cuwheel.lock"), "{}", stderr(&out));
+    // A cell is the project's, so it cannot go with --driver-only.
+    let out = with_test_pip(
+        &["fetch", "--driver-only", "--cell", "cu130-py313-torch211"],
+        &shared_cache(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("'--driver-only' cannot be used with '--cell <CELL>'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn fetch_adds_each_pinned_path_once() {
     let lock = seeds_only();
     let project = lock_project(&lock);

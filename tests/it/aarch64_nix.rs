@@ -16,8 +16,6 @@ use std::process::Command;
 
 use crate::common::flake::{build_cells, wheel_of};
 use crate::common::{TestEnv, cuwheel_bin, run_ok};
-use cuwheel::audit::elf::nv_fatbin_section;
-use cuwheel::audit::fatbin;
 use cuwheel::wheel::WheelArchive;
 
 const CELL: &str = "cu130-abi3-torch211-aarch64";
@@ -51,12 +49,7 @@ fn the_aarch64_cell_cross_builds_passes_its_audit_and_pip_picks_it_for_aarch64()
     assert_eq!(module.name, "demo_ext/_C.abi3.so");
     assert_eq!(&module.data[..4], b"\x7fELF");
     assert_eq!(u16::from_le_bytes([module.data[18], module.data[19]]), 183);
-    let section = nv_fatbin_section(&module.name, &module.data)
-        .unwrap()
-        .expect("the module has a fat binary");
-    let images = fatbin::parse(section).unwrap();
-    let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
-    let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
+    let (sass, ptx) = crate::common::fatbin_archs(&module.name, &module.data);
     assert_eq!(sass, ["80", "90", "90a"]);
     assert_eq!(ptx, ["90"]);
     // No build machine path: the cross root's crt objects leave no FILE

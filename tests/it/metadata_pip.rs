@@ -11,7 +11,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::audit_support::{
     EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, assert_run, cuwheel_audit, write_wheel_with_metadata_text,
@@ -64,22 +64,8 @@ fn packaging_verdict(env: &TestEnv, text: &str) -> String {
                   from packaging.metadata import Metadata\n\
                   try:\n    Metadata.from_email(sys.stdin.read(), validate=True)\n    print('valid')\n\
                   except ExceptionGroup as group:\n    print('; '.join(str(e) for e in group.exceptions))\n";
-    let mut child = Command::new(env.python())
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out: Output = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", output_text(&out));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    let out = crate::common::python_with_stdin(env, script, text.as_bytes());
+    String::from_utf8(out).unwrap().trim().to_string()
 }
 
 /// One hostile (or good) METADATA and what each judge says of it.

@@ -12,27 +12,17 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::{cuwheel_bin, run_ok, snapshot};
-use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
+use crate::common::{cuwheel_bin, demo_ext_wheel, run_ok, snapshot};
 use sha2::{Digest, Sha256};
 
 /// A pure-Python `demo-ext` wheel of `version` in `dir`.
 fn wheel(dir: &Path, version: &str, requires_python: Option<&str>) -> PathBuf {
-    let mut metadata = CoreMetadata::new(
-        ProjectName::new("demo-ext").unwrap(),
-        Version::parse(version).unwrap(),
-    );
-    metadata.requires_python = requires_python.map(str::to_string);
-    let mut builder = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
-    builder
-        .add_member(
-            "demo_ext/__init__.py",
-            format!("VERSION = {version:?}\n").into_bytes(),
-            false,
-        )
-        .unwrap();
-    fs::create_dir_all(dir).unwrap();
-    builder.write_into(dir, ZipTimestamp::EARLIEST).unwrap()
+    demo_ext_wheel(
+        dir,
+        version,
+        |m| m.requires_python = requires_python.map(str::to_string),
+        |_| {},
+    )
 }
 
 fn publish(dir: &Path, wheels: &[&Path], extra: &[&str]) -> Output {

@@ -14,8 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
-use crate::common::{Rng, TestEnv, bounded, cuwheel_bin, run_ok, stop};
-use cuwheel::wheel::{CoreMetadata, ProjectName, TagSet, Version, WheelBuilder, ZipTimestamp};
+use crate::common::{Rng, TestEnv, bounded, cuwheel_bin, demo_ext_wheel, run_ok, stop};
 
 const USER: &str = "maintainer";
 const PASSWORD: &str = "correct-horse-battery-9";
@@ -27,28 +26,22 @@ fn wheel(dir: &Path, version: &str, blob: usize) -> PathBuf {
 }
 
 fn wheel_described(dir: &Path, version: &str, blob: usize, content_type: &str) -> PathBuf {
-    let mut metadata = CoreMetadata::new(
-        ProjectName::new("demo-ext").unwrap(),
-        Version::parse(version).unwrap(),
-    );
-    metadata.summary = Some("cuwheel's PyPI upload cross-check".to_string());
-    metadata.description = Some("# demo-ext\n\nA *demo*.\n".to_string());
-    metadata.description_content_type = Some(content_type.to_string());
-    let mut builder = WheelBuilder::new(metadata, TagSet::parse("py3-none-any").unwrap(), None);
-    builder
-        .add_member(
-            "demo_ext/__init__.py",
-            format!("VERSION = {version:?}\n").into_bytes(),
-            false,
-        )
-        .unwrap();
-    if blob > 0 {
-        builder
-            .add_member("demo_ext/blob.bin", Rng(11).bytes(blob), false)
-            .unwrap();
-    }
-    fs::create_dir_all(dir).unwrap();
-    builder.write_into(dir, ZipTimestamp::EARLIEST).unwrap()
+    demo_ext_wheel(
+        dir,
+        version,
+        |m| {
+            m.summary = Some("cuwheel's PyPI upload cross-check".to_string());
+            m.description = Some("# demo-ext\n\nA *demo*.\n".to_string());
+            m.description_content_type = Some(content_type.to_string());
+        },
+        |builder| {
+            if blob > 0 {
+                builder
+                    .add_member("demo_ext/blob.bin", Rng(11).bytes(blob), false)
+                    .unwrap();
+            }
+        },
+    )
 }
 
 /// A real pypiserver on 127.0.0.1 serving `packages`, uploads allowed only

@@ -3,9 +3,6 @@
 //! strings, names and compressed tag sets, our PEP 440 validity, normal form
 //! and order, PEP 503 normalisation and tag expansion must equal packaging's.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use crate::common::{Rng, TestEnv};
 use cuwheel::wheel::{TagSet, Version, normalize_name};
 
@@ -134,21 +131,9 @@ fn versions_names_and_tags_agree_with_pypa_packaging() {
     let tags: Vec<String> = (0..300).map(|_| tag_set(&mut rng)).collect();
     let input = serde_json::json!({"versions": versions, "names": names, "tags": tags});
 
-    let mut child = Command::new(env.python())
-        .args(["-c", PACKAGING_SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "the packaging script failed");
-    let verdict: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let output =
+        crate::common::python_with_stdin(&env, PACKAGING_SCRIPT, input.to_string().as_bytes());
+    let verdict: serde_json::Value = serde_json::from_slice(&output).unwrap();
 
     // Validity and normal form.
     let ours: Vec<Option<Version>> = versions.iter().map(|s| Version::parse(s).ok()).collect();

@@ -27,8 +27,6 @@ use crate::common::flake::{
     build_cells, flake_copy, installable, json, nix, nix_ok, nix_ok_with, wheel_of,
 };
 use crate::common::{TestEnv, cuwheel_bin, run_ok};
-use cuwheel::audit::elf::nv_fatbin_section;
-use cuwheel::audit::fatbin;
 use cuwheel::wheel::WheelArchive;
 
 /// CI builds these cells of the demo (scripts/demo-matrix.sh builds the rest).
@@ -107,12 +105,7 @@ fn cu130_wheels_pass_the_audit_hold_the_archs_and_install_with_pip() {
             .collect();
         assert_eq!(modules.len(), 1, "{name}");
         let module = modules[0];
-        let section = nv_fatbin_section(&module.name, &module.data)
-            .unwrap()
-            .expect("the module has a fat binary");
-        let images = fatbin::parse(section).unwrap();
-        let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();
-        let ptx: Vec<String> = images.ptx().iter().map(|a| a.to_string()).collect();
+        let (sass, ptx) = crate::common::fatbin_archs(&module.name, &module.data);
         assert_eq!(sass, ["80", "90", "90a"], "{name}");
         assert_eq!(ptx, ["90"], "{name}");
         let metadata = archive.metadata();

@@ -487,6 +487,67 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     all
 }
 
+/// The archs of a module's fat binary: its SASS images' and its PTX's
+/// (`["80", "90", "90a"]`), in the fat binary's order.
+pub fn fatbin_archs(name: &str, module: &[u8]) -> (Vec<String>, Vec<String>) {
+    let section = cuwheel::audit::elf::nv_fatbin_section(name, module)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{name} has no fat binary"));
+    let images = cuwheel::audit::fatbin::parse(section).unwrap();
+    let sass = images.sass().iter().map(ToString::to_string).collect();
+    let ptx = images.ptx().iter().map(ToString::to_string).collect();
+    (sass, ptx)
+}
+
+/// The venv's Python running `script` with `input` on its stdin; its
+/// stdout, after asserting that it succeeded.
+pub fn python_with_stdin(env: &TestEnv, script: &str, input: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = Command::new(env.python())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{script}: {}", output_text(&out));
+    out.stdout
+}
+
+/// A pure-Python `demo-ext` wheel of `version` in `dir`, whose
+/// `demo_ext/__init__.py` names the version: the publish and upload tests'
+/// wheels. `metadata` edits its core metadata first; `members` adds files.
+pub fn demo_ext_wheel(
+    dir: &Path,
+    version: &str,
+    metadata: impl FnOnce(&mut cuwheel::wheel::CoreMetadata),
+    members: impl FnOnce(&mut cuwheel::wheel::WheelBuilder),
+) -> PathBuf {
+    let mut core = cuwheel::wheel::CoreMetadata::new(
+        cuwheel::wheel::ProjectName::new("demo-ext").unwrap(),
+        cuwheel::wheel::Version::parse(version).unwrap(),
+    );
+    metadata(&mut core);
+    let mut builder = cuwheel::wheel::WheelBuilder::new(
+        core,
+        cuwheel::wheel::TagSet::parse("py3-none-any").unwrap(),
+        None,
+    );
+    builder
+        .add_member(
+            "demo_ext/__init__.py",
+            format!("VERSION = {version:?}\n").into_bytes(),
+            false,
+        )
+        .unwrap();
+    members(&mut builder);
+    std::fs::create_dir_all(dir).unwrap();
+    builder
+        .write_into(dir, cuwheel::wheel::ZipTimestamp::EARLIEST)
+        .unwrap()
+}
+
 /// A small pure-Python wheel; with `provenance`, one that claims to be a
 /// cuwheel wheel of a cell the demo does not have.
 pub fn tiny_wheel(dir: &Path, provenance: bool) -> PathBuf {

@@ -79,9 +79,10 @@ pub struct FetchArgs {
 pub fn run(args: FetchArgs) -> Result<ExitCode> {
     args.net.install()?;
     // No project is read for the driver alone.
-    let lock = match args.driver_only {
-        true => None,
-        false => Some(Lock::read(&args.project.join(LOCK_FILE))?),
+    let lock = if args.driver_only {
+        None
+    } else {
+        Some(Lock::read(&args.project.join(LOCK_FILE))?)
     };
     // An unknown cell is refused before anything is downloaded (the
     // driver's paths included), naming the lock's cells.

@@ -17,10 +17,10 @@ use crate::common::{demo, text};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::flake::{installable, json, nix_ok, repo};
+use crate::common::flake::{installable, nix_ok, repo};
 use crate::common::{
     TempStore, assert_other_key_refused, build_cell_from_cache, cache_export, cuwheel_bin,
     demo_key, impostor_key, run_ok,
@@ -200,13 +200,7 @@ fn offline_without_a_cache_names_what_is_missing_and_runs_no_client() {
 #[cfg_attr(not(feature = "heavy"), ignore = "heavy tier: tests/run.sh --full")]
 fn an_exported_cache_alone_fills_an_empty_store_that_builds_the_same_wheel() {
     // The wheel in the main store.
-    let main = json(&nix_ok(&[
-        "build",
-        "--no-link",
-        "--json",
-        &installable(&format!("wheels.{CELL}")),
-    ]));
-    let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
+    let result = crate::common::flake::build_out(&[&installable(&format!("wheels.{CELL}"))]);
 
     let dir = tempfile::tempdir().unwrap();
     let (secret, public) = demo_key(dir.path());

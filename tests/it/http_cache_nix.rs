@@ -14,7 +14,6 @@
 use crate::common::text;
 
 use std::fs;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::common::flake::{installable, json, nix_ok};
@@ -32,13 +31,7 @@ fn an_empty_store_substitutes_a_cells_toolchains_and_kernels_over_http() {
     let test_start = Instant::now();
     let phase = |what: &str| eprintln!("{:6.1} s  {what}", test_start.elapsed().as_secs_f64());
     // The cell in the system store: the reference wheel, and its kernels.
-    let main = json(&nix_ok(&[
-        "build",
-        "--no-link",
-        "--json",
-        &installable(&format!("wheels.{CELL}")),
-    ]));
-    let result = PathBuf::from(main[0]["outputs"]["out"].as_str().unwrap());
+    let result = crate::common::flake::build_out(&[&installable(&format!("wheels.{CELL}"))]);
     let kernels: Vec<String> = serde_json::from_value(json(&nix_ok(&[
         "eval",
         "--json",

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::common::flake::{installable, json, nix_ok};
+use crate::common::flake::installable;
 use cuwheel::audit::elf::{self, ElfFacts};
 use cuwheel::audit::load::{self, Linker, Provider, WheelObject, stable};
 use cuwheel::audit::loader::{self, LoadedObject};
@@ -66,13 +66,7 @@ fn built(attr: &str) -> PathBuf {
     if let Some(path) = cache.lock().unwrap().get(attr) {
         return path.clone();
     }
-    let out = json(&nix_ok(&[
-        "build",
-        "--no-link",
-        "--json",
-        &installable(attr),
-    ]));
-    let path = PathBuf::from(out[0]["outputs"]["out"].as_str().unwrap());
+    let path = crate::common::flake::build_out(&[&installable(attr)]);
     cache.lock().unwrap().insert(attr.to_string(), path.clone());
     path
 }

@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common;
-use crate::common::flake::{json, nix_ok};
 use crate::common::project::{fixture_with_demo_lock, nodes_expr, write_plan};
 use crate::common::{TestEnv, cuwheel_bin, run_ok};
 use cuwheel::audit::elf::{ElfFacts, nv_fatbin_section};
@@ -249,17 +248,7 @@ fn every_key_of_the_fixture_reaches_the_plan() {
 fn build_cell(project: &Path) -> PathBuf {
     let plan = write_plan(project);
     let expr = format!("({}).audit-{CELL}", nodes_expr(project, &plan, true));
-    let built = json(&nix_ok(&[
-        "build",
-        "--impure",
-        "--no-link",
-        "--json",
-        "--max-jobs",
-        "auto",
-        "--expr",
-        &expr,
-    ]));
-    PathBuf::from(built[0]["outputs"]["out"].as_str().unwrap())
+    crate::common::flake::build_out(&["--impure", "--expr", &expr])
 }
 
 fn contains(data: &[u8], text: &str) -> bool {

@@ -166,15 +166,7 @@ fn headers_beside_a_kernel_reach_its_build_and_only_its_derivation() {
         "({}).kernel-cuda132-scale",
         nodes_expr(&project, &plan, false)
     );
-    let built = json(&nix_ok(&[
-        "build",
-        "--impure",
-        "--no-link",
-        "--json",
-        "--expr",
-        &expr,
-    ]));
-    let out = PathBuf::from(built[0]["outputs"]["out"].as_str().unwrap());
+    let out = crate::common::flake::build_out(&["--impure", "--expr", &expr]);
     let object = fs::read(out.join("scale.o")).unwrap();
     let images = fatbin::parse(nv_fatbin_section("scale.o", &object).unwrap().unwrap()).unwrap();
     let sass: Vec<String> = images.sass().iter().map(|a| a.to_string()).collect();

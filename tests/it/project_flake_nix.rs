@@ -46,15 +46,7 @@ fn eval_raw(installable: &str) -> String {
 
 /// `nix build` of `installable`: its output path.
 fn build(installable: &str) -> PathBuf {
-    let built = json(&nix_ok(&[
-        "build",
-        "--no-link",
-        "--json",
-        "--max-jobs",
-        "auto",
-        installable,
-    ]));
-    PathBuf::from(built[0]["outputs"]["out"].as_str().unwrap())
+    crate::common::flake::build_out(&[installable])
 }
 
 fn the_wheel(result: &Path) -> PathBuf {

@@ -93,6 +93,17 @@ pub fn built(stderr: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// `nix build --no-link --json ARGS` (an installable, or `--impure --expr
+/// EXPR`): the output path of the first thing built.
+pub fn build_out(args: &[&str]) -> std::path::PathBuf {
+    let built = json(&nix_ok(&[&["build", "--no-link", "--json"], args].concat()));
+    std::path::PathBuf::from(
+        built[0]["outputs"]["out"]
+            .as_str()
+            .expect("an `out` output"),
+    )
+}
+
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("nix printed JSON")
 }

@@ -37,7 +37,7 @@ pub mod checks;
 pub mod context;
 pub mod elf;
 pub mod fatbin;
-pub mod images;
+pub use cuwheel_images as images;
 pub mod leaks;
 pub mod load;
 pub mod loader;

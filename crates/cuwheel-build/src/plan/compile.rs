@@ -331,6 +331,18 @@ pub fn measured(function: &str, args: &str) -> String {
     )
 }
 
+/// [`measured`], with the compiler's messages kept in `compile.err` and
+/// shown once it ends; where it fails, `on_failure` (shell commands, each
+/// ended by `;`) runs after them and may read them.
+pub fn measured_then(function: &str, args: &str, on_failure: &str) -> String {
+    format!(
+        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
+         '. ./compile-functions.sh; {function} \"$@\"' {function} {args} 2>compile.err \
+         || {{ rc=$?; cat compile.err >&2; peak_rss; {on_failure} exit $rc; }}\n\
+         cat compile.err >&2\npeak_rss\n"
+    )
+}
+
 /// The largest compile peak a node's build log records ([`PEAK_RSS_MARK`]),
 /// in KiB; `None` where it records none (a log of a build from before the
 /// mark, or of a node that compiles nothing).

@@ -14,14 +14,17 @@
 //! defines (the stable ABI's `TORCH_STABLE_ONLY` and `TORCH_TARGET_VERSION`)
 //! are passed: such objects are their own nodes.
 //!
-//! Before compiling, a dependency pass (`nvcc -M`, `g++ -M`) finds a kernel
-//! that reaches `Python.h` (directly, or through `torch/extension.h`) and
-//! fails with a message naming the file and the include chain.
+//! A kernel that reaches `Python.h` (directly, or through
+//! `torch/extension.h`) cannot compile, since no Python headers are among
+//! its inputs; its build then fails with a message naming the file and the
+//! include chain the compiler printed. (A separate dependency pass, `nvcc
+//! -M`, once found it before compiling, at the cost of preprocessing every
+//! kernel once more for every arch.)
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use crate::plan::compile::{Compile, define_functions, measured, stage_inputs};
+use crate::plan::compile::{Compile, define_functions, measured_then, stage_inputs};
 use crate::plan::compilers::Compilers;
 use crate::plan::includes::TranslationUnit;
 use crate::plan::shell::{FIXED_OBSERVABLES, quote};
@@ -98,38 +101,27 @@ impl KernelObject {
         // The TU and the headers it includes at their project paths, so that
         // `#include "..."` finds them and `__FILE__` is relative.
         s += &stage_inputs(files);
-        let (compile_line, deps_line) = if cuda {
+        // A kernel that reaches `Python.h` fails to compile (no Python headers
+        // are among its inputs): the compiler's include chain then says how.
+        let python = "if grep -q 'Python\\.h' compile.err; then python_h compile.err; fi;";
+        let compile_line = if cuda {
             s += &define_functions(&compile.nvcc_function());
-            (
-                measured(
-                    "nvcc_compile",
-                    &compile.nvcc_arguments(
-                        &source,
-                        &format!("{} -c -o {}", compile.gpu_code(), quote(&object)),
-                    ),
+            measured_then(
+                "nvcc_compile",
+                &compile.nvcc_arguments(
+                    &source,
+                    &format!("{} -c -o {}", compile.gpu_code(), quote(&object)),
                 ),
-                format!(
-                    "nvcc_compile {}",
-                    compile.nvcc_arguments(&source, "-M -o deps.d")
-                ),
+                python,
             )
         } else {
             s += &define_functions(&compile.cxx_function());
-            (
-                measured(
-                    "cxx_compile",
-                    &format!("{} -o {}", quote(&source), quote(&object)),
-                ),
-                format!("cxx_compile {} -M -MF deps.d", quote(&source)),
+            measured_then(
+                "cxx_compile",
+                &format!("{} -o {}", quote(&source), quote(&object)),
+                python,
             )
         };
-        s += "# The dependency pass: the headers the kernel reaches, without compiling.\n";
-        s += &format!("if ! {deps_line} 2>deps.err; then\n");
-        s += "  if grep -q 'Python\\.h' deps.err; then python_h deps.err; fi\n";
-        s += "  cat deps.err >&2\n";
-        s += "  exit 1\n";
-        s += "fi\n";
-        s += "if grep -q '[/ ]Python\\.h' deps.d; then python_h deps.d; fi\n";
         s += &compile_line;
         s += "mkdir -p \"$out\"\n";
         s += &format!("cp {} \"$out\"/\n", quote(&object));

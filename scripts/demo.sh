@@ -59,9 +59,11 @@ venv=target/demo-venv
 # (68 s against 194 s, each from an empty cargo registry on 2 cores:
 # docs/reports/ci.md), and what the CLI does here
 # (downloads, hashing with sha2 built optimised, asking Nix) does not need
-# more; README command 2's tests reuse its dependencies. What runs inside
-# the builds is the driver, which Nix compiles itself, optimised.
-cargo build --locked --quiet
+# more; README command 2's tests reuse its dependencies. Only the `cuwheel`
+# binary, without debug info (a sixth less time: the tests compile the
+# workspace's own crates again with it). What runs inside the builds is the
+# driver, which Nix compiles itself.
+CARGO_PROFILE_DEV_DEBUG=0 cargo build --locked --quiet -p cuwheel --bin cuwheel
 took "pip's venv and cargo build of the CLI"
 cuwheel=target/debug/cuwheel
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says.

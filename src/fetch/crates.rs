@@ -28,6 +28,10 @@ const MEMBERS: &[(&str, &str)] = &[
         include_str!("../../crates/cuwheel-build/Cargo.toml"),
     ),
     (
+        "crates/cuwheel-images",
+        include_str!("../../crates/cuwheel-images/Cargo.toml"),
+    ),
+    (
         "crates/cuwheel-nix",
         include_str!("../../crates/cuwheel-nix/Cargo.toml"),
     ),
@@ -168,6 +172,22 @@ pub fn cargo_fetch(home: &Path, dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_workspace_member_has_its_manifest_here() {
+        let manifest: toml::Table = toml::from_str(CARGO_TOML).unwrap();
+        let members: Vec<&str> = manifest["workspace"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        let here: Vec<&str> = MEMBERS.iter().map(|(path, _)| *path).collect();
+        assert_eq!(
+            here, members,
+            "MEMBERS must list [workspace] members, in order"
+        );
+    }
 
     #[test]
     fn registry_crates_with_checksums_are_locked() {

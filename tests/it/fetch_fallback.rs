@@ -887,6 +887,46 @@ fn fetch_cell_takes_only_what_that_cell_needs() {
 }
 
 #[test]
+fn apt_keeps_its_own_package_cache_and_runs_none_of_the_machines_update_hooks() {
+    // A machine whose apt configuration turns the package cache off (as
+    // Docker's Debian images do) and runs a hook after every update.
+    let lock = old_lock();
+    let (project, cache) = locked_project(&lock);
+    let store = tempfile::tempdir().unwrap();
+    let machine = tempfile::tempdir().unwrap();
+    let marker = machine.path().join("hook-ran");
+    let config = machine.path().join("apt.conf");
+    fs::write(
+        &config,
+        format!(
+            "Dir::Cache::pkgcache \"\";\nDir::Cache::srcpkgcache \"\";\n\
+             APT::Update::Post-Invoke {{ \"touch {}\"; }};\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let mut args = vec![
+        "fetch",
+        "--no-driver",
+        "--project",
+        project.path().to_str().unwrap(),
+        "--store",
+        store.path().to_str().unwrap(),
+    ];
+    args.extend(["--cell", "cu124-py311"]);
+    let out = in_world_with(
+        &args,
+        cache.path(),
+        &[("APT_CONFIG", config.display().to_string())],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let suite = cache.path().join("cuwheel/apt/bookworm");
+    assert!(suite.join("cache/pkgcache.bin").is_file(), "{stderr}");
+    assert!(!marker.exists(), "the machine's apt hook ran: {stderr}");
+}
+
+#[test]
 fn fetch_names_every_file_no_source_has_and_the_command_that_repins() {
     let world = World::get();
     let mut lock = old_lock();

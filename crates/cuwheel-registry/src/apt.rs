@@ -293,6 +293,28 @@ pub fn first_error(text: &str) -> String {
         .to_owned()
 }
 
+/// The apt configuration file every command of a suite reads, after the
+/// machine's own (`/etc/apt/apt.conf.d`, which still says how to reach the
+/// mirror: proxies, certificates).
+const CONFIG: &str = "etc/cuwheel.conf";
+
+/// What the machine's apt configuration may say and cuwheel's private state
+/// must not follow. Docker's Debian images turn apt's package cache off
+/// (`docker-clean`), so every `apt-get download` parsed the whole index
+/// again; here it is built once, by `update`, in the suite's own `cache/`.
+/// And the machine's hooks on `apt-get update` (which, in those images,
+/// delete files under `/var/cache/apt`, and elsewhere refresh PackageKit's
+/// or AppStream's data) concern the machine's apt, not this state.
+const CONFIG_TEXT: &str = "\
+// Written by cuwheel for its own apt state; rewritten when it differs.
+Dir::Cache::pkgcache \"pkgcache.bin\";
+Dir::Cache::srcpkgcache \"srcpkgcache.bin\";
+#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+#clear APT::Update::Post-Invoke-Stats;
+";
+
 impl AptSuite {
     /// Prepares `cache/apt/<suite>` (sources list, state and cache dirs) for
     /// `suite` of the archive at `mirror`; `suite` is a key ([`suite_key`]),
@@ -333,6 +355,11 @@ impl AptSuite {
                 )
             })
             .collect();
+        let conf = root.join(CONFIG);
+        if fs::read_to_string(&conf).ok().as_deref() != Some(CONFIG_TEXT) {
+            fs::write(&conf, CONFIG_TEXT)
+                .with_context(|| format!("cannot write {}", conf.display()))?;
+        }
         let list = root.join("etc/sources.list");
         if fs::read_to_string(&list).ok().as_deref() != Some(&lines) {
             fs::write(&list, lines).with_context(|| format!("cannot write {}", list.display()))?;
@@ -360,6 +387,7 @@ impl AptSuite {
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
         let dir = |sub: &str| self.root.join(sub).display().to_string();
+        cmd.arg("-c").arg(dir(CONFIG));
         for (key, value) in [
             ("Dir::Etc", dir("etc")),
             ("Dir::Etc::SourceList", dir("etc/sources.list")),

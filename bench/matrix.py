@@ -406,7 +406,7 @@ def table(info, cw, usual, overhead, loads, jobs) -> tuple[list[str], list[list[
     notes += [
         "cuwheel: `nix build <flake copy>#wheels.all` (evaluation and the plan included), "
         "toolchains and driver built beforehand; default --max-jobs/--cores. nvcc compiles = "
-        "kernel derivations built (each also runs one `nvcc -M` dependency pass).",
+        "kernel derivations built.",
         "usual way: per cell a fresh setup.py (CUDAExtension: kernels + that cell's binding), "
         f"`pip wheel --no-build-isolation`, ninja, MAX_JOBS={jobs}, the same Nix-built nvcc "
         "(CUDA_HOME) and gcc (CC/CXX), TORCH_CUDA_ARCH_LIST as the project's cuda-archs; "

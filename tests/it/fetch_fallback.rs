@@ -670,6 +670,17 @@ fn locked_project(lock: &Lock) -> (tempfile::TempDir, tempfile::TempDir) {
 /// `cuwheel fetch` of the project's lock (`--no-driver`: cuwheel's own
 /// `nix/driver.lock` comes from the real mirror, not this archive).
 fn fetch(project: &Path, store: &Path, cache: &Path, extra: &[&str]) -> Output {
+    fetch_with(project, store, cache, extra, &[])
+}
+
+/// [`fetch`], with `env` set on top.
+fn fetch_with(
+    project: &Path,
+    store: &Path,
+    cache: &Path,
+    extra: &[&str],
+    env: &[(&str, String)],
+) -> Output {
     let mut args = vec![
         "fetch",
         "--no-driver",
@@ -679,7 +690,7 @@ fn fetch(project: &Path, store: &Path, cache: &Path, extra: &[&str]) -> Output {
         store.to_str().unwrap(),
     ];
     args.extend(extra);
-    in_world(&args, cache)
+    in_world_with(&args, cache, env)
 }
 
 /// Adds to `lock` a pin of `spec`'s package at `version`, a version no
@@ -905,18 +916,11 @@ fn apt_keeps_its_own_package_cache_and_runs_none_of_the_machines_update_hooks() 
         ),
     )
     .unwrap();
-    let mut args = vec![
-        "fetch",
-        "--no-driver",
-        "--project",
-        project.path().to_str().unwrap(),
-        "--store",
-        store.path().to_str().unwrap(),
-    ];
-    args.extend(["--cell", "cu124-py311"]);
-    let out = in_world_with(
-        &args,
+    let out = fetch_with(
+        project.path(),
+        store.path(),
         cache.path(),
+        &["--cell", "cu124-py311"],
         &[("APT_CONFIG", config.display().to_string())],
     );
     let stderr = text(&out.stderr);

@@ -39,6 +39,9 @@ fi
 [ -s /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 [ ! -e .git ] || command -v git >/dev/null || missing+=(git)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+# Debian's Nix in the same apt-get run (one index update, not two);
+# scripts/setup-nix.sh below does the rest.
+command -v nix-store >/dev/null || missing+=(nix-bin)
 . scripts/apt-install.sh
 apt_install "demo: installing what the build needs and this machine lacks" "${missing[@]}"
 # Nix itself, its build users and a sandboxed nix.conf (scripts/setup-nix.sh

@@ -56,7 +56,9 @@ took "installing what was missing (packages, Nix)"
 # pip resolves and downloads the PyPI artifacts; Debian's python3 has no pip
 # of its own, so use a venv's.
 venv=target/demo-venv
-[ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
+# Made while cargo compiles the CLI below.
+{ [ -x "$venv/bin/pip" ] || python3 -m venv "$venv"; } &
+venv_made=$!
 
 # The dev profile: it compiles in about a third of a release build's time
 # (68 s against 194 s, each from an empty cargo registry on 2 cores:
@@ -67,6 +69,7 @@ venv=target/demo-venv
 # workspace's own crates again with it). What runs inside the builds is the
 # driver, which Nix compiles itself.
 CARGO_PROFILE_DEV_DEBUG=0 cargo build --locked --quiet -p cuwheel --bin cuwheel
+wait "$venv_made"
 took "pip's venv and cargo build of the CLI"
 cuwheel=target/debug/cuwheel
 # Sandbox on with no fallback and no binary cache, whatever nix.conf says.

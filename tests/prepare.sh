@@ -9,6 +9,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 env_dir=${CUWHEEL_TEST_ENV:-$repo/target/test-env}
 mkdir -p "$env_dir"
+# Its physical path: a venv's scripts name their interpreter by the path the
+# venv was made at, so one made through a link (a worktree's target/test-env
+# pointing at a shared one) breaks when that link goes.
+env_dir=$(cd "$env_dir" && pwd -P)
 rm -f "$env_dir/ready"
 
 # A part is up to date when its stamp holds the digest of its inputs.
@@ -17,7 +21,7 @@ up_to_date() { [ -f "$env_dir/$1.stamp" ] && [ "$(cat "$env_dir/$1.stamp")" = "$
 stamp() { echo "$2" >"$env_dir/$1.stamp"; }
 
 # --- venv with the tools in tests/requirements.txt
-want=$(digest "$repo/tests/requirements.txt" <(python3 --version))
+want=$(digest "$repo/tests/requirements.txt" <(python3 --version) <(echo "$env_dir/venv"))
 if ! up_to_date venv "$want"; then
   echo "prepare: venv"
   rm -rf "$env_dir/venv"

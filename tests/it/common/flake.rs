@@ -23,6 +23,13 @@ const NIX_OPTIONS: &[&str] = &[
     "auto",
 ];
 
+/// For `nix` only (nix-store has no evaluator): no evaluation cache. Tests
+/// evaluate one flake from several threads at once, and Nix 2.8, finding
+/// the cache's SQLite database busy, went on to report an attribute that
+/// exists as missing (`attribute 'legacyPackages.x86_64-linux.legacyPackages'
+/// is unexpectedly missing`, asked for `…toolchains.gcc-bullseye`).
+const EVAL_OPTIONS: &[&str] = &["--option", "eval-cache", "false"];
+
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -35,7 +42,7 @@ pub fn installable(attr: &str) -> String {
 /// `nix` with the options every test run pins.
 pub fn nix(args: &[&str]) -> Command {
     let mut cmd = Command::new("nix");
-    cmd.args(NIX_OPTIONS).args(args);
+    cmd.args(NIX_OPTIONS).args(EVAL_OPTIONS).args(args);
     cmd
 }
 
@@ -54,13 +61,14 @@ pub fn nix_ok_env(program: &str, env: &[(&str, &str)], args: &[&str]) -> Output 
         "`{program}` is not runnable: install Nix 2.8 or later (`bash scripts/demo.sh` does) and run \
          `bash tests/prepare.sh`"
     );
-    let options = if program == "nix" {
-        NIX_OPTIONS
+    let (options, eval): (&[&str], &[&str]) = if program == "nix" {
+        (NIX_OPTIONS, EVAL_OPTIONS)
     } else {
-        &NIX_OPTIONS[2..]
+        (&NIX_OPTIONS[2..], &[])
     };
     let out = Command::new(program)
         .args(options)
+        .args(eval)
         .args(args)
         .envs(env.iter().copied())
         .output()

@@ -320,14 +320,21 @@ pub fn define_functions(functions: &str) -> String {
     )
 }
 
+/// `function args` under busybox's `time`, which writes `peak-rss`.
+fn timed(function: &str, args: &str) -> String {
+    format!(
+        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
+         '. ./compile-functions.sh; {function} \"$@\"' {function} {args}"
+    )
+}
+
 /// `function args`, run under busybox's `time`; then `peak_rss` prints the
 /// compile's peak memory, and the script goes on, or exits as the compile
 /// did.
 pub fn measured(function: &str, args: &str) -> String {
     format!(
-        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
-         '. ./compile-functions.sh; {function} \"$@\"' {function} {args} \
-         || {{ rc=$?; peak_rss; exit $rc; }}\npeak_rss\n"
+        "{} || {{ rc=$?; peak_rss; exit $rc; }}\npeak_rss\n",
+        timed(function, args)
     )
 }
 
@@ -336,10 +343,9 @@ pub fn measured(function: &str, args: &str) -> String {
 /// ended by `;`) runs after them and may read them.
 pub fn measured_then(function: &str, args: &str, on_failure: &str) -> String {
     format!(
-        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
-         '. ./compile-functions.sh; {function} \"$@\"' {function} {args} 2>compile.err \
-         || {{ rc=$?; cat compile.err >&2; peak_rss; {on_failure} exit $rc; }}\n\
-         cat compile.err >&2\npeak_rss\n"
+        "{} 2>compile.err || {{ rc=$?; cat compile.err >&2; peak_rss; {on_failure} exit $rc; }}\n\
+         cat compile.err >&2\npeak_rss\n",
+        timed(function, args)
     )
 }
 

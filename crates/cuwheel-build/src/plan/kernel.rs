@@ -17,9 +17,7 @@
 //! A kernel that reaches `Python.h` (directly, or through
 //! `torch/extension.h`) cannot compile, since no Python headers are among
 //! its inputs; its build then fails with a message naming the file and the
-//! include chain the compiler printed. (A separate dependency pass, `nvcc
-//! -M`, once found it before compiling, at the cost of preprocessing every
-//! kernel once more for every arch.)
+//! include chain the compiler printed.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};

@@ -149,11 +149,27 @@ fn create_dir(dir: &Path) -> Result<bool> {
         fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    match fs::create_dir(dir) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("cannot create {}", dir.display())),
+    for _ in 0..RETRIES {
+        let err = match fs::create_dir(dir) {
+            Ok(()) => return Ok(true),
+            Err(e) => e,
+        };
+        if err.kind() == io::ErrorKind::AlreadyExists {
+            match fs::metadata(dir) {
+                Ok(m) if m.is_dir() => return Ok(false),
+                // Removed between the two calls, by a refused first
+                // publish: create it again.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                _ => {}
+            }
+        }
+        return Err(err).with_context(|| format!("cannot create {}", dir.display()));
     }
+    bail!(
+        "cannot create {}: it was removed {RETRIES} times while this publish created it; \
+         publish again",
+        dir.display()
+    )
 }
 
 /// The process holding a lock on the file of `metadata`, from
@@ -250,6 +266,28 @@ mod tests {
         let on_disk = fs::metadata(&path).unwrap();
         let held = second._file.metadata().unwrap();
         assert_eq!((on_disk.dev(), on_disk.ino()), (held.dev(), held.ino()));
+    }
+
+    #[test]
+    fn a_directory_removed_while_it_is_created_is_created_again() {
+        // A refused first publish removes the directory between another's
+        // `mkdir` (EEXIST) and its look at what exists.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("new");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = fs::create_dir(&dir);
+                    let _ = fs::remove_dir(&dir);
+                }
+            })
+        };
+        let failures = (0..20_000).filter(|_| create_dir(&dir).is_err()).count();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        churn.join().unwrap();
+        assert_eq!(failures, 0);
     }
 
     #[test]

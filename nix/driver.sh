@@ -33,7 +33,7 @@ if [ "${NIX_BUILD_CORES:-0}" -gt 0 ]; then jobs="-j $NIX_BUILD_CORES"; fi
 # shellcheck disable=SC2086 # $jobs is empty or two words
 # No default features: the CLI's `init` is for a project's author, never a build (Cargo.toml's
 # [features]), and its sources are not even among the inputs (driver.nix).
-# The profile `nix` (the workspace's Cargo.toml; the driver's and the root's are the same): release, at opt-level 1 but for the hot loops.
+# The profile `nix` (the workspace's Cargo.toml; the driver's and the root's are the same): release, at opt-level 0 but for the hot loops.
 cargo build --profile nix --offline --frozen --locked --no-default-features \
   --target x86_64-unknown-linux-gnu -p "$package" --bin "$bin" $jobs
 mkdir -p "$out/bin"

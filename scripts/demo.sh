@@ -99,13 +99,47 @@ cell=cu130-py313-torch211
 bash scripts/fetch-or-repin.sh demo "$cuwheel" examples/demo-ext "$venv/bin/python" \
   --cell "$cell" --no-driver
 took "cuwheel fetch --cell $cell (while Nix builds the driver)"
+
+# The cell's toolchains (compilers, torch's headers and libraries, Python's
+# headers) are unpacked from what was just fetched, without the driver: Nix
+# builds them while it still compiles the driver, instead of before the
+# first kernel below. Which ones, the plan says (`toolchain` inputs of the
+# nodes the cell's audit depends on).
+toolchains=$("$cuwheel" plan --project examples/demo-ext --json --no-store | python3 -c '
+import json, sys
+plan, cell = json.load(sys.stdin), sys.argv[1]
+nodes, todo, seen, attrs = plan["nodes"], [plan["cells"][cell]["audit"]], set(), set()
+while todo:
+    name = todo.pop()
+    if name in seen:
+        continue
+    seen.add(name)
+    for given in nodes[name]["inputs"].values():
+        if "node" in given:
+            todo.append(given["node"])
+        elif "toolchain" in given:
+            output = given.get("output")
+            attrs.add(".#toolchains." + given["toolchain"] + ("." + output if output else ""))
+print(" ".join(sorted(attrs)))
+' "$cell")
+toolchains_log=target/demo-toolchains-build.log
+# shellcheck disable=SC2086 # attribute paths, one word each
+"${nix[@]}" build --no-link $toolchains >"$toolchains_log" 2>&1 &
+toolchains_built=$!
+trap 'kill "$driver" "$toolchains_built" 2>/dev/null || true' EXIT
 if ! wait "$driver"; then
   tail -n 40 "$driver_log" >&2
   echo "demo: Nix's build of the driver failed; its log: $driver_log" >&2
   exit 1
 fi
+took "the rest of the driver's Nix build (and the cell's toolchains: $toolchains)"
+if ! wait "$toolchains_built"; then
+  tail -n 40 "$toolchains_log" >&2
+  echo "demo: Nix's build of the cell's toolchains failed; its log: $toolchains_log" >&2
+  exit 1
+fi
 trap - EXIT
-took "the rest of the driver's Nix build"
+took "the rest of the toolchains' Nix build"
 
 "$cuwheel" plan --project examples/demo-ext
 took "cuwheel plan"

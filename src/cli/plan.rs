@@ -60,6 +60,10 @@ pub struct PlanArgs {
     /// repeatable
     #[arg(long, requires = "estimate", value_name = "DIR")]
     durations_from: Vec<PathBuf>,
+    /// With --estimate: only what the store lacks, what is built taking no
+    /// time: how long the rest of the matrix takes from here
+    #[arg(long, requires = "estimate")]
+    remaining: bool,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
@@ -95,6 +99,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
         let fleet = super::plan_estimate::Fleet {
             builders: args.builders,
             cores,
+            remaining: args.remaining,
         };
         let report = super::plan_estimate::report(&plan, &flake, &fleet, &args.durations_from)?;
         output::stdout(&report)?;

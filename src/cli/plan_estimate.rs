@@ -19,7 +19,7 @@
 //! per device target (`-gencode`) since nvcc's work grows with them; else
 //! the median of its kind, per target likewise; else cuwheel's guess.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -29,6 +29,7 @@ use cuwheel::estimate::{self, DRIVER, Duration, Job, Sample};
 use cuwheel::plan::{Plan, sources};
 use cuwheel::registry::flake::nearest_flake;
 use cuwheel::registry::nix::Nix;
+use cuwheel::store::Derivation as StoreDerivation;
 use cuwheel::store::StorePath;
 
 /// Seconds cuwheel assumes for a kind nothing measured: a kernel at one
@@ -42,16 +43,18 @@ fn guess(kind: &str) -> f64 {
     }
 }
 
-/// Which slot counts to show beside 1 and 2.
+/// Which slot counts to show beside 1 and 2, and from where.
 pub struct Fleet {
     pub builders: usize,
     pub cores: usize,
+    /// What the store holds is not built again (`--remaining`).
+    pub remaining: bool,
 }
 
 pub fn report(plan: &Plan, flake: &str, fleet: &Fleet, lenders: &[PathBuf]) -> Result<String> {
     let nix = Nix::system();
     let jobs = estimate::jobs(plan);
-    let own = measured(&nix, &jobs, flake)?;
+    let (own, built) = measured(&nix, &jobs, flake)?;
     let mut lent = Vec::new();
     for project in lenders {
         let (_, _, other) = sources::plan_project(project)
@@ -63,43 +66,93 @@ pub fn report(plan: &Plan, flake: &str, fleet: &Fleet, lenders: &[PathBuf]) -> R
             )
         })?;
         let other_jobs = estimate::jobs(&other);
-        let seconds = measured(&nix, &other_jobs, &other_flake.display().to_string())?;
+        let (seconds, _) = measured(&nix, &other_jobs, &other_flake.display().to_string())?;
         lent.extend(
             other_jobs
                 .iter()
                 .filter_map(|j| seconds.get(&j.name).map(|s| Sample::of(j, *s))),
         );
     }
-    Ok(table(plan, &jobs, &own, &lent, fleet))
+    let built = if fleet.remaining {
+        built
+    } else {
+        BTreeSet::new()
+    };
+    Ok(table(plan, &jobs, &own, &lent, &built, fleet))
 }
 
-/// The jobs of `flake`'s plan whose last build here can be timed.
-fn measured(nix: &Nix, jobs: &[Job], flake: &str) -> Result<BTreeMap<String, f64>> {
+/// The jobs of `flake`'s plan whose last build here can be timed, and
+/// those whose output the store holds.
+fn measured(
+    nix: &Nix,
+    jobs: &[Job],
+    flake: &str,
+) -> Result<(BTreeMap<String, f64>, BTreeSet<String>)> {
     let derivations = derivations(nix, flake)?;
     let outs: Vec<StorePath> = derivations
         .values()
         .map(|d| d.out.parse())
         .collect::<Result<_, _>>()
         .context("the flake gave an output that is not a store path")?;
+    // What each build read: it cannot have started before the last of
+    // these was registered.
+    let inputs: BTreeMap<&str, Vec<StorePath>> = derivations
+        .values()
+        .filter_map(|d| Some((d.drv.as_str(), inputs_of(&d.drv)?)))
+        .collect();
+    let mut asked: Vec<StorePath> = outs;
+    asked.extend(inputs.values().flatten().cloned());
+    asked.sort_by_key(StorePath::to_absolute);
+    asked.dedup();
     let registered: BTreeMap<String, u64> = nix
-        .local_path_infos(&outs)?
+        .local_path_infos(&asked)?
         .into_iter()
         .filter_map(|i| Some((i.path, i.registration_time?)))
         .collect();
     let logs = log_dir();
     let mut measured = BTreeMap::new();
+    let mut built = BTreeSet::new();
     for job in jobs {
         let Some(d) = derivations.get(&job.name) else {
             continue;
         };
-        let Some(&registered) = registered.get(&d.out) else {
+        let Some(&end) = registered.get(&d.out) else {
             continue;
         };
-        if let Some(seconds) = build_seconds(&logs, &d.drv, registered) {
+        built.insert(job.name.clone());
+        // Every input known (one collected since leaves no bound).
+        let ready = inputs.get(d.drv.as_str()).and_then(|paths| {
+            paths
+                .iter()
+                .map(|p| registered.get(&p.to_absolute()).copied())
+                .collect::<Option<Vec<u64>>>()
+        });
+        let ready = ready.and_then(|times| times.into_iter().max());
+        if let Some(seconds) = build_seconds(&logs, &d.drv, end, ready) {
             measured.insert(job.name.clone(), seconds);
         }
     }
-    Ok(measured)
+    Ok((measured, built))
+}
+
+/// The store paths the build of the derivation at `drv` reads: its input
+/// sources and the outputs it uses of its input derivations, read from the
+/// `.drv` files; `None` where one cannot be read.
+fn inputs_of(drv: &str) -> Option<Vec<StorePath>> {
+    let read = |path: &str| -> Option<StoreDerivation> {
+        let bytes = std::fs::read(path).ok()?;
+        let name = path.parse::<StorePath>().ok()?;
+        StoreDerivation::parse(&bytes, name.name().strip_suffix(".drv")?).ok()
+    };
+    let derivation = read(drv)?;
+    let mut paths: Vec<StorePath> = derivation.input_srcs.iter().cloned().collect();
+    for (input, outputs) in &derivation.input_drvs {
+        let made = read(&input.to_absolute())?.output_paths().ok()?;
+        for output in outputs {
+            paths.push(made.get(output)?.clone());
+        }
+    }
+    Some(paths)
 }
 
 /// The table, from the durations measured (pure, for the tests).
@@ -108,19 +161,34 @@ pub fn table(
     jobs: &[Job],
     measured: &BTreeMap<String, f64>,
     lent: &[Sample],
+    built: &BTreeSet<String>,
     fleet: &Fleet,
 ) -> String {
-    let durations = estimate::complete(jobs, measured, lent, &guess);
+    let mut durations = estimate::complete(jobs, measured, lent, &guess);
+    for name in built {
+        if let Some(duration) = durations.get_mut(name) {
+            *duration = Duration::Measured(0.0);
+        }
+    }
     let e = estimate::analyse(jobs, &durations);
     let guessed: Vec<(&String, &Duration)> = durations
         .iter()
         .filter(|(_, d)| matches!(d, Duration::Guessed(..)))
         .collect();
+    let to_build = jobs.len() - built.len();
+    let what = if fleet.remaining {
+        format!(
+            "{to_build} of {} derivations left to build ({} built, counted as no time)",
+            jobs.len(),
+            built.len()
+        )
+    } else {
+        format!("{} derivations from nothing", jobs.len())
+    };
     let mut text = format!(
-        "estimate: {} derivations from nothing: {} with a duration measured on this machine \
+        "estimate: {what}: {} with a duration measured on this machine \
          (its last build's, from Nix's log), {} guessed{}\n",
-        jobs.len(),
-        jobs.len() - guessed.len(),
+        to_build - guessed.len(),
         guessed.len(),
         if lent.is_empty() {
             String::new()
@@ -169,7 +237,10 @@ pub fn table(
         );
     }
     text += "durations, longest first (s; `~` guessed):\n";
-    let mut rows: Vec<(&String, &Duration)> = durations.iter().collect();
+    let mut rows: Vec<(&String, &Duration)> = durations
+        .iter()
+        .filter(|(name, _)| !built.contains(*name))
+        .collect();
     rows.sort_by(|a, b| b.1.seconds().total_cmp(&a.1.seconds()).then(a.0.cmp(b.0)));
     for (name, duration) in rows {
         let mark = if matches!(duration, Duration::Guessed(..)) {
@@ -178,6 +249,9 @@ pub fn table(
             " "
         };
         text += &format!("  {mark}{:>7.0}  {name}\n", duration.seconds());
+    }
+    if fleet.remaining {
+        return text;
     }
     let (count, work) = estimate::per_cell_work(plan, jobs, &durations);
     text += &format!(
@@ -239,8 +313,12 @@ fn log_dir() -> PathBuf {
 /// the output was registered (`registered`, seconds since the epoch). A
 /// later rebuild (`--check`, `--rebuild`) writes the same file again, its
 /// creation time kept: then the two times bracket no one build, and the
-/// figure is not taken.
-fn build_seconds(logs: &Path, drv: &str, registered: u64) -> Option<f64> {
+/// figure is not taken. A build after the output was collected writes it
+/// again too, and then its end is the output's new registration: the start
+/// is taken no earlier than `ready`, when the last of the build's inputs
+/// was registered (without it, a toolchain unpacked again in the evening
+/// was timed from its first build's morning).
+fn build_seconds(logs: &Path, drv: &str, registered: u64, ready: Option<u64>) -> Option<f64> {
     let base = Path::new(drv).file_name()?.to_str()?;
     if base.len() < 3 {
         return None;
@@ -255,6 +333,47 @@ fn build_seconds(logs: &Path, drv: &str, registered: u64) -> Option<f64> {
     if end_secs.abs_diff(registered) > 60 {
         return None;
     }
-    let seconds = end.duration_since(start).ok()?.as_secs_f64();
+    let ready = ready.map_or(SystemTime::UNIX_EPOCH, |secs| {
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)
+    });
+    let seconds = end.duration_since(start.max(ready)).ok()?.as_secs_f64();
     (seconds <= 86_400.0).then_some(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration as Span, UNIX_EPOCH};
+
+    #[test]
+    fn a_build_is_timed_from_its_log_but_never_from_before_its_inputs_were_there() {
+        let logs = tempfile::tempdir().unwrap();
+        let drv = "/nix/store/ab12cdefghijklmnopqrstuvwxyz0123-kernel.drv";
+        let dir = logs.path().join("drvs/ab");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = std::fs::File::create(dir.join("12cdefghijklmnopqrstuvwxyz0123-kernel.drv.bz2"))
+            .unwrap();
+        let Ok(born) = file.metadata().unwrap().created() else {
+            eprintln!("this file system records no creation time; nothing to check");
+            return;
+        };
+        let born = born.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        // The log was last written 100 s after it was created (a log
+        // written again keeps its creation time).
+        file.set_modified(UNIX_EPOCH + Span::from_secs(born + 100))
+            .unwrap();
+        let end = born + 100;
+        let near = |got: Option<f64>, want: f64| got.is_some_and(|s| (s - want).abs() <= 1.0);
+        let seconds = build_seconds(logs.path(), drv, end, None);
+        assert!(near(seconds, 100.0), "{seconds:?}");
+        // Its last input was registered 60 s after the log's creation: the
+        // build started no earlier.
+        let seconds = build_seconds(logs.path(), drv, end, Some(born + 60));
+        assert!(near(seconds, 40.0), "{seconds:?}");
+        // Inputs older than the log change nothing.
+        let seconds = build_seconds(logs.path(), drv, end, Some(born - 500));
+        assert!(near(seconds, 100.0), "{seconds:?}");
+        // An output registered long after the log's last write: another build.
+        assert_eq!(build_seconds(logs.path(), drv, end + 600, None), None);
+    }
 }

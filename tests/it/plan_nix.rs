@@ -265,6 +265,20 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
         "two slots at most halve the work: {report}"
     );
 
+    // What is left from here: the kernel just built is not among it.
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .args(["plan", "--estimate", "--remaining"])
+            .arg("--project")
+            .arg(flake.path().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake.path()),
+    );
+    let left = common::text(&out.stdout);
+    assert!(left.contains(" derivations left to build ("), "{left}");
+    assert!(!left.contains(&format!("  {kernel}\n")), "{left}");
+    assert!(seconds_of(&left, "1 slot:") < one, "{left}\n{report}");
+
     // The compile recorded its peak memory in the build log, and the plan's
     // memory check reads such figures back.
     let drv = common::text(&nix_ok(&["eval", "--raw", &format!("{attr}.drvPath")]).stdout);

@@ -95,6 +95,24 @@ pub fn jobs(plan: &Plan) -> Vec<Job> {
     out.into_values().collect()
 }
 
+/// The jobs that building `roots` builds: those and what they wait for,
+/// in `jobs`' order.
+pub fn needed_by(jobs: Vec<Job>, roots: &[String]) -> Vec<Job> {
+    let by_name: BTreeMap<&str, &Job> = jobs.iter().map(|j| (j.name.as_str(), j)).collect();
+    let mut needed: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = roots.to_vec();
+    while let Some(name) = todo.pop() {
+        if let Some(job) = by_name.get(name.as_str()) {
+            if needed.insert(name) {
+                todo.extend(job.after.iter().cloned());
+            }
+        }
+    }
+    jobs.into_iter()
+        .filter(|j| needed.contains(&j.name))
+        .collect()
+}
+
 /// A toolchain's name in the graph: `toolchain:torch211`.
 pub fn toolchain_job(toolchain: &str) -> String {
     format!("toolchain:{toolchain}")
@@ -411,6 +429,34 @@ mod tests {
             source: None,
             targets: 1,
         }
+    }
+
+    #[test]
+    fn a_cell_needs_its_nodes_toolchains_and_driver_only() {
+        let jobs = vec![
+            job("driver", &[]),
+            job("toolchain:cuda130", &[]),
+            job("toolchain:torch29", &[]),
+            job("kernel-a", &["toolchain:cuda130"]),
+            job("kernel-b", &["toolchain:torch29"]),
+            job("wheel-x", &["kernel-a", "driver"]),
+            job("audit-x", &["wheel-x"]),
+            job("audit-y", &["kernel-b"]),
+        ];
+        let names: Vec<String> = needed_by(jobs, &["audit-x".to_string()])
+            .into_iter()
+            .map(|j| j.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "driver",
+                "toolchain:cuda130",
+                "kernel-a",
+                "wheel-x",
+                "audit-x"
+            ]
+        );
     }
 
     fn secs(pairs: &[(&str, f64)]) -> BTreeMap<String, Duration> {

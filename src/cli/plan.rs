@@ -64,6 +64,10 @@ pub struct PlanArgs {
     /// time: how long the rest of the matrix takes from here
     #[arg(long, requires = "estimate")]
     remaining: bool,
+    /// With --estimate: only what building this cell's wheel builds
+    /// (`nix build .#wheels.CELL`); repeatable
+    #[arg(long = "cell", requires = "estimate", value_name = "CELL")]
+    cells: Vec<String>,
 }
 
 pub fn run(args: PlanArgs) -> Result<ExitCode> {
@@ -100,6 +104,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
             builders: args.builders,
             cores,
             remaining: args.remaining,
+            cells: args.cells,
         };
         let report = super::plan_estimate::report(&plan, &flake, &fleet, &args.durations_from)?;
         output::stdout(&report)?;

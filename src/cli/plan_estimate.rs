@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use cuwheel::estimate::{self, DRIVER, Duration, Job, Sample};
 use cuwheel::plan::{Plan, sources};
@@ -49,11 +49,32 @@ pub struct Fleet {
     pub cores: usize,
     /// What the store holds is not built again (`--remaining`).
     pub remaining: bool,
+    /// Only what these cells' wheels need (`--cell`); empty: the matrix.
+    pub cells: Vec<String>,
 }
 
 pub fn report(plan: &Plan, flake: &str, fleet: &Fleet, lenders: &[PathBuf]) -> Result<String> {
     let nix = Nix::system();
-    let jobs = estimate::jobs(plan);
+    let mut jobs = estimate::jobs(plan);
+    if !fleet.cells.is_empty() {
+        let mut roots = Vec::new();
+        for cell in &fleet.cells {
+            let Some(c) = plan.cells.get(cell) else {
+                let known: Vec<&str> = plan.cells.keys().map(String::as_str).take(6).collect();
+                bail!(
+                    "--cell `{cell}`: the plan has no such cell; it has {}{}",
+                    known.join(", "),
+                    if plan.cells.len() > known.len() {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                );
+            };
+            roots.push(c.audit.clone());
+        }
+        jobs = estimate::needed_by(jobs, &roots);
+    }
     let (own, built) = measured(&nix, &jobs, flake)?;
     let mut lent = Vec::new();
     for project in lenders {
@@ -250,7 +271,7 @@ pub fn table(
         };
         text += &format!("  {mark}{:>7.0}  {name}\n", duration.seconds());
     }
-    if fleet.remaining {
+    if fleet.remaining || !fleet.cells.is_empty() {
         return text;
     }
     let (count, work) = estimate::per_cell_work(plan, jobs, &durations);

@@ -141,14 +141,15 @@ fn measured(
             continue;
         };
         built.insert(job.name.clone());
-        // Every input known (one collected since leaves no bound).
+        // An input registered after the output was made again since (it
+        // was collected and fetched or built anew): it bounds nothing.
         let ready = inputs.get(d.drv.as_str()).and_then(|paths| {
             paths
                 .iter()
-                .map(|p| registered.get(&p.to_absolute()).copied())
-                .collect::<Option<Vec<u64>>>()
+                .filter_map(|p| registered.get(&p.to_absolute()).copied())
+                .filter(|&at| at <= end)
+                .max()
         });
-        let ready = ready.and_then(|times| times.into_iter().max());
         if let Some(seconds) = build_seconds(&logs, &d.drv, end, ready) {
             measured.insert(job.name.clone(), seconds);
         }

@@ -12,8 +12,10 @@
 //! The figure recorded is the largest single process of a compile (cicc,
 //! ptxas, cc1plus; busybox `time`'s maximum resident set size). nvcc runs
 //! one device compile per target at once, up to `--threads`, so one build
-//! may hold up to min(cores, targets) such processes: that is the bound
-//! used, an upper one.
+//! may hold up to min(threads, targets) such processes: that is the bound
+//! used, an upper one. `--threads` is the build's cores, unless the
+//! project's own flags fix it (flash-attn's setup.py passes 4), and then
+//! fewer cores do not make fewer at once.
 
 /// One measured compile node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +24,8 @@ pub struct Peak {
     pub kib: u64,
     /// Its `-gencode` targets, at least 1.
     pub targets: usize,
+    /// A `--threads N` its compile flags fix; `None`: the build's cores.
+    pub threads: Option<usize>,
 }
 
 /// What the check found.
@@ -34,7 +38,8 @@ pub struct MemoryCheck {
 
 /// The most one build of `peak` holds at once with `cores` cores.
 fn per_build(peak: &Peak, cores: usize) -> u64 {
-    peak.kib * cores.min(peak.targets).max(1) as u64
+    let threads = peak.threads.unwrap_or(cores);
+    peak.kib * threads.min(peak.targets).max(1) as u64
 }
 
 /// The check for `jobs` builds at once of `cores` cores each, on a machine
@@ -84,11 +89,27 @@ fn advice(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> String 
             gib(need(cores) * k as u64)
         );
     }
-    match (1..cores).rev().find(|&c| need(c) <= memory_kib) {
-        Some(c) => format!(
+    if let Some(c) = (1..cores).rev().find(|&c| need(c) <= memory_kib) {
+        return format!(
             "Even one build at a time may: build with `nix build --max-jobs 1 --cores {c}`, \
              which asks at most {}.",
             gib(need(c))
+        );
+    }
+    // What fewer cores cannot help: a project's own `--threads`.
+    let fixed = peaks
+        .iter()
+        .filter(|p| p.threads.is_some_and(|t| t > 1) && p.targets > 1)
+        .find(|p| p.kib <= memory_kib);
+    match fixed {
+        Some(p) => format!(
+            "Even one build at a time may: {} runs {} device compiles at once, as the project's \
+             flags fix (`--threads {}`), whatever the cores; lower that number in \
+             pyproject.toml's nvcc flags, or build fewer archs (`cuwheel init --cuda-archs`), \
+             and lock again.",
+            p.node,
+            p.threads.unwrap_or(1).min(p.targets),
+            p.threads.unwrap_or(1)
         ),
         None => format!(
             "Even one compile alone has needed more than this machine's {}: build on a larger one.",
@@ -116,7 +137,38 @@ mod tests {
             node: node.into(),
             kib: (gib * GIB as f64) as u64,
             targets,
+            threads: None,
         }
+    }
+
+    #[test]
+    fn a_project_s_own_threads_count_whatever_the_cores() {
+        // flash-attn's backward kernel at four archs, with its --threads 4.
+        let heavy = Peak {
+            threads: Some(4),
+            ..peak("kernel-cuda130-flash_bwd_hdim256_fp16_sm80", 6.5, 4)
+        };
+        let c = check(std::slice::from_ref(&heavy), 2, 2, 24 * GIB).unwrap();
+        assert!(c.over, "{}", c.text);
+        assert!(
+            c.text
+                .contains("6.5 GiB at its peak (up to 4 at once with nvcc's --threads)"),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.text.contains(
+                "runs 4 device compiles at once, as the project's flags fix (`--threads 4`)"
+            ),
+            "{}",
+            c.text
+        );
+        // At one arch it fits, two at once.
+        let one_arch = Peak {
+            targets: 1,
+            ..heavy
+        };
+        assert!(!check(&[one_arch], 2, 2, 24 * GIB).unwrap().over);
     }
 
     #[test]

@@ -190,6 +190,7 @@ fn memory_check(nix: &Nix, plan: &Plan, built: &BTreeMap<String, StorePath>) -> 
                 node: job.name,
                 kib,
                 targets: job.targets,
+                threads: job.threads,
             });
         }
     }

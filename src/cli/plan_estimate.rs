@@ -29,7 +29,6 @@ use cuwheel::estimate::{self, DRIVER, Duration, Job, Sample};
 use cuwheel::plan::{Plan, sources};
 use cuwheel::registry::flake::nearest_flake;
 use cuwheel::registry::nix::Nix;
-use cuwheel::store::Derivation as StoreDerivation;
 use cuwheel::store::StorePath;
 
 /// Seconds cuwheel assumes for a kind nothing measured: a kernel at one
@@ -117,9 +116,10 @@ fn measured(
         .context("the flake gave an output that is not a store path")?;
     // What each build read: it cannot have started before the last of
     // these was registered.
+    let mut outputs = BTreeMap::new();
     let inputs: BTreeMap<&str, Vec<StorePath>> = derivations
         .values()
-        .filter_map(|d| Some((d.drv.as_str(), inputs_of(&d.drv)?)))
+        .filter_map(|d| Some((d.drv.as_str(), inputs_of(nix, &d.drv, &mut outputs)?)))
         .collect();
     let mut asked: Vec<StorePath> = outs;
     asked.extend(inputs.values().flatten().cloned());
@@ -159,19 +159,22 @@ fn measured(
 
 /// The store paths the build of the derivation at `drv` reads: its input
 /// sources and the outputs it uses of its input derivations, read from the
-/// `.drv` files; `None` where one cannot be read.
-fn inputs_of(drv: &str) -> Option<Vec<StorePath>> {
-    let read = |path: &str| -> Option<StoreDerivation> {
-        let bytes = std::fs::read(path).ok()?;
-        let name = path.parse::<StorePath>().ok()?;
-        StoreDerivation::parse(&bytes, name.name().strip_suffix(".drv")?).ok()
-    };
-    let derivation = read(drv)?;
+/// `.drv` files (each input derivation's once, through `outputs`); `None`
+/// where one cannot be read.
+fn inputs_of(
+    nix: &Nix,
+    drv: &str,
+    outputs: &mut BTreeMap<StorePath, BTreeMap<String, StorePath>>,
+) -> Option<Vec<StorePath>> {
+    let derivation = nix.read_derivation(&drv.parse().ok()?).ok()?;
     let mut paths: Vec<StorePath> = derivation.input_srcs.iter().cloned().collect();
-    for (input, outputs) in &derivation.input_drvs {
-        let made = read(&input.to_absolute())?.output_paths().ok()?;
-        for output in outputs {
-            paths.push(made.get(output)?.clone());
+    for (input, used) in &derivation.input_drvs {
+        if !outputs.contains_key(input) {
+            let made = nix.read_derivation(input).ok()?.output_paths().ok()?;
+            outputs.insert(input.clone(), made);
+        }
+        for output in used {
+            paths.push(outputs[input].get(output)?.clone());
         }
     }
     Some(paths)

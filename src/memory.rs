@@ -96,13 +96,11 @@ fn advice(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> String 
             gib(need(c))
         );
     }
-    // What fewer cores cannot help: a project's own `--threads`.
-    let fixed = peaks
-        .iter()
-        .filter(|p| p.threads.is_some_and(|t| t > 1) && p.targets > 1)
-        .find(|p| p.kib <= memory_kib);
-    match fixed {
-        Some(p) => format!(
+    // Even at one core, the heaviest build: a compile larger than the
+    // machine, or, where its flags fix `--threads`, several at once.
+    let heaviest = peaks.iter().max_by_key(|p| per_build(p, 1));
+    match heaviest {
+        Some(p) if p.kib <= memory_kib => format!(
             "Even one build at a time may: {} runs {} device compiles at once, as the project's \
              flags fix (`--threads {}`), whatever the cores; lower that number in \
              pyproject.toml's nvcc flags, or build fewer archs (`cuwheel init --cuda-archs`), \
@@ -111,7 +109,7 @@ fn advice(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> String 
             p.threads.unwrap_or(1).min(p.targets),
             p.threads.unwrap_or(1)
         ),
-        None => format!(
+        _ => format!(
             "Even one compile alone has needed more than this machine's {}: build on a larger one.",
             gib(memory_kib)
         ),

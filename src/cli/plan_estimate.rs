@@ -117,8 +117,9 @@ fn measured(
     // What each build read: it cannot have started before the last of
     // these was registered.
     let mut outputs = BTreeMap::new();
-    let inputs: BTreeMap<&str, Vec<StorePath>> = derivations
-        .values()
+    let inputs: BTreeMap<&str, Vec<StorePath>> = jobs
+        .iter()
+        .filter_map(|job| derivations.get(&job.name))
         .filter_map(|d| Some((d.drv.as_str(), inputs_of(nix, &d.drv, &mut outputs)?)))
         .collect();
     let mut asked: Vec<StorePath> = outs;

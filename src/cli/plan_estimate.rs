@@ -14,7 +14,8 @@
 //! rewrites the log later, keeping its birth time: such a figure is not
 //! taken). They are read beside the store, never as an input of a build.
 //! What has no usable log (never built here, substituted, checked since,
-//! or its log collected) is guessed, and marked: from a build of the same
+//! built again after a collection, or its log collected) is guessed, and
+//! marked: from a build of the same
 //! source (this plan's, or another project's named by `--durations-from`),
 //! per device target (`-gencode`) since nvcc's work grows with them; else
 //! the median of its kind, per target likewise; else cuwheel's guess.
@@ -340,10 +341,12 @@ fn log_dir() -> PathBuf {
 /// later rebuild (`--check`, `--rebuild`) writes the same file again, its
 /// creation time kept: then the two times bracket no one build, and the
 /// figure is not taken. A build after the output was collected writes it
-/// again too, and then its end is the output's new registration: the start
-/// is taken no earlier than `ready`, when the last of the build's inputs
-/// was registered (without it, a toolchain unpacked again in the evening
-/// was timed from its first build's morning).
+/// again too, and then its end is the output's new registration but its
+/// start is unknown: a log created before `ready`, when the last of the
+/// build's inputs was registered, was begun by an earlier build, and is not
+/// taken either (timed from `ready`, a rebuilt toolchain counted 873 s of
+/// waiting behind fetches; timed from the log's birth, it counted the hours
+/// since its first build).
 fn build_seconds(logs: &Path, drv: &str, registered: u64, ready: Option<u64>) -> Option<f64> {
     let base = Path::new(drv).file_name()?.to_str()?;
     if base.len() < 3 {
@@ -359,10 +362,12 @@ fn build_seconds(logs: &Path, drv: &str, registered: u64, ready: Option<u64>) ->
     if end_secs.abs_diff(registered) > 60 {
         return None;
     }
-    let ready = ready.map_or(SystemTime::UNIX_EPOCH, |secs| {
-        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)
-    });
-    let seconds = end.duration_since(start.max(ready)).ok()?.as_secs_f64();
+    let start_secs = start.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+    // Registration times are whole seconds: a second's slack.
+    if ready.is_some_and(|ready| start_secs + 1 < ready) {
+        return None;
+    }
+    let seconds = end.duration_since(start).ok()?.as_secs_f64();
     (seconds <= 86_400.0).then_some(seconds)
 }
 
@@ -372,7 +377,7 @@ mod tests {
     use std::time::{Duration as Span, UNIX_EPOCH};
 
     #[test]
-    fn a_build_is_timed_from_its_log_but_never_from_before_its_inputs_were_there() {
+    fn a_build_is_timed_from_its_log_unless_the_log_is_older_than_its_inputs() {
         let logs = tempfile::tempdir().unwrap();
         let drv = "/nix/store/ab12cdefghijklmnopqrstuvwxyz0123-kernel.drv";
         let dir = logs.path().join("drvs/ab");
@@ -392,10 +397,12 @@ mod tests {
         let near = |got: Option<f64>, want: f64| got.is_some_and(|s| (s - want).abs() <= 1.0);
         let seconds = build_seconds(logs.path(), drv, end, None);
         assert!(near(seconds, 100.0), "{seconds:?}");
-        // Its last input was registered 60 s after the log's creation: the
-        // build started no earlier.
-        let seconds = build_seconds(logs.path(), drv, end, Some(born + 60));
-        assert!(near(seconds, 40.0), "{seconds:?}");
+        // Its last input was registered 60 s after the log's creation: an
+        // earlier build began the log, and this one's start is unknown.
+        assert_eq!(build_seconds(logs.path(), drv, end, Some(born + 60)), None);
+        // An input registered in the log's own second is no sign of that.
+        let seconds = build_seconds(logs.path(), drv, end, Some(born + 1));
+        assert!(near(seconds, 100.0), "{seconds:?}");
         // Inputs older than the log change nothing.
         let seconds = build_seconds(logs.path(), drv, end, Some(born - 500));
         assert!(near(seconds, 100.0), "{seconds:?}");

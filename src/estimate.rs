@@ -51,9 +51,6 @@ pub struct Job {
     /// nvcc's device work grows with them, so a duration is carried from
     /// one build of a source to another per target.
     pub targets: usize,
-    /// A `--threads N` the project's own compile flags fix (flash-attn
-    /// passes 4); `None` where nvcc takes the build's cores.
-    pub threads: Option<usize>,
 }
 
 /// The derivations a plan builds, each with what it needs: its input
@@ -77,7 +74,6 @@ pub fn jobs(plan: &Plan) -> Vec<Job> {
                         after: BTreeSet::new(),
                         source: None,
                         targets: 1,
-                        threads: None,
                     },
                 );
             }
@@ -93,31 +89,10 @@ pub fn jobs(plan: &Plan) -> Vec<Job> {
                     _ => None,
                 },
                 targets: node.script.matches("-gencode=").count().max(1),
-                threads: fixed_threads(&node.script),
             },
         );
     }
     out.into_values().collect()
-}
-
-/// The number a compile script gives nvcc's `--threads` (`--threads 4`,
-/// `--threads=4`), where it is a number; cuwheel's own flag, the build's
-/// cores (`"${NIX_BUILD_CORES:-1}"`), is none.
-pub fn fixed_threads(script: &str) -> Option<usize> {
-    let mut words = script
-        .split(|c: char| c.is_whitespace() || c == '\\')
-        .filter(|w| !w.is_empty());
-    while let Some(word) = words.next() {
-        let value = match word.strip_prefix("--threads") {
-            Some("") => words.next(),
-            Some(rest) => rest.strip_prefix('='),
-            None => continue,
-        };
-        if let Some(n) = value.and_then(|v| v.parse().ok()) {
-            return Some(n);
-        }
-    }
-    None
 }
 
 /// The jobs that building `roots` builds: those and what they wait for,
@@ -453,22 +428,7 @@ mod tests {
             after: after.iter().map(|s| s.to_string()).collect(),
             source: None,
             targets: 1,
-            threads: None,
         }
-    }
-
-    #[test]
-    fn a_fixed_threads_flag_is_read_and_the_build_s_cores_are_not() {
-        assert_eq!(
-            fixed_threads("nvcc \\\n    --threads \\\n    4 \\\n -O3"),
-            Some(4)
-        );
-        assert_eq!(fixed_threads("nvcc --threads=8 -O3"), Some(8));
-        assert_eq!(
-            fixed_threads("nvcc --threads \"${NIX_BUILD_CORES:-1}\" -O3"),
-            None
-        );
-        assert_eq!(fixed_threads("nvcc -O3"), None);
     }
 
     #[test]

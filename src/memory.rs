@@ -13,9 +13,10 @@
 //! ptxas, cc1plus; busybox `time`'s maximum resident set size). nvcc runs
 //! one device compile per target at once, up to `--threads`, so one build
 //! may hold up to min(threads, targets) such processes: that is the bound
-//! used, an upper one. `--threads` is the build's cores, unless the
-//! project's own flags fix it (flash-attn's setup.py passes 4), and then
-//! fewer cores do not make fewer at once.
+//! used, an upper one. `--threads` is the build's cores: where a kernel has
+//! several targets cuwheel passes `--threads` after the project's own flags,
+//! and nvcc takes the last (flash-attn's setup.py passes `--threads 4`,
+//! which thus counts only at one target, where it changes nothing).
 
 /// One measured compile node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +25,6 @@ pub struct Peak {
     pub kib: u64,
     /// Its `-gencode` targets, at least 1.
     pub targets: usize,
-    /// A `--threads N` its compile flags fix; `None`: the build's cores.
-    pub threads: Option<usize>,
 }
 
 /// What the check found.
@@ -38,8 +37,7 @@ pub struct MemoryCheck {
 
 /// The most one build of `peak` holds at once with `cores` cores.
 fn per_build(peak: &Peak, cores: usize) -> u64 {
-    let threads = peak.threads.unwrap_or(cores);
-    peak.kib * threads.min(peak.targets).max(1) as u64
+    peak.kib * cores.min(peak.targets).max(1) as u64
 }
 
 /// The check for `jobs` builds at once of `cores` cores each, on a machine
@@ -96,24 +94,10 @@ fn advice(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> String 
             gib(need(c))
         );
     }
-    // Even at one core, the heaviest build: a compile larger than the
-    // machine, or, where its flags fix `--threads`, several at once.
-    let heaviest = peaks.iter().max_by_key(|p| per_build(p, 1));
-    match heaviest {
-        Some(p) if p.kib <= memory_kib => format!(
-            "Even one build at a time may: {} runs {} device compiles at once, as the project's \
-             flags fix (`--threads {}`), whatever the cores; lower that number in \
-             pyproject.toml's nvcc flags, or build fewer archs (`cuwheel init --cuda-archs`), \
-             and lock again.",
-            p.node,
-            p.threads.unwrap_or(1).min(p.targets),
-            p.threads.unwrap_or(1)
-        ),
-        _ => format!(
-            "Even one compile alone has needed more than this machine's {}: build on a larger one.",
-            gib(memory_kib)
-        ),
-    }
+    format!(
+        "Even one compile alone has needed more than this machine's {}: build on a larger one.",
+        gib(memory_kib)
+    )
 }
 
 fn plural(n: usize) -> &'static str {
@@ -135,33 +119,28 @@ mod tests {
             node: node.into(),
             kib: (gib * GIB as f64) as u64,
             targets,
-            threads: None,
         }
     }
 
     #[test]
-    fn a_project_s_own_threads_count_whatever_the_cores() {
-        // flash-attn's backward kernel at four archs, with its --threads 4.
-        let heavy = Peak {
-            threads: Some(4),
-            ..peak("kernel-cuda130-flash_bwd_hdim256_fp16_sm80", 6.5, 4)
-        };
+    fn a_kernel_of_several_targets_holds_as_many_compiles_as_the_build_has_cores() {
+        // flash-attn's heaviest backward kernel at four archs: two of its
+        // 6.5 GiB device compiles at once on 2 cores, 13 GiB a build.
+        let heavy = peak("kernel-cuda130-flash_bwd_hdim256_fp16_sm80", 6.5, 4);
         let c = check(std::slice::from_ref(&heavy), 2, 2, 24 * GIB).unwrap();
         assert!(c.over, "{}", c.text);
         assert!(
             c.text
-                .contains("6.5 GiB at its peak (up to 4 at once with nvcc's --threads)"),
+                .contains("6.5 GiB at its peak (up to 2 at once with nvcc's --threads)"),
             "{}",
             c.text
         );
         assert!(
-            c.text.contains(
-                "runs 4 device compiles at once, as the project's flags fix (`--threads 4`)"
-            ),
+            c.text.contains("`nix build --max-jobs 1 --cores 2`"),
             "{}",
             c.text
         );
-        // At one arch it fits, two at once.
+        // At one arch two builds at once fit.
         let one_arch = Peak {
             targets: 1,
             ..heavy

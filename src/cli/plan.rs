@@ -190,7 +190,6 @@ fn memory_check(nix: &Nix, plan: &Plan, built: &BTreeMap<String, StorePath>) -> 
                 node: job.name,
                 kib,
                 targets: job.targets,
-                threads: job.threads,
             });
         }
     }

@@ -283,7 +283,10 @@ impl Compile<'_> {
     /// `-gencode` for each configured arch, `--threads` where there are
     /// several (nvcc compiles them in parallel; `$NIX_BUILD_CORES` is read at
     /// build time, so the derivation is the same on every machine, and the
-    /// object's bytes do not depend on it), and `-objtemp`.
+    /// object's bytes do not depend on it), and `-objtemp`. They follow the
+    /// project's flags, and nvcc takes the last `--threads`: a project's own
+    /// (flash-attn's 4) never makes more device compiles at once than the
+    /// build has cores.
     pub fn gpu_code(&self) -> String {
         let mut words = gencode_flags(self.archs);
         if words.len() > 1 {

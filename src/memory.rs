@@ -10,13 +10,12 @@
 //! than the machine has, the `--max-jobs` and `--cores` that fit.
 //!
 //! The figure recorded is the largest single process of a compile (cicc,
-//! ptxas, cc1plus; busybox `time`'s maximum resident set size). nvcc runs
-//! one device compile per target at once, up to `--threads`, so one build
-//! may hold up to min(threads, targets) such processes: that is the bound
-//! used, an upper one. `--threads` is the build's cores: where a kernel has
-//! several targets cuwheel passes `--threads` after the project's own flags,
-//! and nvcc takes the last (flash-attn's setup.py passes `--threads 4`,
-//! which thus counts only at one target, where it changes nothing).
+//! ptxas, cc1plus; busybox `time`'s maximum resident set size). A kernel
+//! compiles its targets one at a time (cuwheel passes nvcc `--threads 1`,
+//! after the project's own flags, and nvcc takes the last), so a build
+//! holds one such process. A kernel built by a cuwheel before that passed
+//! `--threads "$NIX_BUILD_CORES"`: nvcc then ran up to min(cores, targets)
+//! at once, and that is the bound used for it, an upper one.
 
 /// One measured compile node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +24,9 @@ pub struct Peak {
     pub kib: u64,
     /// Its `-gencode` targets, at least 1.
     pub targets: usize,
+    /// Whether nvcc compiled its targets in parallel, one thread per core:
+    /// a kernel built by a cuwheel that passed `--threads "$NIX_BUILD_CORES"`.
+    pub threads_per_core: bool,
 }
 
 /// What the check found.
@@ -37,7 +39,12 @@ pub struct MemoryCheck {
 
 /// The most one build of `peak` holds at once with `cores` cores.
 fn per_build(peak: &Peak, cores: usize) -> u64 {
-    peak.kib * cores.min(peak.targets).max(1) as u64
+    let at_once = if peak.threads_per_core {
+        cores.min(peak.targets).max(1)
+    } else {
+        1
+    };
+    peak.kib * at_once as u64
 }
 
 /// The check for `jobs` builds at once of `cores` cores each, on a machine
@@ -119,15 +126,30 @@ mod tests {
             node: node.into(),
             kib: (gib * GIB as f64) as u64,
             targets,
+            threads_per_core: false,
+        }
+    }
+
+    /// A kernel built when nvcc took `--threads "$NIX_BUILD_CORES"`.
+    fn threaded(node: &str, gib: f64, targets: usize) -> Peak {
+        Peak {
+            threads_per_core: true,
+            ..peak(node, gib, targets)
         }
     }
 
     #[test]
-    fn a_kernel_of_several_targets_holds_as_many_compiles_as_the_build_has_cores() {
-        // flash-attn's heaviest backward kernel at four archs: two of its
-        // 6.5 GiB device compiles at once on 2 cores, 13 GiB a build.
+    fn a_kernel_of_several_targets_holds_one_compile_at_a_time() {
+        // flash-attn's heaviest backward kernel at four archs: 6.5 GiB a
+        // target; two builds at once fit in 24 GiB.
         let heavy = peak("kernel-cuda130-flash_bwd_hdim256_fp16_sm80", 6.5, 4);
         let c = check(std::slice::from_ref(&heavy), 2, 2, 24 * GIB).unwrap();
+        assert!(!c.over, "{}", c.text);
+        assert!(c.text.contains("ask at most 13.0 GiB"), "{}", c.text);
+        // Built when nvcc took the build's cores: two at once each, 26 GiB
+        // (13.0 GiB was measured for one such build here).
+        let old = threaded("kernel-cuda130-flash_bwd_hdim256_fp16_sm80", 6.5, 4);
+        let c = check(std::slice::from_ref(&old), 2, 2, 24 * GIB).unwrap();
         assert!(c.over, "{}", c.text);
         assert!(
             c.text
@@ -140,12 +162,6 @@ mod tests {
             "{}",
             c.text
         );
-        // At one arch two builds at once fit.
-        let one_arch = Peak {
-            targets: 1,
-            ..heavy
-        };
-        assert!(!check(&[one_arch], 2, 2, 24 * GIB).unwrap().over);
     }
 
     #[test]
@@ -182,7 +198,7 @@ mod tests {
     #[test]
     fn nvcc_threads_count_per_target_and_cores_are_cut_when_one_build_is_too_much() {
         // Two targets on 2 cores: two 13 GiB processes in one build, on 24 GiB.
-        let c = check(&[peak("kernel-cuda130-big", 13.0, 2)], 2, 2, 24 * GIB).unwrap();
+        let c = check(&[threaded("kernel-cuda130-big", 13.0, 2)], 2, 2, 24 * GIB).unwrap();
         assert!(c.over);
         assert!(
             c.text.contains("(up to 2 at once with nvcc's --threads)"),

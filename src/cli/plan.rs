@@ -186,10 +186,15 @@ fn memory_check(nix: &Nix, plan: &Plan, built: &BTreeMap<String, StorePath>) -> 
             .read_log(drv)
             .with_context(|| format!("cannot read the build log of {}", job.name))?;
         if let Some(kib) = log.as_deref().and_then(peak_rss_kib) {
+            let threads_per_core = plan
+                .nodes
+                .get(&job.name)
+                .is_some_and(|node| node.script.contains("--threads \"${NIX_BUILD_CORES:-1}\""));
             peaks.push(Peak {
                 node: job.name,
                 kib,
                 targets: job.targets,
+                threads_per_core,
             });
         }
     }

@@ -280,17 +280,19 @@ impl Compile<'_> {
         words.join(" ")
     }
 
-    /// `-gencode` for each configured arch, `--threads` where there are
-    /// several (nvcc compiles them in parallel; `$NIX_BUILD_CORES` is read at
-    /// build time, so the derivation is the same on every machine, and the
-    /// object's bytes do not depend on it), and `-objtemp`. They follow the
-    /// project's flags, and nvcc takes the last `--threads`: a project's own
-    /// (flash-attn's 4) never makes more device compiles at once than the
-    /// build has cores.
+    /// `-gencode` for each configured arch, `--threads 1` where there are
+    /// several, and `-objtemp`. One device compile at a time: Nix already
+    /// runs a build per core (`max-jobs = auto`), each given every core, so
+    /// nvcc's per-target threads multiplied the compilers, and their memory,
+    /// by the targets (flash-attn's hdim 256 backward kernel at four archs
+    /// held 13 GiB with two threads, two such builds more than a 24 GiB
+    /// machine). The flag follows the project's own flags, and nvcc takes
+    /// the last `--threads`, so a project's own (flash-attn's 4) gives way
+    /// too. The object's bytes do not depend on it.
     pub fn gpu_code(&self) -> String {
         let mut words = gencode_flags(self.archs);
         if words.len() > 1 {
-            words.push("--threads \"${NIX_BUILD_CORES:-1}\"".into());
+            words.push("--threads 1".into());
         }
         words.push("-objtemp".into());
         words.join(" ")

@@ -28,7 +28,8 @@
 #   bash scripts/corpus.sh bundle DIR
 #       what the device needs for scripts/corpus/gpu.sh: $WORK/gpu/wheels
 #       copied to DIR/wheels, and into DIR/deps the cp312 wheels of what the
-#       checks' `# needs:` lines name (pip download; the device has no
+#       checks' `# needs:` lines name, with their requirements, and what
+#       `# needs-no-deps:` lines name, without (pip download; the device has no
 #       network). Then, on the device: bash scripts/corpus/gpu.sh DIR.
 #   bash scripts/corpus.sh list
 #       the packages, one per line.
@@ -189,6 +190,11 @@ bundle)
   [ -z "$needs" ] || python3 -m pip download -q --disable-pip-version-check --only-binary :all: \
     --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     -d "$2/deps" $needs
+  nodeps=$(sed -n 's/^# needs-no-deps: //p' "$repo"/scripts/corpus/checks/*.py | tr ' ' '\n' | sort -u)
+  # shellcheck disable=SC2086
+  [ -z "$nodeps" ] || python3 -m pip download -q --disable-pip-version-check --only-binary :all: --no-deps \
+    --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    -d "$2/deps" $nodeps
   ;;
 list)
   packages | cut -d' ' -f1-2

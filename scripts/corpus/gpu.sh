@@ -34,6 +34,7 @@ check_of() {
   torchsort) echo torchsort ;;
   torch_discounted_cumsum) echo torch_discounted_cumsum ;;
   gsplat) echo "gsplat nerfacc" ;;
+  mmcv) echo mmcv ;;
   *) echo "" ;;
   esac
 }
@@ -69,6 +70,12 @@ for wheel in "$dir"/wheels/*.whl; do
   done
   # shellcheck disable=SC2086
   [ -z "$needs" ] || "${pip[@]}" $needs || echo "(installing $needs failed)"
+  # What a check names on a `# needs-no-deps:` line is installed without its
+  # own requirements (mmcv's name opencv-python and matplotlib, which its ops
+  # never import).
+  nodeps=$(sed -n 's/^# needs-no-deps: //p' "$here/checks/$check.py" | head -n 1)
+  # shellcheck disable=SC2086
+  [ -z "$nodeps" ] || "${pip[@]}" --no-deps $nodeps || echo "(installing $nodeps failed)"
   # -P: the checks directory is not put on sys.path (a check named like
   # its package would shadow it); run from / so that no source tree does.
   out=$(cd / && timeout 900 "$venv/bin/python" -P "$here/checks/$check.py" 2>&1)

@@ -4,8 +4,8 @@
 //! In: the compiles measured ([`Peak`]: a node, its largest recorded peak
 //! resident set size, read from its build log, and its device targets), how
 //! many derivations Nix builds at once (`--max-jobs`) and the cores each
-//! build is given (`--cores`, which a kernel's nvcc takes for `--threads`),
-//! and the machine's memory. Out: a [`MemoryCheck`], whose text names the
+//! build is given (`--cores`, which only a kernel built by an earlier
+//! cuwheel gave nvcc for `--threads`), and the machine's memory. Out: a [`MemoryCheck`], whose text names the
 //! largest peak and what the settings ask at most, and, where that is more
 //! than the machine has, the `--max-jobs` and `--cores` that fit.
 //!

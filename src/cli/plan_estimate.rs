@@ -15,10 +15,10 @@
 //! taken). They are read beside the store, never as an input of a build.
 //! What has no usable log (never built here, substituted, checked since,
 //! built again after a collection, or its log collected) is guessed, and
-//! marked: from a build of the same
-//! source (this plan's, or another project's named by `--durations-from`),
-//! per device target (`-gencode`) since nvcc's work grows with them; else
-//! the median of its kind, per target likewise; else cuwheel's guess.
+//! marked: from a build of the same source (this plan's, or another
+//! project's named by `--durations-from`), per device target (`-gencode`)
+//! since nvcc's work grows with them; else the median of its kind, per
+//! target likewise; else cuwheel's guess.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -35,6 +35,7 @@ check_of() {
   torch_discounted_cumsum) echo torch_discounted_cumsum ;;
   gsplat) echo "gsplat nerfacc" ;;
   mmcv) echo mmcv ;;
+  flash_attn) echo flash_attn ;;
   *) echo "" ;;
   esac
 }

@@ -233,8 +233,11 @@ fn seconds_of(report: &str, prefix: &str) -> u64 {
 #[test]
 fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     let flake = flake_copy();
-    // An edit of our own: a derivation no other test builds or checks.
-    edit_row_norm(flake.path(), "plan --estimate's own build");
+    // An edit of our own, new to the store: a derivation no other test,
+    // nor an earlier run, built (a build after a collection writes the old
+    // log again, and is rightly not timed).
+    let edit = format!("plan --estimate's own build {}", common::flake::nonce());
+    edit_row_norm(flake.path(), &edit);
     let kernel = "kernel-cuda130-torch211-row_norm";
     let attr = format!("{}#kernels.{kernel}", flake.path().display());
     nix_ok(&["build", "--no-link", &attr]);

@@ -21,10 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::common::flake::{
-    build_cells, flake_copy, installable, json, nix, nix_ok, nix_ok_with, wheel_of,
+    build_cells, flake_copy, installable, json, nix, nix_ok, nix_ok_with, nonce, wheel_of,
 };
 use crate::common::{TestEnv, cuwheel_bin, run_ok};
 use cuwheel::wheel::WheelArchive;
@@ -57,14 +56,6 @@ fn drv_names(stderr: &str, building_lines: bool) -> BTreeSet<String> {
 
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|n| n.to_string()).collect()
-}
-
-/// Text no earlier run appended, so that the edited copies' derivations are
-/// new to the store and the assertions about what gets built cannot pass
-/// vacuously.
-fn nonce() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    format!("{}-{}", now.as_nanos(), std::process::id())
 }
 
 fn append(file: &Path, text: &str) {

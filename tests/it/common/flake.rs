@@ -220,3 +220,14 @@ pub fn wheel_of(result: &Path) -> std::path::PathBuf {
     assert_eq!(names[..2], ["audit.json", "audit.txt"], "{names:?}");
     result.join(&names[2])
 }
+
+/// Text no earlier run wrote, for an edit whose derivations must be new to
+/// the store: what gets built, and how, then cannot pass vacuously (a
+/// persistent store keeps an earlier run's outputs, or its build logs after
+/// a collection).
+pub fn nonce() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    format!("{}-{}", now.as_nanos(), std::process::id())
+}

@@ -13,8 +13,13 @@
 //! the last write is also when the output was registered (a `--check`
 //! rewrites the log later, keeping its birth time: such a figure is not
 //! taken). They are read beside the store, never as an input of a build.
-//! What has no usable log (never built here, substituted, checked since,
-//! built again after a collection, or its log collected) is guessed, and
+//! Where those times bracket no one build, or the output has since been
+//! collected, a compile node's log still says what its compiles took: the
+//! wall time each one's `time` recorded (`plan::compile::WALL_TIME_MARK`),
+//! the last build's, `--check` builds included.
+//! What has no usable log (never built here, substituted, a node that
+//! compiles nothing checked since or built again after a collection, or
+//! its log collected) is guessed, and
 //! marked: from a build of the same source (this plan's, or another
 //! project's named by `--durations-from`), per device target (`-gencode`)
 //! since nvcc's work grows with them; else the median of its kind, per
@@ -27,6 +32,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, bail};
 
 use cuwheel::estimate::{self, DRIVER, Duration, Job, Sample};
+use cuwheel::plan::compile::wall_seconds;
 use cuwheel::plan::{Plan, sources};
 use cuwheel::registry::flake::nearest_flake;
 use cuwheel::registry::nix::Nix;
@@ -139,24 +145,44 @@ fn measured(
         let Some(d) = derivations.get(&job.name) else {
             continue;
         };
-        let Some(&end) = registered.get(&d.out) else {
-            continue;
-        };
-        built.insert(job.name.clone());
-        // An input registered after the output was made again since (it
-        // was collected and fetched or built anew): it bounds nothing.
-        let ready = inputs.get(d.drv.as_str()).and_then(|paths| {
-            paths
-                .iter()
-                .filter_map(|p| registered.get(&p.to_absolute()).copied())
-                .filter(|&at| at <= end)
-                .max()
+        let end = registered.get(&d.out).copied();
+        if end.is_some() {
+            built.insert(job.name.clone());
+        }
+        let from_file = end.and_then(|end| {
+            // An input registered after the output was made again since (it
+            // was collected and fetched or built anew): it bounds nothing.
+            let ready = inputs.get(d.drv.as_str()).and_then(|paths| {
+                paths
+                    .iter()
+                    .filter_map(|p| registered.get(&p.to_absolute()).copied())
+                    .filter(|&at| at <= end)
+                    .max()
+            });
+            build_seconds(&logs, &d.drv, end, ready)
         });
-        if let Some(seconds) = build_seconds(&logs, &d.drv, end, ready) {
+        let seconds = match from_file {
+            Some(seconds) => Some(seconds),
+            None if matches!(estimate::kind(&job.name), "kernel" | "binding") => {
+                marked_seconds(nix, &d.drv)
+            }
+            None => None,
+        };
+        if let Some(seconds) = seconds {
             measured.insert(job.name.clone(), seconds);
         }
     }
     Ok((measured, built))
+}
+
+/// The seconds the last build of a compile node took by its own count
+/// (`WALL_TIME_MARK` in its log): its compiles' wall times, without the
+/// sandbox's setup. Taken where the log file's times bracket no one build,
+/// and where the output has since been collected; `None` where Nix keeps no
+/// log of it, or the log has no mark (built by an earlier cuwheel).
+fn marked_seconds(nix: &Nix, drv: &str) -> Option<f64> {
+    let log = nix.read_log(&drv.parse().ok()?).ok()??;
+    wall_seconds(&log)
 }
 
 /// The store paths the build of the derivation at `drv` reads: its input

@@ -302,4 +302,43 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
         summary.contains("memory: the heaviest compile recorded here is "),
         "{summary}"
     );
+
+    // Collected, the kernel is still timed: its log says what its compile
+    // took (the log file's times no longer meet a registered output).
+    let timed = duration_of(line);
+    let marked = cuwheel::plan::compile::wall_seconds(&log)
+        .unwrap_or_else(|| panic!("no wall time in the log of {kernel}:\n{log}"));
+    assert!(
+        marked > 1.0 && marked <= timed as f64 + 1.0,
+        "{marked} s by its mark, {timed} s by the log file's times"
+    );
+    let out_path = common::text(&nix_ok(&["eval", "--raw", &format!("{attr}.outPath")]).stdout);
+    nix_ok_with("nix-store", &["--delete", &out_path]);
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .args(["plan", "--estimate"])
+            .arg("--project")
+            .arg(flake.path().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake.path()),
+    );
+    let again = common::text(&out.stdout);
+    let line = again
+        .lines()
+        .find(|l| l.ends_with(&format!("  {kernel}")))
+        .unwrap_or_else(|| panic!("no duration for {kernel} in\n{again}"));
+    assert!(!line.contains('~'), "{line}");
+    assert!(
+        (duration_of(line) as f64 - marked).abs() <= 0.5,
+        "{line}: its mark says {marked} s"
+    );
+}
+
+/// The seconds of a `durations` row of `plan --estimate`: `  ~    60  name`.
+fn duration_of(row: &str) -> u64 {
+    row.trim_start_matches([' ', '~'])
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("`{row}` has no seconds"))
 }

@@ -308,19 +308,28 @@ impl Compile<'_> {
 /// script that prints it is the same for every build of the node.
 pub const PEAK_RSS_MARK: &str = "cuwheel: peak RSS of this compile: ";
 
+/// What precedes a compile's wall time in the build log, printed beside
+/// [`PEAK_RSS_MARK`] from the same `time`: seconds, with two decimals, and
+/// ` s`. `cuwheel plan --estimate` reads it back where the log file's own
+/// times bracket no one build (a build again after a collection, or under
+/// `--check`, writes the file again and keeps its creation time). Like the
+/// peak, it is in the log only.
+pub const WALL_TIME_MARK: &str = "cuwheel: wall time of this compile: ";
+
 /// The compile functions (`nvcc_compile`, `cxx_compile`), written to
 /// `compile-functions.sh` and sourced, so that the shell [`measured`]
 /// starts under `time` can run them too; and `peak_rss`, which prints
-/// [`PEAK_RSS_MARK`] from what `time` wrote.
+/// [`PEAK_RSS_MARK`] and [`WALL_TIME_MARK`] from what `time` wrote.
 pub fn define_functions(functions: &str) -> String {
     format!(
         "cat > compile-functions.sh <<'CUWHEEL_FUNCTIONS'\n{functions}CUWHEEL_FUNCTIONS\n\
          . ./compile-functions.sh\n\
          # busybox's time takes ru_maxrss, which Linux gives in KiB, for a count of pages\n\
-         # (%M = it × page size / 1024); %Z, the page size, undoes that.\n\
+         # (%M = it × page size / 1024); %Z, the page size, undoes that. %e: wall seconds.\n\
          peak_rss() {{\n  \
          set -- $(tail -n 1 peak-rss)\n  \
-         echo \"{PEAK_RSS_MARK}$(( $1 * 1024 / $2 )) KiB\" >&2\n\
+         echo \"{PEAK_RSS_MARK}$(( $1 * 1024 / $2 )) KiB\" >&2\n  \
+         echo \"{WALL_TIME_MARK}$3 s\" >&2\n\
          }}\n"
     )
 }
@@ -328,7 +337,7 @@ pub fn define_functions(functions: &str) -> String {
 /// `function args` under busybox's `time`, which writes `peak-rss`.
 fn timed(function: &str, args: &str) -> String {
     format!(
-        "\"$bb\" time -o peak-rss -f '%M %Z' \"$bb\" sh -euc \
+        "\"$bb\" time -o peak-rss -f '%M %Z %e' \"$bb\" sh -euc \
          '. ./compile-functions.sh; {function} \"$@\"' {function} {args}"
     )
 }
@@ -362,6 +371,17 @@ pub fn peak_rss_kib(log: &str) -> Option<u64> {
         .filter_map(|line| line.trim().strip_prefix(PEAK_RSS_MARK))
         .filter_map(|rest| rest.strip_suffix(" KiB")?.parse().ok())
         .max()
+}
+
+/// The seconds a node's build log records its compiles took
+/// ([`WALL_TIME_MARK`]), summed; `None` where it records none (a log of a
+/// build from before the mark, or of a node that compiles nothing).
+pub fn wall_seconds(log: &str) -> Option<f64> {
+    log.lines()
+        .filter_map(|line| line.trim().strip_prefix(WALL_TIME_MARK))
+        .filter_map(|rest| rest.strip_suffix(" s")?.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .fold(None, |sum, s| Some(sum.unwrap_or(0.0) + s))
 }
 
 /// A shell function running `program` with `flags` (one per line) and the
@@ -583,5 +603,32 @@ mod peak_rss_tests {
             .unwrap();
         assert_eq!(out.status.code(), Some(3), "{out:?}");
         assert!(peak_rss_kib(&String::from_utf8_lossy(&out.stderr)).is_some());
+        // Its wall time: a compile that takes 1.5 s says so.
+        let slow = script.replace("count=1", "count=1 && \"$bb\" sleep 1.5");
+        let out = std::process::Command::new(&bb)
+            .args(["sh", "-euc", &slow])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let seconds = wall_seconds(&String::from_utf8_lossy(&out.stderr)).expect("a wall time");
+        assert!(
+            (1.5..3.0).contains(&seconds),
+            "{seconds} s for a 1.5 s compile"
+        );
+    }
+
+    #[test]
+    fn the_marked_wall_times_of_a_log_are_summed_and_nothing_else() {
+        let log = format!(
+            "{WALL_TIME_MARK}12.50 s\n\
+             {PEAK_RSS_MARK}812344 KiB\n\
+             warning: took 999 s\n\
+             {WALL_TIME_MARK}0.25 s\n\
+             {WALL_TIME_MARK}soon s\n"
+        );
+        assert_eq!(wall_seconds(&log), Some(12.75));
+        assert_eq!(wall_seconds(&format!("{WALL_TIME_MARK}3 min\n")), None);
+        assert_eq!(wall_seconds(""), None);
     }
 }

@@ -64,6 +64,10 @@ pub struct PlanArgs {
     /// time: how long the rest of the matrix takes from here
     #[arg(long, requires = "estimate")]
     remaining: bool,
+    /// With --estimate: what `cuwheel reproduce` (its full check) builds
+    /// again: every node, with the toolchains and the driver as built
+    #[arg(long, requires = "estimate", conflicts_with = "remaining")]
+    reproduce: bool,
     /// With --estimate: only what building this cell's wheel builds
     /// (`nix build .#wheels.CELL`); repeatable
     #[arg(long = "cell", requires = "estimate", value_name = "CELL")]
@@ -104,6 +108,7 @@ pub fn run(args: PlanArgs) -> Result<ExitCode> {
             builders: args.builders,
             cores,
             remaining: args.remaining,
+            reproduce: args.reproduce,
             cells: args.cells,
         };
         let report = super::plan_estimate::report(&plan, &flake, &fleet, &args.durations_from)?;

@@ -55,6 +55,9 @@ pub struct Fleet {
     pub cores: usize,
     /// What the store holds is not built again (`--remaining`).
     pub remaining: bool,
+    /// Only what `cuwheel reproduce` builds again: the toolchains and the
+    /// driver count as built (`--reproduce`).
+    pub reproduce: bool,
     /// Only what these cells' wheels need (`--cell`); empty: the matrix.
     pub cells: Vec<String>,
 }
@@ -102,6 +105,11 @@ pub fn report(plan: &Plan, flake: &str, fleet: &Fleet, lenders: &[PathBuf]) -> R
     }
     let built = if fleet.remaining {
         built
+    } else if fleet.reproduce {
+        jobs.iter()
+            .filter(|j| matches!(estimate::kind(&j.name), "toolchain" | "driver"))
+            .map(|j| j.name.clone())
+            .collect()
     } else {
         BTreeSet::new()
     };
@@ -235,6 +243,13 @@ pub fn table(
             jobs.len(),
             built.len()
         )
+    } else if fleet.reproduce {
+        format!(
+            "{to_build} of {} derivations built again by `cuwheel reproduce` \
+             ({} kept, the toolchains and the driver: counted as no time)",
+            jobs.len(),
+            built.len()
+        )
     } else {
         format!("{} derivations from nothing", jobs.len())
     };
@@ -303,7 +318,7 @@ pub fn table(
         };
         text += &format!("  {mark}{:>7.0}  {name}\n", duration.seconds());
     }
-    if fleet.remaining || !fleet.cells.is_empty() {
+    if fleet.remaining || fleet.reproduce || !fleet.cells.is_empty() {
         return text;
     }
     let (count, work) = estimate::per_cell_work(plan, jobs, &durations);

@@ -282,6 +282,38 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     assert!(!left.contains(&format!("  {kernel}\n")), "{left}");
     assert!(seconds_of(&left, "1 slot:") < one, "{left}\n{report}");
 
+    // What `cuwheel reproduce` of one cell's wheel builds again: the cell's
+    // nodes, its kernel among them, and not its toolchains or the driver.
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .args(["plan", "--estimate", "--reproduce"])
+            .args(["--cell", "cu130-py313-torch211"])
+            .arg("--project")
+            .arg(flake.path().join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake.path()),
+    );
+    let rebuilt = common::text(&out.stdout);
+    assert!(
+        rebuilt.contains(" derivations built again by `cuwheel reproduce` ("),
+        "{rebuilt}"
+    );
+    let rows: Vec<&str> = rebuilt
+        .lines()
+        .skip_while(|l| !l.starts_with("durations"))
+        .skip(1)
+        .collect();
+    assert!(
+        rows.iter().any(|l| l.ends_with(&format!("  {kernel}"))),
+        "{rebuilt}"
+    );
+    assert!(
+        rows.iter()
+            .all(|l| !l.ends_with("  driver") && !l.contains("  toolchain:")),
+        "{rebuilt}"
+    );
+    assert!(seconds_of(&rebuilt, "1 slot:") < one, "{rebuilt}\n{report}");
+
     // The compile recorded its peak memory in the build log, and the plan's
     // memory check reads such figures back.
     let drv = common::text(&nix_ok(&["eval", "--raw", &format!("{attr}.drvPath")]).stdout);

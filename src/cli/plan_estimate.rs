@@ -171,7 +171,11 @@ fn measured(
         });
         let seconds = match from_file {
             Some(seconds) => Some(seconds),
-            None if matches!(estimate::kind(&job.name), "kernel" | "binding") => {
+            // Only where Nix kept a log: a matrix's nodes never built here
+            // cost no process each.
+            None if matches!(estimate::kind(&job.name), "kernel" | "binding")
+                && log_file(&logs, &d.drv).is_some_and(|f| f.is_file()) =>
+            {
                 marked_seconds(nix, &d.drv)
             }
             None => None,
@@ -370,6 +374,19 @@ fn derivations(nix: &Nix, flake: &str) -> Result<BTreeMap<String, Derivation>> {
     Ok(out)
 }
 
+/// Where Nix keeps the log of `drv`'s build: `drvs/xx/<rest>.bz2`.
+fn log_file(logs: &Path, drv: &str) -> Option<PathBuf> {
+    let base = Path::new(drv).file_name()?.to_str()?;
+    if base.len() < 3 {
+        return None;
+    }
+    Some(
+        logs.join("drvs")
+            .join(&base[..2])
+            .join(format!("{}.bz2", &base[2..])),
+    )
+}
+
 fn log_dir() -> PathBuf {
     std::env::var_os("NIX_LOG_DIR")
         .map(PathBuf::from)
@@ -389,15 +406,7 @@ fn log_dir() -> PathBuf {
 /// waiting behind fetches; timed from the log's birth, it counted the hours
 /// since its first build).
 fn build_seconds(logs: &Path, drv: &str, registered: u64, ready: Option<u64>) -> Option<f64> {
-    let base = Path::new(drv).file_name()?.to_str()?;
-    if base.len() < 3 {
-        return None;
-    }
-    let file = logs
-        .join("drvs")
-        .join(&base[..2])
-        .join(format!("{}.bz2", &base[2..]));
-    let meta = std::fs::metadata(file).ok()?;
+    let meta = std::fs::metadata(log_file(logs, drv)?).ok()?;
     let (start, end): (SystemTime, SystemTime) = (meta.created().ok()?, meta.modified().ok()?);
     let end_secs = end.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
     if end_secs.abs_diff(registered) > 60 {

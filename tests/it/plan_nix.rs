@@ -241,15 +241,10 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     let kernel = "kernel-cuda130-torch211-row_norm";
     let attr = format!("{}#kernels.{kernel}", flake.path().display());
     nix_ok(&["build", "--no-link", &attr]);
-    let out = common::run_ok(
-        std::process::Command::new(common::cuwheel_bin())
-            .args(["plan", "--estimate", "--builders", "4", "--cores", "2"])
-            .arg("--project")
-            .arg(flake.path().join("examples/demo-ext"))
-            .arg("--flake")
-            .arg(flake.path()),
+    let report = plan_demo(
+        flake.path(),
+        &["--estimate", "--builders", "4", "--cores", "2"],
     );
-    let report = common::text(&out.stdout);
     // Its duration is measured (no `~`), and the arithmetic holds.
     let line = report
         .lines()
@@ -269,31 +264,22 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     );
 
     // What is left from here: the kernel just built is not among it.
-    let out = common::run_ok(
-        std::process::Command::new(common::cuwheel_bin())
-            .args(["plan", "--estimate", "--remaining"])
-            .arg("--project")
-            .arg(flake.path().join("examples/demo-ext"))
-            .arg("--flake")
-            .arg(flake.path()),
-    );
-    let left = common::text(&out.stdout);
+    let left = plan_demo(flake.path(), &["--estimate", "--remaining"]);
     assert!(left.contains(" derivations left to build ("), "{left}");
     assert!(!left.contains(&format!("  {kernel}\n")), "{left}");
     assert!(seconds_of(&left, "1 slot:") < one, "{left}\n{report}");
 
     // What `cuwheel reproduce` of one cell's wheel builds again: the cell's
     // nodes, its kernel among them, and not its toolchains or the driver.
-    let out = common::run_ok(
-        std::process::Command::new(common::cuwheel_bin())
-            .args(["plan", "--estimate", "--reproduce"])
-            .args(["--cell", "cu130-py313-torch211"])
-            .arg("--project")
-            .arg(flake.path().join("examples/demo-ext"))
-            .arg("--flake")
-            .arg(flake.path()),
+    let rebuilt = plan_demo(
+        flake.path(),
+        &[
+            "--estimate",
+            "--reproduce",
+            "--cell",
+            "cu130-py313-torch211",
+        ],
     );
-    let rebuilt = common::text(&out.stdout);
     assert!(
         rebuilt.contains(" derivations built again by `cuwheel reproduce` ("),
         "{rebuilt}"
@@ -321,15 +307,7 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     let kib = cuwheel::plan::compile::peak_rss_kib(&log)
         .unwrap_or_else(|| panic!("no peak RSS in the log of {kernel}:\n{log}"));
     assert!(kib > 10_000, "nvcc's compile took only {kib} KiB?\n{log}");
-    let out = common::run_ok(
-        std::process::Command::new(common::cuwheel_bin())
-            .arg("plan")
-            .arg("--project")
-            .arg(flake.path().join("examples/demo-ext"))
-            .arg("--flake")
-            .arg(flake.path()),
-    );
-    let summary = common::text(&out.stdout);
+    let summary = plan_demo(flake.path(), &[]);
     assert!(
         summary.contains("memory: the heaviest compile recorded here is "),
         "{summary}"
@@ -346,15 +324,7 @@ fn plan_takes_a_kernels_duration_and_peak_memory_from_its_build_here() {
     );
     let out_path = common::text(&nix_ok(&["eval", "--raw", &format!("{attr}.outPath")]).stdout);
     nix_ok_with("nix-store", &["--delete", &out_path]);
-    let out = common::run_ok(
-        std::process::Command::new(common::cuwheel_bin())
-            .args(["plan", "--estimate"])
-            .arg("--project")
-            .arg(flake.path().join("examples/demo-ext"))
-            .arg("--flake")
-            .arg(flake.path()),
-    );
-    let again = common::text(&out.stdout);
+    let again = plan_demo(flake.path(), &["--estimate"]);
     let line = again
         .lines()
         .find(|l| l.ends_with(&format!("  {kernel}")))
@@ -373,4 +343,19 @@ fn duration_of(row: &str) -> u64 {
         .next()
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("`{row}` has no seconds"))
+}
+
+/// `cuwheel plan ARGS` of the demo project in `flake`, built by that flake:
+/// what it printed.
+fn plan_demo(flake: &Path, args: &[&str]) -> String {
+    let out = common::run_ok(
+        std::process::Command::new(common::cuwheel_bin())
+            .arg("plan")
+            .args(args)
+            .arg("--project")
+            .arg(flake.join("examples/demo-ext"))
+            .arg("--flake")
+            .arg(flake),
+    );
+    common::text(&out.stdout)
 }

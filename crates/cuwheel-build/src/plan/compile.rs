@@ -583,11 +583,14 @@ mod peak_rss_tests {
             ),
             measured("fill", "2>/dev/null")
         );
-        let out = std::process::Command::new(&bb)
-            .args(["sh", "-euc", &script])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let run = |script: &str| {
+            std::process::Command::new(&bb)
+                .args(["sh", "-euc", script])
+                .current_dir(dir.path())
+                .output()
+                .unwrap()
+        };
+        let out = run(&script);
         assert!(out.status.success(), "{out:?}");
         let kib = peak_rss_kib(&String::from_utf8_lossy(&out.stderr)).expect("a peak");
         assert!(
@@ -596,20 +599,12 @@ mod peak_rss_tests {
         );
         // A failing compile still reports its peak, and the script fails.
         let failing = script.replace("count=1", "count=1 && exit 3");
-        let out = std::process::Command::new(&bb)
-            .args(["sh", "-euc", &failing])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let out = run(&failing);
         assert_eq!(out.status.code(), Some(3), "{out:?}");
         assert!(peak_rss_kib(&String::from_utf8_lossy(&out.stderr)).is_some());
         // Its wall time: a compile that takes 1.5 s says so.
         let slow = script.replace("count=1", "count=1 && \"$bb\" sleep 1.5");
-        let out = std::process::Command::new(&bb)
-            .args(["sh", "-euc", &slow])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let out = run(&slow);
         assert!(out.status.success(), "{out:?}");
         let seconds = wall_seconds(&String::from_utf8_lossy(&out.stderr)).expect("a wall time");
         assert!(

@@ -31,6 +31,8 @@
 #       checks' `# needs:` lines name, with their requirements, and what
 #       `# needs-no-deps:` lines name, without (pip download; the device has no
 #       network). Then, on the device: bash scripts/corpus/gpu.sh DIR.
+#       A bundle over one device call's carry: first
+#       `python3 scripts/corpus/xz_bundle.py pack DIR` (gpu.sh unpacks it).
 #   bash scripts/corpus.sh list
 #       the packages, one per line.
 #

@@ -40,6 +40,11 @@ check_of() {
   esac
 }
 
+# Wheels that travelled xz-compressed (scripts/corpus/xz_bundle.py pack) are rebuilt first.
+if [ -d "$dir/xz" ]; then
+  "$python" "$here/xz_bundle.py" unpack "$dir" || exit 1
+fi
+
 table=""
 failed=0
 for wheel in "$dir"/wheels/*.whl; do

@@ -90,7 +90,8 @@ fn advice(peaks: &[Peak], jobs: usize, cores: usize, memory_kib: u64) -> String 
     if fitting_jobs >= 1 {
         let k = fitting_jobs.min(jobs);
         return format!(
-            "Build with `nix build --max-jobs {k} --cores {cores}`: {k} at once ask at most {}.",
+            "Build with `nix build --max-jobs {k} --cores {cores}` (reproduce with \
+             `cuwheel reproduce --max-jobs {k}`): {k} at once ask at most {}.",
             gib(need(cores) * k as u64)
         );
     }
@@ -190,6 +191,11 @@ mod tests {
         assert!(c.over);
         assert!(
             c.text.contains("`nix build --max-jobs 9 --cores 16`"),
+            "{}",
+            c.text
+        );
+        assert!(
+            c.text.contains("`cuwheel reproduce --max-jobs 9`"),
             "{}",
             c.text
         );

@@ -51,6 +51,11 @@ pub struct ReproduceArgs {
     /// Build in a Nix store rooted at this directory instead of the system's
     #[arg(long, value_name = "ROOT")]
     store: Option<PathBuf>,
+    /// Build at most N derivations at once (default: one per core). Where
+    /// `cuwheel plan` warns that the default would not fit in memory, use
+    /// the `--max-jobs` it gives
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_jobs: Option<u32>,
     #[command(flatten)]
     cache: SubstituterArgs,
     /// Give up connecting to a URL's server after SECONDS (default 30; or
@@ -107,6 +112,7 @@ pub fn run(args: ReproduceArgs) -> Result<ExitCode> {
         check: !args.no_check,
         store: args.store,
         substituter: args.cache.substituter()?,
+        max_jobs: args.max_jobs,
     };
     let verdict = reproduce(&args.wheel, &options, &|message| {
         eprintln!("reproduce: {message}")

@@ -50,6 +50,9 @@ pub struct ReproduceOptions {
     pub substituter: Option<Substituter>,
     /// How long the download of a wheel given by URL may take.
     pub timeouts: download::Timeouts,
+    /// At most this many derivations built at once (Nix's `max-jobs`);
+    /// `None`: one per core.
+    pub max_jobs: Option<u32>,
 }
 
 /// The answer.
@@ -218,8 +221,9 @@ pub fn reproduce(
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
     };
-    if let Some(substituter) = &options.substituter {
-        nix = nix.with_options(substituter.nix_options());
+    let extra = nix_options(options.substituter.as_ref(), options.max_jobs);
+    if !extra.is_empty() {
+        nix = nix.with_options(extra);
     }
     crate::registry::flake::check_builds_project(
         &nix,
@@ -315,4 +319,36 @@ fn read_provenance(wheel: &WheelArchive) -> Result<Provenance> {
             wheel.path().display()
         )
     })
+}
+
+/// The `--option` arguments every Nix command of the rebuild gets after the
+/// pinned ones: the binary cache's, then `max-jobs` (Nix takes the last
+/// value given, so it overrides the pinned `auto`).
+fn nix_options(substituter: Option<&Substituter>, max_jobs: Option<u32>) -> Vec<String> {
+    let mut options = substituter
+        .map(Substituter::nix_options)
+        .unwrap_or_default();
+    if let Some(jobs) = max_jobs {
+        options.extend(["--option".into(), "max-jobs".into(), jobs.to_string()]);
+    }
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_jobs_comes_after_the_binary_caches_options() {
+        assert!(nix_options(None, None).is_empty());
+        assert_eq!(nix_options(None, Some(1)), ["--option", "max-jobs", "1"]);
+        let cache = Substituter::new(
+            "file:///tmp/cache",
+            "cache-1:q9ZfFg8QbOlyBbFW5qG4Nmj0jTuJjK5WSLtVt0dyYJ4=",
+        )
+        .unwrap();
+        let both = nix_options(Some(&cache), Some(3));
+        assert_eq!(&both[..cache.nix_options().len()], cache.nix_options());
+        assert_eq!(&both[both.len() - 3..], ["--option", "max-jobs", "3"]);
+    }
 }

@@ -217,14 +217,11 @@ pub fn reproduce(
             .display()
             .to_string(),
     };
-    let mut nix = match &options.store {
+    let nix = match &options.store {
         Some(root) => Nix::with_store_root(root),
         None => Nix::system(),
-    };
-    let extra = nix_options(options.substituter.as_ref(), options.max_jobs);
-    if !extra.is_empty() {
-        nix = nix.with_options(extra);
     }
+    .with_options(nix_options(options.substituter.as_ref(), options.max_jobs));
     crate::registry::flake::check_builds_project(
         &nix,
         &flake,

@@ -6,7 +6,8 @@
 Per shared object (matched by its path in the wheel), with cuobjdump
 (CUOBJDUMP, default `cuobjdump` on PATH), readelf and nm:
   - the embedded ELF and PTX images per arch (cuobjdump -lelf / -lptx);
-  - every kernel's SASS (cuobjdump -sass), normalized: the /*addr*/ column
+  - every kernel's SASS (cuobjdump -sass on each ELF image apart, COMPARE_JOBS
+    at a time, default every core), normalized: the /*addr*/ column
     and the /* 0x... */ encoding comments removed, blanks collapsed, and
     the per-translation-unit hash nvcc puts in the names of internal
     symbols (`_GLOBAL__N__2bcb3ac2_6_pdf_cu_…` for an anonymous namespace,
@@ -27,7 +28,9 @@ OUTDIR/details.txt. Exit 0 whatever differs: the summary says what.
 """
 
 import collections
+import difflib
 import hashlib
+import multiprocessing
 import os
 import re
 import subprocess
@@ -37,6 +40,7 @@ import zipfile
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
 CAP = 40  # names listed per difference in details.txt
+JOBS = int(os.environ.get("COMPARE_JOBS") or os.cpu_count() or 1)  # cuobjdump processes at a time
 
 
 def run(cmd):
@@ -80,11 +84,12 @@ def unhash(name):
     return TU_HASH.sub(r"\1H_", name)
 
 
-def sass(so):
-    """{(arch, kernel): [normalized text, ...]} (a kernel may be in several cubins)."""
-    text = run([CUOBJDUMP, "-sass", so])
+def sass_image(path):
+    """sass() of one file: a cubin cuobjdump -xelf wrote (NAME.N.sm_90.cubin), or a whole module."""
+    text = run([CUOBJDUMP, "-sass", path])
     kernels = collections.defaultdict(list)
-    arch, name, body = None, None, []
+    m = re.search(r"\.(sm_\w+)\.cubin$", path)
+    arch, name, body = (m.group(1) if m else None), None, []
 
     def flush():
         if name is not None:
@@ -108,7 +113,35 @@ def sass(so):
         if line and not line.startswith(".") and not line.startswith("----"):
             body.append(line)
     flush()
+    return dict(kernels)
+
+
+def sass(so):
+    """{(arch, kernel): [normalized text, ...]} (a kernel may be in several cubins).
+
+    Each embedded ELF image is extracted (cuobjdump -xelf all) and disassembled
+    apart, JOBS at a time: one cuobjdump -sass over a 200 MB module (flash-attn)
+    runs for many minutes on one core. A module cuobjdump extracts no image
+    from is disassembled whole."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([CUOBJDUMP, "-xelf", "all", os.path.abspath(so)], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        images = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".cubin")) or [so]
+        with multiprocessing.Pool(min(JOBS, len(images))) as pool:
+            parts = pool.map(sass_image, images, chunksize=1)
+    kernels = collections.defaultdict(list)
+    for part in parts:
+        for k, texts in part.items():
+            kernels[k].extend(texts)
     return kernels
+
+
+def first_difference(a, b, before=5, after=40):
+    """A unified diff of the lines around where two SASS texts first part (difflib
+    over two whole kernels of 100,000 lines each can run for minutes)."""
+    la, lb = a.splitlines(), b.splitlines()
+    i = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+    lo = max(0, i - before)
+    return difflib.unified_diff(la[lo : i + after], lb[lo : i + after], f"ours (from line {lo + 1})", f"upstream (from line {lo + 1})", n=1, lineterm="")
 
 
 def res_usage(so):
@@ -183,10 +216,8 @@ def compare_so(rel, ours, theirs, summary, details):
         if keys:
             details.append(f"{rel}: {title} ({len(keys)}):\n" + "\n".join(f"  {a} {n}" for a, n in keys[:CAP]))
     for k in (diff_masked + diff_text)[:3]:
-        import difflib
-
-        d = difflib.unified_diff(ka[k][0].splitlines(), kb[k][0].splitlines(), "ours", "upstream", n=1, lineterm="")
-        details.append(f"{rel}: SASS diff of {k[0]} {k[1]} (first 60 lines):\n" + "\n".join(list(d)[:60]))
+        d = first_difference(ka[k][0], kb[k][0])
+        details.append(f"{rel}: SASS of {k[0]} {k[1]} where it first differs:\n" + "\n".join(list(d)[:60]))
     ra, rb = res_usage(ours), res_usage(theirs)
     spill = lambda texts: [sum(1 for line in t.splitlines() if re.search(r"\b(LDL|STL)\b", line)) for t in texts]  # noqa: E731
     res_diff = [k for k in sorted(set(ra) & set(rb)) if sorted(ra[k]) != sorted(rb[k])]

@@ -8,27 +8,25 @@
 #   .devrun/st/     wheel 0.48.0 (setup.py imports wheel.bdist_wheel; the device lacks it)
 # The maintainers' build (`pip wheel . --no-build-isolation`, FLASH_ATTENTION_FORCE_BUILD=TRUE so
 # setup.py downloads nothing, FLASH_ATTN_CUDA_ARCHS=90 and TORCH_CUDA_ARCH_LIST=9.0 for the cell's
-# one arch, MAX_JOBS=16) takes longer than one call, so it is resumable: the tree and its ninja
-# build directory stay in /tmp/fa, and a call that finds them (the machine kept warm between calls)
-# goes on where the last one stopped; ninja skips every object it finished. At LIMIT seconds the
-# build's process group is stopped (140 s sooner on a cold machine with PARTIAL=1). CALL=1 (the
-# default) also runs the GPU slice on our wheel; PARTIAL=1 compares the objects finished so far
-# with our wheel's kernels when upstream's wheel is not there yet (partial.txt). Once upstream's
-# wheel exists: compare.py on both wheels, the same GPU slice on it, and its extension module
-# xz-compressed into $OUT.
+# one arch, MAX_JOBS=16) takes longer than one call, so it runs in its own process session in
+# /tmp/fa, which outlives the call while the machine stays warm: a later call waits for it, or,
+# finding the machine cold, starts it again. At LIMIT seconds a call returns and leaves the build
+# running. CALL=1 (the default) also runs the GPU slice on our wheel, SLICE=0 no GPU slice at all.
+# Once upstream's wheel exists: compare.py on both wheels (one cuobjdump per ELF image, every
+# core), the GPU slice on it, and its extension module xz-compressed into $OUT in 15 MiB parts.
+# (The first run, for the GPU slices, stopped the build at each call's limit and ninja resumed it.)
 set -u
 d=$(pwd)/.devrun
 OUT=${OUT:-/tmp/out}
 LIMIT=${LIMIT:-540}
 mkdir -p "$OUT" /tmp/fa
+command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH # nvcc, and cuobjdump for compare.py
 T0=$SECONDS
 CALL=${CALL:-1}
+SLICE=${SLICE:-1}
 log=$OUT/upstream.txt
 warm=$([ -d /tmp/fa/src ] && echo yes || echo no)
 echo "call $CALL on $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; /tmp/fa kept from an earlier call: $warm" | tee "$log"
-# A cold machine cannot finish the build in this call: stop it sooner, to leave the partial
-# comparison its time.
-[ "${PARTIAL:-0}" = 1 ] && [ $warm = no ] && LIMIT=$((LIMIT - 140))
 
 # Our wheel, rebuilt from its xz files (checked against its RECORD), for both jobs below.
 # (gpu.sh would unpack it again while xz/ is there: moved aside once done.)
@@ -44,79 +42,55 @@ if [ ! -d /tmp/fa/src ]; then
   /tmp/fa/bv/bin/python -m pip install -q --no-index --no-deps "$d"/st/*.whl >>"$log" 2>&1
 fi
 up=$(ls /tmp/fa/wheel/flash_attn-*.whl 2>/dev/null | head -n 1)
-if [ -z "$up" ]; then
-  command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+bp=$(cat /tmp/fa/build.pid 2>/dev/null)
+if [ -z "$up" ] && [ -n "$bp" ] && kill -0 "$bp" 2>/dev/null; then
+  echo "build (pid $bp) still running from an earlier call" | tee -a "$log"
+elif [ -z "$up" ]; then
   echo "upstream: $(nvcc --version | tail -n 2 | head -n 1); $(/tmp/fa/bv/bin/python -c 'import torch,sys; print("torch", torch.__version__, "python", sys.version.split()[0])'); $(ninja --version 2>/dev/null | sed 's/^/ninja /')" | tee -a "$log"
+  # Its own session: it outlives this call while the machine stays warm.
   (cd /tmp/fa/src && FLASH_ATTENTION_FORCE_BUILD=TRUE FLASH_ATTN_CUDA_ARCHS=90 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 \
-    exec setsid nice -n 5 /tmp/fa/bv/bin/python -m pip wheel . --no-build-isolation --no-deps --disable-pip-version-check -v -w /tmp/fa/wheel \
-    >>/tmp/fa/build.log 2>&1) &
+    exec setsid /tmp/fa/bv/bin/python -m pip wheel . --no-build-isolation --no-deps --disable-pip-version-check -v -w /tmp/fa/wheel \
+    >>/tmp/fa/build.log 2>&1 </dev/null) &
   bp=$!
+  echo "$bp" >/tmp/fa/build.pid
+  date +%s >/tmp/fa/build.start
   echo "build started at $((SECONDS - T0)) s of this call" >>"$log"
 fi
 
-if [ "$CALL" = 1 ]; then
+if [ "$CALL" = 1 ] && [ "$SLICE" = 1 ]; then
   FLASH_ATTN_TESTS=$d/test_flash_attn.py timeout $((LIMIT - 60)) bash scripts/corpus/gpu.sh "$d/g" flash_attn >"$OUT/gpu-ours.txt" 2>&1
   echo "gpu ours rc $? at $((SECONDS - T0)) s" >>"$OUT/gpu-ours.txt"
 fi
 
-if [ -n "${bp:-}" ]; then
-  while kill -0 $bp 2>/dev/null && [ $((SECONDS - T0)) -lt $LIMIT ]; do sleep 5; done
-  if kill -0 $bp 2>/dev/null; then
-    kill -TERM -- -$bp 2>/dev/null
-    sleep 5
-    kill -KILL -- -$bp 2>/dev/null
-    echo "build stopped at $((SECONDS - T0)) s (the call's limit)" >>"$log"
+if [ -z "$up" ]; then
+  while [ -z "$(ls /tmp/fa/wheel/flash_attn-*.whl 2>/dev/null)" ] && kill -0 "$bp" 2>/dev/null && [ $((SECONDS - T0)) -lt "$LIMIT" ]; do sleep 5; done
+  sleep 2
+  if kill -0 "$bp" 2>/dev/null; then
+    echo "build still running at $((SECONDS - T0)) s (the call's limit), $(($(date +%s) - $(cat /tmp/fa/build.start))) s since it started" >>"$log"
   else
-    wait $bp
-    echo "build exited $? at $((SECONDS - T0)) s" >>"$log"
+    echo "build ended at $((SECONDS - T0)) s of this call, $(($(date +%s) - $(cat /tmp/fa/build.start))) s since it started" >>"$log"
   fi
 fi
-tail -n 40 /tmp/fa/build.log >>"$log"
+tail -n 20 /tmp/fa/build.log >>"$log"
 nl=$(ls /tmp/fa/src/build/temp.*/.ninja_log 2>/dev/null | head -n 1)
 [ -n "$nl" ] && cp "$nl" "$OUT/ninja_log.txt"
-objs=$(find /tmp/fa/src/build -name '*.o' -path '*flash_*' 2>/dev/null | wc -l)
-echo "objects finished: $objs" | tee -a "$log"
+echo "objects finished: $(find /tmp/fa/src/build -name '*.o' -path '*flash_*' 2>/dev/null | wc -l)" | tee -a "$log"
 up=$(ls /tmp/fa/wheel/flash_attn-*.whl 2>/dev/null | head -n 1)
-
-if [ -z "$up" ] && [ "$objs" -gt 0 ] && [ "${PARTIAL:-0}" = 1 ]; then
-  # The kernels of the objects finished so far, against ours (compare.py's own normalization).
-  python3 - "$ours" /tmp/fa/src/build >"$OUT/partial.txt" 2>&1 <<'EOF'
-import glob, os, sys, tempfile, zipfile
-sys.path.insert(0, "scripts/differential")
-import compare
-ours, build = sys.argv[1:3]
-with tempfile.TemporaryDirectory() as t:
-    so = [n for n in zipfile.ZipFile(ours).namelist() if n.endswith(".so")][0]
-    zipfile.ZipFile(ours).extract(so, t)
-    ka = compare.sass(os.path.join(t, so))
-kb = {}
-objs = sorted(glob.glob(build + "/**/flash_*.o", recursive=True))
-for o in objs:
-    kb.update(compare.sass(o))
-both = sorted(set(ka) & set(kb))
-same = [k for k in both if sorted(map(compare.h, ka[k])) == sorted(map(compare.h, kb[k]))]
-print(f"{len(objs)} upstream objects, {len(kb)} kernels; {len(both)} also in our wheel "
-      f"({len(ka)} kernels): {len(same)} identical SASS, {len(both) - len(same)} differ")
-for k in sorted(set(both) - set(same))[:20]:
-    print("  differs:", k)
-for k in sorted(set(kb) - set(ka))[:20]:
-    print("  only upstream:", k)
-EOF
-  cat "$OUT/partial.txt"
-fi
 
 if [ -n "$up" ]; then
   echo "upstream wheel: $(basename "$up") $(stat -c %s "$up") bytes" | tee -a "$log"
   left=$((LIMIT - (SECONDS - T0)))
-  (timeout $((left > 60 ? left : 60)) python3 scripts/differential/compare.py "$ours" "$up" /tmp/fa/cmp >/dev/null 2>&1
-    echo "compare rc $?" >>"$log"; cp /tmp/fa/cmp/summary.txt "$OUT/compare-summary.txt"; cp /tmp/fa/cmp/details.txt "$OUT/compare-details.txt") &
-  cpid=$!
+  (t=$SECONDS; timeout $((left > 60 ? left : 60)) python3 scripts/differential/compare.py "$ours" "$up" /tmp/fa/cmp >/dev/null 2>&1
+    echo "compare rc $? in $((SECONDS - t)) s" >>"$log"; cp /tmp/fa/cmp/summary.txt "$OUT/compare-summary.txt"; cp /tmp/fa/cmp/details.txt "$OUT/compare-details.txt") &
   (python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.buffer.write(z.read([n for n in z.namelist() if n.endswith(".so")][0]))' "$up" |
-    xz -T16 -6 >"$OUT/upstream-so.xz") &
-  mkdir -p /tmp/fa/gu/wheels && cp "$up" /tmp/fa/gu/wheels/ && ln -sfn "$d/g/deps" /tmp/fa/gu/deps
-  FLASH_ATTN_TESTS=$d/test_flash_attn.py timeout $((left > 30 ? left : 30)) bash scripts/corpus/gpu.sh /tmp/fa/gu flash_attn >"$OUT/gpu-upstream.txt" 2>&1
-  echo "gpu upstream rc $? at $((SECONDS - T0)) s" >>"$OUT/gpu-upstream.txt"
+    xz -T4 -6 | split -b 15M - "$OUT/upstream-so.xz.") &
+  if [ "$SLICE" = 1 ]; then
+    mkdir -p /tmp/fa/gu/wheels && cp "$up" /tmp/fa/gu/wheels/ && ln -sfn "$d/g/deps" /tmp/fa/gu/deps
+    FLASH_ATTN_TESTS=$d/test_flash_attn.py timeout $((left > 30 ? left : 30)) bash scripts/corpus/gpu.sh /tmp/fa/gu flash_attn >"$OUT/gpu-upstream.txt" 2>&1
+    echo "gpu upstream rc $? at $((SECONDS - T0)) s" >>"$OUT/gpu-upstream.txt"
+  fi
   wait
+  sha256sum "$up" | tee -a "$log"
 fi
 grep -hE 'checks passed|FAIL|rc |objects|build ' "$OUT"/*.txt | tail -n 40
 cat "$OUT/compare-summary.txt" 2>/dev/null

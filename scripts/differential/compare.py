@@ -136,7 +136,7 @@ def sass(so):
 
 
 def first_difference(a, b, before=5, after=40):
-    """A unified diff of the lines around where two SASS texts first part (difflib
+    """A unified diff of the lines around where two SASS texts first diverge (difflib
     over two whole kernels of 100,000 lines each can run for minutes)."""
     la, lb = a.splitlines(), b.splitlines()
     i = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
